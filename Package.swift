@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Debian packages that provide the C libraries CXCB wraps.
+let xcbDebianPackages = [
+  "libxcb1-dev", "libxcb-composite0-dev", "libxcb-record0-dev", "libxcb-res0-dev",
+  "libxcb-xfixes0-dev", "libxcb-shape0-dev", "libxcb-damage0-dev", "libxcb-shm0-dev",
+  "libxcb-render0-dev",
+]
+
+let package = Package(
+  name: "CaptureShield",
+  products: [
+    .library(name: "CaptureShield", targets: ["CaptureShield"]),
+    .executable(name: "shieldctl", targets: ["shieldctl"]),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CXCB",
+      path: "Sources/CXCB",
+      pkgConfig: "xcb",
+      providers: [.apt(xcbDebianPackages)]
+    ),
+    .target(
+      name: "CaptureShield",
+      dependencies: ["CXCB"],
+      path: "Sources/CaptureShield"
+    ),
+    .executableTarget(
+      name: "shieldctl",
+      dependencies: ["CaptureShield"],
+      path: "Sources/shieldctl"
+    ),
+    .executableTarget(
+      name: "shieldbench",
+      dependencies: ["CaptureShield"],
+      path: "Sources/shieldbench"
+    ),
+    .testTarget(
+      name: "CaptureShieldTests",
+      dependencies: ["CaptureShield"],
+      path: "Tests/CaptureShieldTests"
+    ),
+    .testTarget(
+      name: "IntegrationTests",
+      dependencies: ["CaptureShield", "CXCB"],
+      path: "Tests/IntegrationTests"
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,2 @@
+internal import CXCB
+public enum CaptureShieldVersion { public static let string = "0.1.0" }

@@ -1,0 +1,3 @@
+import Testing
+@testable import CaptureShield
+@Test func versionIsSet() { #expect(!CaptureShieldVersion.string.isEmpty) }
