@@ -1,0 +1,102 @@
+/// The daemon's published state: versioned JSON in the root window property
+/// `_CAPTURE_SHIELD_STATE` (UTF8_STRING). `shieldctl status/list/clients` and apps read it.
+public struct DaemonState: Sendable, Codable, Hashable {
+  /// Format version of this JSON; bumped on incompatible changes.
+  public var version: Int = 1
+  public var pid: Int
+  public var display: String
+  /// Seconds since the Unix epoch when the daemon started.
+  public var startedAt: Double
+  public var policy: PolicySummary
+  public var paused: Bool
+  /// Seconds of pause left, when the pause has an end.
+  public var pauseRemaining: Double?
+  public var capturing: Bool
+  public var shieldsActive: Bool
+  public var compositor: ClientRow?
+  public var windows: [WindowRow]
+  public var sessions: [SessionRow]
+  public var clients: [ClientRow]
+
+  public struct PolicySummary: Sendable, Codable, Hashable {
+    public var sources: [String]
+    public var when: ShieldWhen
+    public var failMode: FailMode
+    public var rules: Int
+    public var quarantineMs: Int?
+    public var lingerMs: Int
+  }
+  public struct WindowRow: Sendable, Codable, Hashable {
+    public var id: WindowID
+    public var title: String?
+    public var `class`: String?
+    public var exe: String?
+    public var secure: Bool
+    public var reason: String
+    public var shielded: Bool
+  }
+  public struct SessionRow: Sendable, Codable, Hashable {
+    public var id: Int
+    public var client: ClientID
+    public var kind: Engine.SessionKind
+    public var pid: Int?
+    public var exe: String?
+    public var firstRequest: String?
+    public var requests: Int
+    public var ageSeconds: Double
+    /// Seconds until the session ends unless renewed; nil while pinned.
+    public var endsIn: Double?
+  }
+  public struct ClientRow: Sendable, Codable, Hashable {
+    public var client: ClientID
+    public var pid: Int?
+    public var exe: String?
+    public var comm: String?
+    public var `class`: ClientClass
+    public var capturing: Bool
+    public var compositor: Bool
+    public var captureRequests: Int
+    public var identity: String?
+  }
+}
+
+extension Engine {
+  /// Everything the daemon publishes. Windows: the secure or shielded ones only (the
+  /// state must stay small on desktops with thousands of windows).
+  public func snapshot(pid: Int, display: String, startedAt: Double) -> DaemonState {
+    let live = sessions.values.filter { $0.isLive(at: now) }
+    let capturingClients = Set(live.filter { $0.kind != .quarantine }.map(\.client))
+    func row(_ c: ClientState) -> DaemonState.ClientRow {
+      .init(
+        client: c.id, pid: c.identity?.pid, exe: c.identity?.exe, comm: c.identity?.comm,
+        class: c.clientClass, capturing: capturingClients.contains(c.id), compositor: compositor == c.id,
+        captureRequests: c.captureRequests, identity: c.identity?.failure)
+    }
+    let windowRows = windows.values.filter { $0.reason.isSecure || shielded.contains($0.info.id) }
+      .sorted { $0.info.id < $1.info.id }
+      .map { w in
+        DaemonState.WindowRow(
+          id: w.info.id, title: w.info.facts.title, class: w.info.facts.class,
+          exe: effectiveFacts(w.info).exe, secure: w.reason.isSecure, reason: w.reason.description,
+          shielded: shielded.contains(w.info.id))
+      }
+    let sessionRows = live.sorted { $0.id < $1.id }.map { s in
+      DaemonState.SessionRow(
+        id: s.id, client: s.client, kind: s.kind, pid: s.identity?.pid, exe: s.identity?.exe,
+        firstRequest: s.firstRequest, requests: s.requests, ageSeconds: now.seconds(since: s.startedAt),
+        endsIn: s.pinned ? nil : s.expires.map { $0.seconds(since: now) })
+    }
+    var pauseRemaining: Double? = nil
+    if case .some(.some(let until)) = pausedUntil { pauseRemaining = until.seconds(since: now) }
+    return DaemonState(
+      pid: pid, display: display, startedAt: startedAt,
+      policy: .init(
+        sources: policy.sources, when: policy.when, failMode: policy.failMode, rules: policy.secure.count,
+        quarantineMs: policy.quarantine.map { Int($0.nanoseconds / 1_000_000) },
+        lingerMs: Int(policy.linger.nanoseconds / 1_000_000)),
+      paused: isPaused, pauseRemaining: pauseRemaining, capturing: isCapturing, shieldsActive: shieldsActive,
+      compositor: compositor.flatMap { clients[$0] }.map(row),
+      windows: windowRows, sessions: sessionRows,
+      clients: clients.values.sorted { $0.id < $1.id }.map(row))
+  }
+}

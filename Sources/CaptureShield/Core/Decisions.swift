@@ -1,0 +1,130 @@
+/// Why a window is (or is not) secure.
+public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
+  /// `_CAPTURE_SHIELD_SECURE` = 1 (set by `shieldctl tag` or by the app itself).
+  case tag
+  /// The tag property holds something other than CARDINAL 0 or 1: secure, fail safe.
+  case malformedTag
+  /// A `secure` rule matched (its index and label).
+  case rule(index: Int, label: String)
+  /// Properties not known yet, and the owning client owns a secure window or matches a
+  /// secure rule's client criteria: shielded until the facts arrive.
+  case provisional
+  /// Nothing made it secure.
+  case none
+
+  public var isSecure: Bool { self != .none }
+
+  public var description: String {
+    switch self {
+    case .tag: return "tag"
+    case .malformedTag: return "malformed tag (treated as secure)"
+    case .rule(let i, let label): return "rule #\(i + 1) \(label)"
+    case .provisional: return "provisional (facts not known yet)"
+    case .none: return "not secure"
+    }
+  }
+}
+
+/// How `capture.*` rules classify a client.
+public enum ClientClass: String, Sendable, Hashable, Codable {
+  /// Matches `capture.allow`: may read pixels without starting a session.
+  case allowed
+  /// Matches `capture.known`: capturing from the moment it connects.
+  case known
+  /// Neither: a session starts at its first capture request.
+  case ordinary
+  /// Identity unknown (no PID, exited, TCP): never allowed.
+  case unidentified
+}
+
+/// One rule's evaluation, for `explain`.
+public struct RuleExplanation: Sendable, Hashable {
+  public var index: Int
+  public var label: String
+  public var criteria: [Matcher.CriterionResult]
+  public var matched: Bool
+}
+
+/// Why a window got its decision, rule by rule.
+public struct WindowExplanation: Sendable, Hashable {
+  public var tag: TagState
+  public var rules: [RuleExplanation]
+  public var reason: SecureReason
+
+  /// Human-readable lines, one per rule, then the decision.
+  public var lines: [String] {
+    var out: [String] = []
+    switch tag {
+    case .secure: out.append("tag: _CAPTURE_SHIELD_SECURE=1 -> secure")
+    case .malformed: out.append("tag: _CAPTURE_SHIELD_SECURE is malformed -> secure (fail safe)")
+    case .notSecure: out.append("tag: _CAPTURE_SHIELD_SECURE=0 (rules still apply)")
+    case .absent: out.append("tag: none")
+    }
+    if rules.isEmpty { out.append("rules: none") }
+    var decided = false
+    for r in rules {
+      let parts = r.criteria.map { c in
+        "\(c.criterion.rawValue) \(c.matched ? "=" : "!=") \(c.expected.debugDescription) (is \(c.actual.map { $0.debugDescription } ?? "unknown"))"
+      }
+      let verdict: String
+      if decided {
+        verdict = r.matched ? "matches, but an earlier rule already decided" : "no match"
+      } else {
+        verdict = r.matched ? "MATCH -> secure (first match wins)" : "no match"
+      }
+      if r.matched { decided = true }
+      out.append("rule #\(r.index + 1) \(r.label): \(parts.joined(separator: ", ")) -> \(verdict)")
+    }
+    out.append("decision: \(reason.isSecure ? "SECURE" : "not secure") (\(reason))")
+    return out
+  }
+}
+
+extension Policy {
+  /// Index of the first `secure` rule matching `facts`, if any (the hot path).
+  public func firstSecureRule(_ facts: Facts) -> Int? {
+    secure.firstIndex { $0.matches(facts) }
+  }
+
+  /// The decision for a window with these facts and tag, ignoring provisional state.
+  public func secureReason(facts: Facts, tag: TagState) -> SecureReason {
+    switch tag {
+    case .secure: return .tag
+    case .malformed: return .malformedTag
+    case .absent, .notSecure: break
+    }
+    if let i = firstSecureRule(facts) { return .rule(index: i, label: secure[i].label) }
+    return .none
+  }
+
+  /// Every rule evaluated against the facts, with the final decision.
+  public func explainWindow(facts: Facts, tag: TagState) -> WindowExplanation {
+    let rules = secure.enumerated().map { i, m in
+      let c = m.evaluate(facts)
+      return RuleExplanation(index: i, label: m.label, criteria: c, matched: c.allSatisfy(\.matched))
+    }
+    return WindowExplanation(tag: tag, rules: rules, reason: secureReason(facts: facts, tag: tag))
+  }
+
+  /// Whether some `secure` rule could still match a window of a client with these facts
+  /// once its window properties are known (its client criteria match).
+  public func clientMayOwnSecureWindows(_ client: Facts) -> Bool {
+    secure.contains { m in
+      guard m.exe != nil || m.comm != nil || m.pid != nil || m.uid != nil else { return false }
+      var probe = m
+      probe.class = nil
+      probe.instance = nil
+      probe.title = nil
+      return probe.matches(client)
+    }
+  }
+
+  /// How `capture.allow` / `capture.known` classify a client (allow is checked first).
+  public func classify(_ identity: ClientIdentity?) -> ClientClass {
+    guard let identity, identity.isKnown else { return .unidentified }
+    let f = identity.facts
+    if captureAllow.contains(where: { $0.matches(f) }) { return .allowed }
+    if captureKnown.contains(where: { $0.matches(f) }) { return .known }
+    return .ordinary
+  }
+}

@@ -1,0 +1,121 @@
+/// An X window id. Plain integers so the core needs no X types.
+public typealias WindowID = UInt32
+
+/// An X client, named by its resource-id base (what RECORD records carry and what
+/// X-Resource accepts as a client spec). Bases are reused after a client dies, so the
+/// core never keeps per-client state past `clientGone`.
+public struct ClientID: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+  public var base: UInt32
+  public init(_ base: UInt32) { self.base = base }
+  public static func < (a: Self, b: Self) -> Bool { a.base < b.base }
+  public var description: String { "0x" + String(base, radix: 16) }
+}
+
+/// Monotonic time in nanoseconds. The core has no clock: every event comes with one.
+public struct MonotonicTime: Sendable, Hashable, Comparable, Codable {
+  public var nanoseconds: UInt64
+  public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+  public static func < (a: Self, b: Self) -> Bool { a.nanoseconds < b.nanoseconds }
+  public static func + (a: Self, d: PolicyDuration) -> Self {
+    .init(nanoseconds: a.nanoseconds &+ d.nanoseconds)
+  }
+  /// Seconds since `earlier` (0 when `earlier` is later).
+  public func seconds(since earlier: Self) -> Double {
+    nanoseconds >= earlier.nanoseconds ? Double(nanoseconds - earlier.nanoseconds) / 1e9 : 0
+  }
+  public static func seconds(_ s: Double) -> Self { .init(nanoseconds: UInt64(s * 1e9)) }
+}
+
+/// The value of the `_CAPTURE_SHIELD_SECURE` property on a window, decoded.
+public enum TagState: Sendable, Hashable, Codable {
+  /// No property.
+  case absent
+  /// CARDINAL/32 value 1: the window asks to be secure.
+  case secure
+  /// CARDINAL/32 value 0: explicitly not tagged (policy rules still apply).
+  case notSecure
+  /// Anything else (wrong type, format or value). Treated as secure: fail safe.
+  case malformed
+
+  /// Decodes a property reply. `type` is true when the property type is CARDINAL.
+  public static func decode(isCardinal: Bool, format: UInt8, bytes: [UInt8]) -> TagState {
+    if !isCardinal && format == 0 && bytes.isEmpty { return .absent }
+    guard isCardinal, format == 32, bytes.count == 4 else { return .malformed }
+    let v = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
+    switch v {
+    case 1: return .secure
+    case 0: return .notSecure
+    default: return .malformed
+    }
+  }
+}
+
+/// What the shell knows of a window.
+public struct WindowInfo: Sendable, Hashable {
+  public var id: WindowID
+  /// The client that created the window.
+  public var client: ClientID?
+  /// Window and client facts for policy matching.
+  public var facts: Facts
+  public var tag: TagState
+  /// Whether WM_CLASS / title have been read after the window was mapped (or seen set).
+  /// Until then the window may be shielded provisionally (see `Engine`).
+  public var propertiesKnown: Bool
+  public var mapped: Bool
+
+  public init(
+    id: WindowID, client: ClientID? = nil, facts: Facts = Facts(), tag: TagState = .absent,
+    propertiesKnown: Bool = true, mapped: Bool = true
+  ) {
+    self.id = id
+    self.client = client
+    self.facts = facts
+    self.tag = tag
+    self.propertiesKnown = propertiesKnown
+    self.mapped = mapped
+  }
+}
+
+/// What is known about an X client's process.
+public struct ClientIdentity: Sendable, Hashable, Codable {
+  public var pid: Int?
+  public var exe: String?
+  public var comm: String?
+  public var uid: Int?
+  public var cmdline: [String]?
+  /// Why identification failed, when it did (TCP client, process gone, ...).
+  public var failure: String?
+
+  public init(
+    pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,
+    cmdline: [String]? = nil, failure: String? = nil
+  ) {
+    self.pid = pid
+    self.exe = exe
+    self.comm = comm
+    self.uid = uid
+    self.cmdline = cmdline
+    self.failure = failure
+  }
+
+  /// Facts for matching `capture.*` rules (no window facts).
+  public var facts: Facts { Facts(exe: exe, comm: comm, pid: pid, uid: uid) }
+  public var isKnown: Bool { pid != nil }
+}
+
+/// A request by which a client can read pixels it does not own.
+public struct CaptureRequest: Sendable, Hashable, Codable {
+  /// e.g. "GetImage", "MIT-SHM ShmGetImage", "Composite RedirectSubwindows(Manual)".
+  public var kind: String
+  /// The drawable (or window) it targets, when known.
+  public var target: UInt32?
+  /// A request that defeats the child shield itself (manual redirection of a secure
+  /// window): always treated as capture and flagged in the audit log.
+  public var bypassesShield: Bool
+
+  public init(kind: String, target: UInt32? = nil, bypassesShield: Bool = false) {
+    self.kind = kind
+    self.target = target
+    self.bypassesShield = bypassesShield
+  }
+}

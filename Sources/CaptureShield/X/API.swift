@@ -1,0 +1,68 @@
+/// Errors from talking to the X server. X protocol errors about vanished windows are
+/// not thrown by the daemon (they are expected races); these are for the CLI.
+public enum XError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// No X server at this display (or DISPLAY unset).
+  case cannotConnect(display: String)
+  /// The window id does not exist on this display.
+  case noSuchWindow(WindowID)
+  /// No `shieldctl watch` runs on this display.
+  case noDaemon(display: String)
+  /// Another daemon already owns the display.
+  case alreadyRunning(pid: Int?)
+  /// A required X extension is missing.
+  case missingExtension(String)
+  /// Anything else the server said.
+  case failed(String)
+
+  public var description: String {
+    switch self {
+    case .cannotConnect(let d): return "cannot connect to X display '\(d)'"
+    case .noSuchWindow(let w): return "no window 0x\(String(w, radix: 16)) (\(w)) on this display"
+    case .noDaemon(let d): return "no CaptureShield daemon is running on display '\(d)' (start one with 'shieldctl watch')"
+    case .alreadyRunning(let pid): return "a CaptureShield daemon already runs on this display" + (pid.map { " (pid \($0))" } ?? "")
+    case .missingExtension(let e): return "the X server lacks the \(e) extension"
+    case .failed(let s): return s
+    }
+  }
+}
+
+/// A request from the CLI to the running daemon, sent as a ClientMessage to the
+/// daemon's manager-selection window.
+public enum DaemonCommand: Sendable, Hashable {
+  case shield(WindowID)
+  case unshield(WindowID)
+  /// Pause shielding for a duration (nil: until resume).
+  case pause(PolicyDuration?)
+  case resume
+  /// Reload the policy files (like SIGHUP).
+  case reload
+  /// Clear the guarded clipboard (copied-text guard).
+  case clipboardClear
+}
+
+/// How `shieldctl watch` runs.
+public struct WatchOptions: Sendable {
+  /// X display; nil means `$DISPLAY`.
+  public var display: String?
+  /// Policy files given with `--policy`; nil means the default locations.
+  public var policyPaths: [String]?
+  public var logFormat: AuditFormat = .text
+  /// Also send audit records to syslog (RFC 5424).
+  public var syslog: Bool = false
+  public init(display: String? = nil, policyPaths: [String]? = nil) {
+    self.display = display
+    self.policyPaths = policyPaths
+  }
+}
+
+/// Exit codes of `shieldctl watch`.
+public enum WatchExit {
+  public static let ok: Int32 = 0
+  public static let failure: Int32 = 1
+  /// The policy given at start-up is invalid (no last good policy to keep).
+  public static let badPolicy: Int32 = 78
+  /// The X server went away: the service manager should restart us.
+  public static let xServerGone: Int32 = 69
+  /// Another daemon owns the display.
+  public static let alreadyRunning: Int32 = 75
+}

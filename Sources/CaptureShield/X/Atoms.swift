@@ -1,0 +1,68 @@
+internal import CXCB
+
+/// Names of the atoms of the CaptureShield protocol (see PROTOCOL.md).
+enum ProtocolAtom {
+  /// CARDINAL/32 on a client window: 1 = secure (the tag).
+  static let secure = "_CAPTURE_SHIELD_SECURE"
+  /// UTF8_STRING JSON on the root: the daemon's state (`DaemonState`).
+  static let state = "_CAPTURE_SHIELD_STATE"
+  /// CARDINAL/32 on the root: 1 while a capture session is live.
+  static let capturing = "_CAPTURE_SHIELD_CAPTURING"
+  /// ClientMessage type sent to secure windows when capture starts/stops.
+  static let captureChanged = "_CAPTURE_SHIELD_CAPTURE_CHANGED"
+  /// ClientMessage type of CLI → daemon commands.
+  static let command = "_CAPTURE_SHIELD_COMMAND"
+  /// Manager selection prefix; the screen number is appended.
+  static let managerPrefix = "_CAPTURE_SHIELD_S"
+}
+
+/// Command codes carried in `_CAPTURE_SHIELD_COMMAND` data32[0].
+enum CommandCode: UInt32 {
+  case shield = 1, unshield, pause, resume, reload, clipboardClear
+
+  /// Encodes a command as the five data32 words of a ClientMessage.
+  static func encode(_ c: DaemonCommand, senderPID: UInt32) -> [UInt32] {
+    switch c {
+    case .shield(let w): return [Self.shield.rawValue, w, 0, senderPID, 0]
+    case .unshield(let w): return [Self.unshield.rawValue, w, 0, senderPID, 0]
+    case .pause(let d):
+      let ms = d.map { UInt32(clamping: $0.nanoseconds / 1_000_000) } ?? UInt32.max
+      return [Self.pause.rawValue, 0, ms, senderPID, 0]
+    case .resume: return [Self.resume.rawValue, 0, 0, senderPID, 0]
+    case .reload: return [Self.reload.rawValue, 0, 0, senderPID, 0]
+    case .clipboardClear: return [Self.clipboardClear.rawValue, 0, 0, senderPID, 0]
+    }
+  }
+
+  /// Decodes data32 words; nil for unknown codes (ignored and audited).
+  static func decode(_ d: [UInt32]) -> (DaemonCommand, senderPID: UInt32)? {
+    guard d.count >= 4, let code = CommandCode(rawValue: d[0]) else { return nil }
+    let cmd: DaemonCommand
+    switch code {
+    case .shield: cmd = .shield(d[1])
+    case .unshield: cmd = .unshield(d[1])
+    case .pause: cmd = .pause(d[2] == UInt32.max ? nil : .milliseconds(UInt64(d[2])))
+    case .resume: cmd = .resume
+    case .reload: cmd = .reload
+    case .clipboardClear: cmd = .clipboardClear
+    }
+    return (cmd, d[3])
+  }
+}
+
+extension xcb_client_message_data_t {
+  init(words w: [UInt32]) {
+    self.init()
+    self.data32 = (w[0], w[1], w[2], w[3], w[4])
+  }
+  var words: [UInt32] { [data32.0, data32.1, data32.2, data32.3, data32.4] }
+}
+
+/// The monotonic clock the shell stamps events with.
+enum Clock {
+  static func now() -> MonotonicTime {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return MonotonicTime(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
+  }
+}

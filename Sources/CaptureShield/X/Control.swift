@@ -1,0 +1,148 @@
+internal import CXCB
+import Foundation
+
+/// The CLI's side of the protocol: reads the daemon's state, sets tags, sends commands.
+/// Every request here is one the user asked for explicitly.
+public struct XControl: ~Copyable {
+  let x: XConnection
+
+  /// Connects to `display` (nil: `$DISPLAY`).
+  public init(display: String?) throws(XError) {
+    x = try XConnection(display: display)
+  }
+
+  /// The display this control talks to.
+  public var displayName: String { x.displayName }
+
+  var managerOwner: xcb_window_t {
+    x.selectionOwner(x.atom(ProtocolAtom.managerPrefix + String(x.screenNumber)))
+  }
+
+  /// The running daemon's published state, or nil when no daemon owns the display.
+  public func readState() throws(XError) -> DaemonState? {
+    guard managerOwner != 0 else { return nil }
+    guard let v = x.property(x.root, x.atom(ProtocolAtom.state), maxBytes: 64 << 20), !v.bytes.isEmpty else {
+      throw .failed("the daemon runs but has not published its state yet; try again")
+    }
+    do {
+      return try JSONDecoder().decode(DaemonState.self, from: Data(v.bytes))
+    } catch {
+      throw .failed("cannot read the daemon's state (\(error)); is the daemon the same version as this shieldctl?")
+    }
+  }
+
+  /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag.
+  public func setTag(_ window: WindowID, secure: Bool) throws(XError) {
+    guard x.attributes(window) != nil else { throw .noSuchWindow(window) }
+    let atom = x.atom(ProtocolAtom.secure)
+    let ck: xcb_void_cookie_t
+    if secure {
+      var one: UInt32 = 1
+      ck = xcb_change_property_checked(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, atom, 6, 32, 1, &one)
+    } else {
+      ck = xcb_delete_property_checked(x.conn, window, atom)
+    }
+    if let err = xcb_request_check(x.conn, ck) {
+      let code = err.pointee.error_code
+      free(err)
+      throw code == 3 ? .noSuchWindow(window) : .failed("the X server refused to change the tag (error \(code))")
+    }
+  }
+
+  /// The client window for `window`: itself when it carries WM_STATE, else the first
+  /// descendant that does (a window manager's frame → the app's window).
+  public func clientWindow(for window: WindowID) throws(XError) -> WindowID {
+    guard x.attributes(window) != nil else { throw .noSuchWindow(window) }
+    let wmState = x.atom("WM_STATE")
+    var queue: [WindowID] = [window]
+    var seen = 0
+    while !queue.isEmpty && seen < 4096 {
+      let w = queue.removeFirst()
+      seen += 1
+      if let v = x.property(w, wmState, maxBytes: 8), !v.bytes.isEmpty { return w }
+      if let t = x.queryTree(w) { queue += t.children.reversed() }
+    }
+    return window
+  }
+
+  /// Lets the user click a window (like `xprop`/`xwininfo`) and returns its client window.
+  public func pickWindow() throws(XError) -> WindowID {
+    let cursorFont = x.generateID()
+    "cursor".withCString { _ = xcb_open_font(x.conn, cursorFont, 6, $0) }
+    let cursor = x.generateID()
+    xcb_create_glyph_cursor(x.conn, cursor, cursorFont, cursorFont, 34, 35, 0, 0, 0, 0xffff, 0xffff, 0xffff)
+    let mask = UInt16(XCB_EVENT_MASK_BUTTON_PRESS.rawValue | XCB_EVENT_MASK_BUTTON_RELEASE.rawValue)
+    guard
+      let g = xcb_grab_pointer_reply(
+        x.conn,
+        xcb_grab_pointer(
+          x.conn, 0, x.root, mask, UInt8(XCB_GRAB_MODE_SYNC.rawValue), UInt8(XCB_GRAB_MODE_ASYNC.rawValue), x.root,
+          cursor, 0), nil)
+    else { throw .failed("cannot grab the pointer") }
+    let status = g.pointee.status
+    free(g)
+    guard status == UInt8(XCB_GRAB_STATUS_SUCCESS.rawValue) else {
+      throw .failed("cannot grab the pointer (another program holds it)")
+    }
+    FileHandle.standardError.write(Data("Click the window to select (any button)...\n".utf8))
+    var picked: WindowID = 0
+    while picked == 0 {
+      xcb_allow_events(x.conn, UInt8(XCB_ALLOW_SYNC_POINTER.rawValue), 0)
+      x.flush()
+      guard let ev = xcb_wait_for_event(x.conn) else { throw .failed("lost the X connection") }
+      if Int32(CXCB_event_type(ev)) == XCB_BUTTON_PRESS {
+        let e = UnsafeRawPointer(ev).load(as: xcb_button_press_event_t.self)
+        picked = e.child != 0 ? e.child : e.root
+      }
+      free(ev)
+    }
+    xcb_ungrab_pointer(x.conn, 0)
+    x.flush()
+    return try clientWindow(for: picked)
+  }
+
+  /// Sends a command to the running daemon.
+  public func send(_ command: DaemonCommand) throws(XError) {
+    let owner = managerOwner
+    guard owner != 0 else { throw .noDaemon(display: x.displayName) }
+    if case .shield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
+    if case .unshield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
+    var ev = xcb_client_message_event_t()
+    ev.response_type = UInt8(XCB_CLIENT_MESSAGE)
+    ev.format = 32
+    ev.window = owner
+    ev.type = x.atom(ProtocolAtom.command)
+    ev.data = xcb_client_message_data_t(words: CommandCode.encode(command, senderPID: UInt32(getpid())))
+    var buf = [CChar](repeating: 0, count: 32)
+    withUnsafeBytes(of: &ev) { raw in for i in 0..<min(32, raw.count) { buf[i] = CChar(bitPattern: raw[i]) } }
+    let ck = xcb_send_event_checked(x.conn, 0, owner, 0, buf)
+    if let err = xcb_request_check(x.conn, ck) {
+      free(err)
+      throw .noDaemon(display: x.displayName)
+    }
+  }
+
+  /// The facts of a live window (for `policy explain --window`).
+  public func windowFacts(_ window: WindowID) throws(XError) -> WindowInfo {
+    guard x.attributes(window) != nil else { throw .noSuchWindow(window) }
+    var info = WindowInfo(id: window, client: ClientID(x.clientBase(of: window)))
+    let cls = PropertyDecoding.wmClass(x.property(window, 67)?.bytes ?? [])
+    info.facts.class = cls.class
+    info.facts.instance = cls.instance
+    let utf8 = x.atom("UTF8_STRING")
+    if let v = x.property(window, x.atom("_NET_WM_NAME")), !v.bytes.isEmpty {
+      info.facts.title = PropertyDecoding.text(v.bytes, utf8: true)
+    } else if let v = x.property(window, 39), !v.bytes.isEmpty {
+      info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == utf8)
+    }
+    if let v = x.property(window, x.atom(ProtocolAtom.secure)) {
+      info.tag = TagState.decode(isCardinal: v.type == 6, format: v.format, bytes: v.bytes)
+    }
+    let id = ProcessInfoReader.identity(pid: x.clientPID(of: window))
+    info.facts.pid = id.pid
+    info.facts.exe = id.exe
+    info.facts.comm = id.comm
+    info.facts.uid = id.uid
+    return info
+  }
+}

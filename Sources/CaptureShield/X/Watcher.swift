@@ -1,0 +1,499 @@
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Signal numbers written by the handlers into the self-pipe; the loop reads them.
+/// Signal handlers only write one byte: nothing else happens in signal context.
+nonisolated(unsafe) private var signalPipeWriteFD: Int32 = -1
+
+/// `shieldctl watch`: the daemon. One event loop over the X connections; the decision
+/// engine decides, `XEffects` and `ShieldDriver` act.
+public enum Watcher {
+  /// Runs until SIGTERM/SIGINT (exit 0) or a fatal condition (see `WatchExit`).
+  public static func run(_ options: WatchOptions) -> Int32 {
+    let log = AuditLog(format: options.logFormat, syslog: options.syslog)
+    let policyPaths = options.policyPaths ?? PolicyLoader.defaultPaths(environment: ProcessInfo.processInfo.environment)
+    let policy: Policy
+    do {
+      policy = try loadPolicy(policyPaths)
+    } catch {
+      log.error("invalid policy; not starting (no last good policy to keep):\n\(error)")
+      return WatchExit.badPolicy
+    }
+    do {
+      let w = try WatcherLoop(options: options, policy: policy, policyPaths: policyPaths, log: log)
+      return w.run()
+    } catch {
+      log.error("\(error)")
+      if case .alreadyRunning = error { return WatchExit.alreadyRunning }
+      if case .cannotConnect = error { return WatchExit.xServerGone }
+      return WatchExit.failure
+    }
+  }
+
+  static func loadPolicy(_ paths: [String]) throws -> Policy {
+    if paths.isEmpty {
+      var p = Policy()
+      p.sources = []
+      return p
+    }
+    return try PolicyLoader.load(paths: paths)
+  }
+}
+
+/// Writes audit records and daemon messages to stderr (journald reads it).
+final class AuditLog {
+  let format: AuditFormat
+  let syslog: Bool
+  init(format: AuditFormat, syslog: Bool) {
+    self.format = format
+    self.syslog = syslog
+  }
+  func write(_ r: AuditRecord) {
+    let line = format.format(r, time: Date()) + "\n"
+    FileHandle.standardError.write(Data(line.utf8))
+  }
+  func error(_ message: String) {
+    write(AuditRecord("error", [("message", .string(message))]))
+  }
+  func info(_ message: String) {
+    write(AuditRecord("info", [("message", .string(message))]))
+  }
+}
+
+final class WatcherLoop {
+  let x: XConnection
+  let driver: ShieldDriver
+  var engine: Engine
+  let log: AuditLog
+  let policyPaths: [String]
+  let startedAt = Date().timeIntervalSince1970
+  let managerWindow: xcb_window_t
+  let managerAtom: xcb_atom_t
+  /// Interesting atoms.
+  let aWMClass: xcb_atom_t = 67, aWMName: xcb_atom_t = 39, aCardinal: xcb_atom_t = 6
+  let aNetWMName: xcb_atom_t, aUTF8: xcb_atom_t, aSecure: xcb_atom_t, aNetWMPID: xcb_atom_t
+  let aState: xcb_atom_t, aCapturing: xcb_atom_t, aCaptureChanged: xcb_atom_t, aCommand: xcb_atom_t
+  /// What the shell knows of each tracked window (the engine has its own copy).
+  var tracked: [WindowID: WindowInfo] = [:]
+  var windowsPerClient: [UInt32: Int] = [:]
+  var identities: [UInt32: ClientIdentity] = [:]
+  var stateDirty = true
+  var lastPublish = MonotonicTime(nanoseconds: 0)
+  let publishInterval = PolicyDuration.milliseconds(50)
+  var signalRead: Int32 = -1
+  var shuttingDown = false
+
+  init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
+    x = try XConnection(display: options.display)
+    let shieldConn = try XConnection(display: options.display)
+    self.log = log
+    self.policyPaths = policyPaths
+    engine = Engine(policy: policy)
+    for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
+    let a = x.atoms([
+      "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
+      ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
+      ProtocolAtom.managerPrefix + String(x.screenNumber),
+    ])
+    (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
+      (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+    managerAtom = a[8]
+
+    // One daemon per display: own the manager selection, as window managers do.
+    let owner = x.selectionOwner(managerAtom)
+    if owner != 0 {
+      let pid = x.property(owner, aNetWMPID).flatMap { PropertyDecoding.cardinal(format: $0.format, bytes: $0.bytes) }
+      throw .alreadyRunning(pid: pid.map(Int.init))
+    }
+    managerWindow = x.generateID()
+    var values: [UInt32] = [1, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
+    xcb_create_window(
+      x.conn, 0, managerWindow, x.root, -1, -1, 1, 1, 0, UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue), 0,
+      XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue, &values)
+    var pid = UInt32(getpid())
+    xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), managerWindow, aNetWMPID, aCardinal, 32, 1, &pid)
+    xcb_set_selection_owner(x.conn, managerWindow, managerAtom, 0)
+    guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
+
+    driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
+  }
+
+  // MARK: Loop
+
+  func run() -> Int32 {
+    installSignalHandlers()
+    log.info(
+      "watching display \(x.displayName) (pid \(getpid()), policy: \(policyPaths.isEmpty ? "built-in defaults" : policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
+    )
+    // Root: new top-level windows and reparenting.
+    var mask: [UInt32] = [XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue]
+    xcb_change_window_attributes(x.conn, x.root, XCB_CW_EVENT_MASK.rawValue, &mask)
+    // Adopt shields a previous daemon left (closed mode), then scan the tree.
+    let adopted = driver.adoptExisting()
+    if !adopted.isEmpty { log.info("adopted \(adopted.count) shields left by an earlier daemon") }
+    scanExistingWindows()
+    // Shields the engine did not claim after the initial scan are stale: remove them.
+    for t in adopted where !engine.shielded.contains(t) { driver.unshield(t) }
+    flushAll()
+
+    var fds = [
+      pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: driver.x.fileDescriptor, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
+    ]
+    while !shuttingDown {
+      let timeout = pollTimeout()
+      _ = poll(&fds, nfds_t(fds.count), timeout)
+      if fds[2].revents != 0 { handleSignals() }
+      drainEvents()
+      if x.hasError || driver.x.hasError {
+        log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
+        return WatchExit.xServerGone
+      }
+      if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
+      publishIfDue()
+      flushAll()
+    }
+    return shutdown()
+  }
+
+  func pollTimeout() -> Int32 {
+    var ms: Int64 = 60_000
+    let now = Clock.now()
+    if let d = engine.nextDeadline {
+      ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
+    }
+    if stateDirty {
+      let due = lastPublish + publishInterval
+      ms = min(ms, Int64(due.nanoseconds > now.nanoseconds ? (due.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
+    }
+    return Int32(ms)
+  }
+
+  func flushAll() {
+    driver.writeRegistry()
+    x.flush()
+    driver.x.flush()
+  }
+
+  func drainEvents() {
+    while let ev = xcb_poll_for_event(x.conn) {
+      handleMainEvent(ev)
+      free(ev)
+    }
+    while let ev = xcb_poll_for_event(driver.x.conn) {
+      if let report = driver.handle(ev) {
+        switch report {
+        case .lost(let t, let how): apply(.shieldLost(t, how: how))
+        case .targetGone(let t): if tracked[t] != nil { windowGone(t) }
+        }
+      }
+      free(ev)
+    }
+  }
+
+  func shutdown() -> Int32 {
+    if engine.policy.failMode == .open {
+      driver.removeAll()
+      log.info("stopped; shields removed (failMode=open)")
+    } else {
+      driver.writeRegistry()
+      log.info("stopped; \(driver.shields.count) shields left up for the next daemon to adopt (failMode=closed)")
+    }
+    xcb_delete_property(x.conn, x.root, aState)
+    xcb_delete_property(x.conn, x.root, aCapturing)
+    flushAll()
+    return WatchExit.ok
+  }
+
+  // MARK: Signals
+
+  func installSignalHandlers() {
+    var p: [Int32] = [0, 0]
+    _ = pipe(&p)
+    _ = fcntl(p[0], F_SETFL, O_NONBLOCK)
+    _ = fcntl(p[1], F_SETFL, O_NONBLOCK)
+    signalRead = p[0]
+    signalPipeWriteFD = p[1]
+    for s in [SIGTERM, SIGINT, SIGHUP] {
+      signal(s) { sig in
+        var b = UInt8(truncatingIfNeeded: sig)
+        _ = write(signalPipeWriteFD, &b, 1)
+      }
+    }
+    signal(SIGPIPE, SIG_IGN)
+  }
+
+  func handleSignals() {
+    var buf = [UInt8](repeating: 0, count: 64)
+    var reload = false
+    while true {
+      let n = read(signalRead, &buf, buf.count)
+      if n <= 0 { break }
+      for b in buf[..<n] {
+        switch Int32(b) {
+        case SIGTERM, SIGINT: shuttingDown = true
+        case SIGHUP: reload = true
+        default: break
+        }
+      }
+    }
+    // A storm of SIGHUPs collapses into one reload.
+    if reload { reloadPolicy(by: "SIGHUP") }
+  }
+
+  func reloadPolicy(by: String) {
+    do {
+      let p = try Watcher.loadPolicy(policyPaths)
+      apply(.policyReplaced(p))
+      driver.setFailMode(p.failMode)
+      driver.input = p.input
+      driver.label = p.label
+    } catch {
+      apply(.policyRejected("\(error) (reload requested by \(by))"))
+    }
+  }
+
+  // MARK: Engine
+
+  func apply(_ event: Engine.Event) {
+    let effects = engine.handle(event, now: Clock.now())
+    for e in effects { perform(e) }
+  }
+
+  /// Carries out one effect. With `ShieldDriver`, the only place that changes X state.
+  func perform(_ effect: Engine.Effect) {
+    switch effect {
+    case .shield(let w):
+      if !driver.shield(w) { windowGone(w) }
+    case .unshield(let w):
+      driver.unshield(w)
+    case .audit(let r):
+      log.write(r)
+    case .publishState:
+      stateDirty = true
+    case .notifyCapture(let active, let windows):
+      var v: UInt32 = active ? 1 : 0
+      xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), x.root, aCapturing, aCardinal, 32, 1, &v)
+      for w in windows {
+        var ev = xcb_client_message_event_t()
+        ev.response_type = UInt8(XCB_CLIENT_MESSAGE)
+        ev.format = 32
+        ev.window = w
+        ev.type = aCaptureChanged
+        ev.data = xcb_client_message_data_t(words: [v, 0, 0, 0, 0])
+        withUnsafeBytes(of: &ev) { raw in
+          var buf = [CChar](repeating: 0, count: 32)
+          for i in 0..<min(32, raw.count) { buf[i] = CChar(bitPattern: raw[i]) }
+          _ = xcb_send_event(x.conn, 0, w, 0, buf)
+        }
+      }
+    }
+  }
+
+  func publishIfDue() {
+    guard stateDirty else { return }
+    let now = Clock.now()
+    guard now >= lastPublish + publishInterval else { return }
+    stateDirty = false
+    lastPublish = now
+    let snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
+    let enc = JSONEncoder()
+    enc.outputFormatting = [.sortedKeys]
+    guard let data = try? enc.encode(snap) else { return }
+    let bytes = [UInt8](data)
+    xcb_change_property(
+      x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), x.root, aState, aUTF8, 8, UInt32(bytes.count), bytes)
+  }
+
+  // MARK: Windows
+
+  func isOwn(_ w: WindowID) -> Bool {
+    let b = x.clientBase(of: w)
+    return b == x.ownBase || b == driver.x.ownBase || w == managerWindow
+  }
+
+  /// Tracks every top-level window and, under a reparenting window manager, the client
+  /// windows inside the frames.
+  func scanExistingWindows() {
+    guard let tree = x.queryTree(x.root) else { return }
+    var candidates: [WindowID] = []
+    var frames: [WindowID] = []
+    for w in tree.children where !isOwn(w) {
+      candidates.append(w)
+      frames.append(w)
+    }
+    // Children of top-levels that carry WM_STATE are client windows inside WM frames.
+    let wmState = x.atom("WM_STATE")
+    let cookies = frames.map { xcb_query_tree(x.conn, $0) }
+    var inner: [WindowID] = []
+    for ck in cookies {
+      guard let r = xcb_query_tree_reply(x.conn, ck, nil) else { continue }
+      let n = Int(xcb_query_tree_children_length(r))
+      let p = xcb_query_tree_children(r)!
+      for i in 0..<n where !isOwn(p[i]) { inner.append(p[i]) }
+      free(r)
+    }
+    let stateCookies = inner.map { x.propertyCookie($0, wmState, maxBytes: 8) }
+    for (w, ck) in zip(inner, stateCookies) {
+      if let v = x.propertyReply(ck), !v.bytes.isEmpty { candidates.append(w) }
+    }
+    track(candidates, initial: true)
+  }
+
+  /// Selects events on the windows, reads their facts (pipelined) and tells the engine.
+  func track(_ windows: [WindowID], initial: Bool) {
+    let fresh = windows.filter { tracked[$0] == nil && !isOwn($0) }
+    guard !fresh.isEmpty else { return }
+    var mask: [UInt32] = [XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue | XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
+    for w in fresh { xcb_change_window_attributes(x.conn, w, XCB_CW_EVENT_MASK.rawValue, &mask) }
+    // Read after selecting: a property set before the selection took effect is seen here.
+    let attrCookies = fresh.map { xcb_get_window_attributes(x.conn, $0) }
+    let propAtoms = [aWMClass, aNetWMName, aWMName, aSecure, aNetWMPID]
+    let propCookies = fresh.map { w in propAtoms.map { x.propertyCookie(w, $0, maxBytes: 16384) } }
+    var infos: [WindowInfo] = []
+    for (i, w) in fresh.enumerated() {
+      guard let attr = xcb_get_window_attributes_reply(x.conn, attrCookies[i], nil) else {
+        for ck in propCookies[i] { _ = x.propertyReply(ck) }
+        continue  // gone already: an expected race
+      }
+      let mapped = attr.pointee.map_state != UInt8(XCB_MAP_STATE_UNMAPPED.rawValue)
+      let inputOnly = attr.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue)
+      free(attr)
+      let props = propCookies[i].map { x.propertyReply($0) }
+      if inputOnly { continue }  // shows no pixels
+      var info = WindowInfo(id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
+      applyProperty(&info, atom: aWMClass, props[0])
+      applyProperty(&info, atom: aNetWMName, props[1])
+      if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[2]) }
+      applyProperty(&info, atom: aSecure, props[3])
+      infos.append(info)
+    }
+    for info in infos {
+      ensureClient(info.client!.base, sample: info.id)
+      tracked[info.id] = info
+      windowsPerClient[info.client!.base, default: 0] += 1
+      apply(.windowAppeared(info))
+    }
+  }
+
+  func applyProperty(_ info: inout WindowInfo, atom: xcb_atom_t, _ v: PropertyValue?) {
+    switch atom {
+    case aWMClass:
+      let c = PropertyDecoding.wmClass(v?.bytes ?? [])
+      info.facts.instance = c.instance
+      info.facts.class = c.class
+    case aNetWMName:
+      if let v, !v.bytes.isEmpty { info.facts.title = PropertyDecoding.text(v.bytes, utf8: true) }
+    case aWMName:
+      if let v, !v.bytes.isEmpty {
+        info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == aUTF8)
+      }
+    case aSecure:
+      guard let v else {
+        info.tag = .absent
+        return
+      }
+      info.tag = TagState.decode(isCardinal: v.type == aCardinal, format: v.format, bytes: v.bytes)
+    default:
+      break
+    }
+  }
+
+  /// Looks up a client's identity once (X-Resource PID, then /proc).
+  func ensureClient(_ base: UInt32, sample: WindowID) {
+    guard identities[base] == nil else { return }
+    let pid = x.clientPID(of: sample)
+    let id = ProcessInfoReader.identity(pid: pid)
+    identities[base] = id
+    apply(.clientConnected(ClientID(base), id))
+  }
+
+  func windowGone(_ w: WindowID) {
+    guard let info = tracked.removeValue(forKey: w) else { return }
+    driver.forget(w)
+    apply(.windowGone(w))
+    if let base = info.client?.base {
+      windowsPerClient[base, default: 1] -= 1
+      if windowsPerClient[base]! <= 0 {
+        windowsPerClient[base] = nil
+        identities[base] = nil
+        apply(.clientGone(ClientID(base)))
+      }
+    }
+  }
+
+  func handleMainEvent(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) {
+    let raw = UnsafeRawPointer(ev)
+    switch Int32(CXCB_event_type(ev)) {
+    case 0:
+      break  // an X error: a window vanished between two requests. Expected, never fatal.
+    case XCB_CREATE_NOTIFY:
+      let e = raw.load(as: xcb_create_notify_event_t.self)
+      if e.parent == x.root, !isOwn(e.window) { track([e.window], initial: false) }
+    case XCB_REPARENT_NOTIFY:
+      let e = raw.load(as: xcb_reparent_notify_event_t.self)
+      if e.parent == x.root, e.event == x.root, !isOwn(e.window) { track([e.window], initial: false) }
+    case XCB_DESTROY_NOTIFY:
+      let e = raw.load(as: xcb_destroy_notify_event_t.self)
+      if e.event == e.window { windowGone(e.window) }
+    case XCB_MAP_NOTIFY:
+      let e = raw.load(as: xcb_map_notify_event_t.self)
+      if e.event == e.window, var info = tracked[e.window] {
+        info.mapped = true
+        info.propertiesKnown = true
+        tracked[e.window] = info
+        apply(.windowChanged(info))
+      }
+    case XCB_UNMAP_NOTIFY:
+      let e = raw.load(as: xcb_unmap_notify_event_t.self)
+      if e.event == e.window, var info = tracked[e.window] {
+        info.mapped = false
+        tracked[e.window] = info
+      }
+    case XCB_PROPERTY_NOTIFY:
+      let e = raw.load(as: xcb_property_notify_event_t.self)
+      guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure].contains(e.atom) else { return }
+      let v = e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) ? nil : x.property(e.window, e.atom, maxBytes: 16384)
+      let before = info
+      if e.atom == aWMName, info.facts.title != nil, x.property(e.window, aNetWMName, maxBytes: 4)?.bytes.isEmpty == false {
+        return  // _NET_WM_NAME takes precedence
+      }
+      applyProperty(&info, atom: e.atom, v)
+      if e.atom == aNetWMName && v == nil { info.facts.title = nil }
+      guard info != before else { return }
+      tracked[e.window] = info
+      apply(.windowChanged(info))
+    case XCB_CLIENT_MESSAGE:
+      let e = raw.load(as: xcb_client_message_event_t.self)
+      guard e.window == managerWindow, e.type == aCommand, e.format == 32,
+        let (cmd, sender) = CommandCode.decode(e.data.words)
+      else { return }
+      handleCommand(cmd, sender: "shieldctl (pid \(sender))")
+    case XCB_SELECTION_CLEAR:
+      let e = raw.load(as: xcb_selection_clear_event_t.self)
+      if e.selection == managerAtom {
+        log.error("another daemon took over the display; exiting")
+        shuttingDown = true
+      }
+    default:
+      break
+    }
+  }
+
+  func handleCommand(_ cmd: DaemonCommand, sender: String) {
+    switch cmd {
+    case .shield(let w): apply(.manualOverride(w, shielded: true, by: sender))
+    case .unshield(let w): apply(.manualOverride(w, shielded: false, by: sender))
+    case .pause(let d):
+      apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
+    case .resume: apply(.resume(by: sender))
+    case .reload: reloadPolicy(by: sender)
+    case .clipboardClear: log.info("clipboard clear requested by \(sender): the copied-text guard is not part of this version")
+    }
+  }
+}

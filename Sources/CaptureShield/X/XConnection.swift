@@ -1,0 +1,196 @@
+internal import CXCB
+import Foundation
+
+/// A property value as fetched from the server.
+struct PropertyValue {
+  var type: xcb_atom_t
+  var format: UInt8
+  var bytes: [UInt8]
+}
+
+/// One xcb connection and what the shell needs of it. Not thread-safe: each owner uses
+/// it from one thread. Requests here are queries; state-changing requests are sent only
+/// by `XEffects` (shields, tags, state) so there is one place to audit them.
+final class XConnection {
+  let conn: OpaquePointer
+  let screenNumber: Int32
+  let root: xcb_window_t
+  let rootDepth: UInt8
+  let rootVisual: xcb_visualid_t
+  let blackPixel: UInt32
+  let resourceMask: UInt32
+  let displayName: String
+  private var atomCache: [String: xcb_atom_t] = [:]
+
+  init(display: String?) throws(XError) {
+    let name = display ?? ProcessInfo.processInfo.environment["DISPLAY"] ?? ""
+    var screen: Int32 = 0
+    guard !name.isEmpty, let c = xcb_connect(name, &screen) else {
+      throw .cannotConnect(display: name.isEmpty ? "(DISPLAY is not set)" : name)
+    }
+    if xcb_connection_has_error(c) != 0 {
+      xcb_disconnect(c)
+      throw .cannotConnect(display: name)
+    }
+    conn = c
+    displayName = name
+    screenNumber = screen
+    let setup = xcb_get_setup(c)!
+    resourceMask = setup.pointee.resource_id_mask
+    var it = xcb_setup_roots_iterator(setup)
+    for _ in 0..<screen { xcb_screen_next(&it) }
+    let s = it.data.pointee
+    root = s.root
+    rootDepth = s.root_depth
+    rootVisual = s.root_visual
+    blackPixel = s.black_pixel
+  }
+
+  deinit { xcb_disconnect(conn) }
+
+  var fileDescriptor: Int32 { xcb_get_file_descriptor(conn) }
+  var hasError: Bool { xcb_connection_has_error(conn) != 0 }
+  func flush() { _ = xcb_flush(conn) }
+  func generateID() -> UInt32 { xcb_generate_id(conn) }
+
+  /// The resource-id base of the client that created `xid`.
+  func clientBase(of xid: UInt32) -> UInt32 { xid & ~resourceMask }
+
+  /// Our own resource-id base (windows we create carry it).
+  lazy var ownBase: UInt32 = clientBase(of: generateID())
+
+  /// Interns atoms, pipelined, cached.
+  func atoms(_ names: [String]) -> [xcb_atom_t] {
+    let missing = names.filter { atomCache[$0] == nil }
+    let cookies = missing.map { n in
+      n.withCString { xcb_intern_atom(conn, 0, UInt16(strlen($0)), $0) }
+    }
+    for (n, ck) in zip(missing, cookies) {
+      if let r = xcb_intern_atom_reply(conn, ck, nil) {
+        atomCache[n] = r.pointee.atom
+        free(r)
+      } else {
+        atomCache[n] = 0
+      }
+    }
+    return names.map { atomCache[$0]! }
+  }
+
+  func atom(_ name: String) -> xcb_atom_t { atoms([name])[0] }
+
+  /// Fetches a property, any type, up to `maxBytes`; nil when the window is gone.
+  func property(_ window: xcb_window_t, _ atom: xcb_atom_t, maxBytes: UInt32 = 65536) -> PropertyValue? {
+    let ck = xcb_get_property(conn, 0, window, atom, 0 /* AnyPropertyType */, 0, (maxBytes + 3) / 4)
+    return propertyReply(ck)
+  }
+
+  func propertyCookie(_ window: xcb_window_t, _ atom: xcb_atom_t, maxBytes: UInt32 = 65536)
+    -> xcb_get_property_cookie_t
+  {
+    xcb_get_property(conn, 0, window, atom, 0, 0, (maxBytes + 3) / 4)
+  }
+
+  func propertyReply(_ ck: xcb_get_property_cookie_t) -> PropertyValue? {
+    var err: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+    guard let r = xcb_get_property_reply(conn, ck, &err) else {
+      free(err)
+      return nil
+    }
+    defer { free(r) }
+    let len = Int(xcb_get_property_value_length(r))
+    var bytes = [UInt8](repeating: 0, count: len)
+    if len > 0, let p = xcb_get_property_value(r) {
+      bytes.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: p, count: len)) }
+    }
+    return PropertyValue(type: r.pointee.type, format: r.pointee.format, bytes: bytes)
+  }
+
+  /// Children of `window`, bottom to top, and its parent; nil when gone.
+  func queryTree(_ window: xcb_window_t) -> (parent: xcb_window_t, children: [xcb_window_t])? {
+    guard let r = xcb_query_tree_reply(conn, xcb_query_tree(conn, window), nil) else { return nil }
+    defer { free(r) }
+    let n = Int(xcb_query_tree_children_length(r))
+    let p = xcb_query_tree_children(r)!
+    return (r.pointee.parent, (0..<n).map { p[$0] })
+  }
+
+  /// Whether the window exists and is mapped (viewable or not).
+  func attributes(_ window: xcb_window_t) -> (mapState: UInt8, overrideRedirect: Bool, inputOnly: Bool)? {
+    guard let r = xcb_get_window_attributes_reply(conn, xcb_get_window_attributes(conn, window), nil) else {
+      return nil
+    }
+    defer { free(r) }
+    return (r.pointee.map_state, r.pointee.override_redirect != 0, r.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue))
+  }
+
+  /// Current owner window of a selection (0 when none).
+  func selectionOwner(_ selection: xcb_atom_t) -> xcb_window_t {
+    guard let r = xcb_get_selection_owner_reply(conn, xcb_get_selection_owner(conn, selection), nil) else { return 0 }
+    defer { free(r) }
+    return r.pointee.owner
+  }
+
+  func hasExtension(_ name: String) -> Bool {
+    let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
+    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return false }
+    defer { free(r) }
+    return r.pointee.present != 0
+  }
+
+  /// The PID of the client owning `xid`, through X-Resource (does not trust the app).
+  func clientPID(of xid: UInt32) -> Int? {
+    var spec = xcb_res_client_id_spec_t(client: xid, mask: UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue))
+    let ck = xcb_res_query_client_ids(conn, 1, &spec)
+    guard let r = xcb_res_query_client_ids_reply(conn, ck, nil) else { return nil }
+    defer { free(r) }
+    var it = xcb_res_query_client_ids_ids_iterator(r)
+    while it.rem > 0 {
+      let v = it.data!
+      if v.pointee.spec.mask & UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue) != 0,
+        xcb_res_client_id_value_value_length(v) >= 1, let p = xcb_res_client_id_value_value(v)
+      {
+        return Int(p.pointee)
+      }
+      xcb_res_client_id_value_next(&it)
+    }
+    return nil
+  }
+
+  /// Every client's resource base, through X-Resource QueryClients.
+  func allClientBases() -> [UInt32] {
+    guard let r = xcb_res_query_clients_reply(conn, xcb_res_query_clients(conn), nil) else { return [] }
+    defer { free(r) }
+    var it = xcb_res_query_clients_clients_iterator(r)
+    var out: [UInt32] = []
+    while it.rem > 0 {
+      out.append(it.data.pointee.resource_base)
+      xcb_res_client_next(&it)
+    }
+    return out
+  }
+}
+
+/// Reads `/proc` for a PID: executable, process name, uid, command line.
+enum ProcessInfoReader {
+  static func identity(pid: Int?, failure: String? = nil) -> ClientIdentity {
+    guard let pid else { return ClientIdentity(failure: failure ?? "no PID (remote or unknown client)") }
+    var id = ClientIdentity(pid: pid)
+    let base = "/proc/\(pid)"
+    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: base + "/exe") {
+      id.exe = exe
+    }
+    if let comm = try? String(contentsOfFile: base + "/comm", encoding: .utf8) {
+      id.comm = comm.trimmingCharacters(in: .newlines)
+    }
+    if let status = try? String(contentsOfFile: base + "/status", encoding: .utf8),
+      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
+    {
+      id.uid = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { Int($0) }
+    }
+    if let data = FileManager.default.contents(atPath: base + "/cmdline") {
+      id.cmdline = data.split(separator: 0).prefix(64).map { String(decoding: $0.prefix(1024), as: UTF8.self) }
+    }
+    if id.exe == nil && id.comm == nil { id.failure = "process \(pid) exited before it could be identified" }
+    return id
+  }
+}
