@@ -88,9 +88,11 @@ public enum AuditFormat: String, Sendable, CaseIterable {
   }
 
   static func quoteIfNeeded(_ v: String) -> String {
-    let plain = !v.isEmpty && v.unicodeScalars.allSatisfy { c in
-      c.value > 0x20 && c.value < 0x7f && c != "\"" && c != "\\" && c != "="
-    }
+    let plain =
+      !v.isEmpty
+      && v.unicodeScalars.allSatisfy { c in
+        c.value > 0x20 && c.value < 0x7f && c != "\"" && c != "\\" && c != "="
+      }
     return plain ? v : jsonString(v)
   }
 

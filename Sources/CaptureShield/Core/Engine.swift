@@ -283,7 +283,9 @@ public struct Engine: Sendable {
       }
       if c.clientClass == .allowed && !req.bypassesShield { break }
       let expires = now + policy.linger
-      if let sid = sessions.first(where: { $0.value.client == id && $0.value.kind == .request && $0.value.isLive(at: now) })?.key {
+      if let sid = sessions.first(where: {
+        $0.value.client == id && $0.value.kind == .request && $0.value.isLive(at: now)
+      })?.key {
         sessions[sid]!.requests += 1
         if sessions[sid]!.expires.map({ $0 < expires }) ?? true { sessions[sid]!.expires = expires }
       } else {
@@ -318,7 +320,11 @@ public struct Engine: Sendable {
         }
       }
       compositor = id
-      fx.append(.audit(AuditRecord("compositor", [("client", .string(id?.description ?? "none"))] + identityFields(id.flatMap { clients[$0]?.identity }))))
+      fx.append(
+        .audit(
+          AuditRecord(
+            "compositor",
+            [("client", .string(id?.description ?? "none"))] + identityFields(id.flatMap { clients[$0]?.identity }))))
       if let id {
         let cls = clients[id]?.clientClass ?? .unidentified
         if cls != .allowed {
@@ -338,7 +344,10 @@ public struct Engine: Sendable {
         .audit(
           AuditRecord(
             "pause",
-            [("by", .string(by)), ("seconds", until.map { .double($0.seconds(since: now)) } ?? .string("until resume"))])))
+            [
+              ("by", .string(by)),
+              ("seconds", until.map { .double($0.seconds(since: now)) } ?? .string("until resume")),
+            ])))
 
     case .resume(let by):
       if pausedUntil != nil {
@@ -372,17 +381,23 @@ public struct Engine: Sendable {
 
     case .manualOverride(let id, let on, let by):
       guard let w = windows[id] else {
-        fx.append(.audit(AuditRecord("override-ignored", [("window", .string(hex(id))), ("why", "window not tracked")])))
+        fx.append(
+          .audit(AuditRecord("override-ignored", [("window", .string(hex(id))), ("why", "window not tracked")])))
         break
       }
       overrides[id] = (forced: on, baseline: baseline(w))
       stateChanged = true
       touched.append(id)
-      fx.append(.audit(AuditRecord(on ? "manual-shield" : "manual-unshield", [("window", .string(hex(id))), ("by", .string(by))])))
+      fx.append(
+        .audit(
+          AuditRecord(on ? "manual-shield" : "manual-unshield", [("window", .string(hex(id))), ("by", .string(by))])))
 
     case .shieldLost(let id, let how):
       if shielded.remove(id) != nil {
-        fx.append(.audit(AuditRecord("shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
+        fx.append(
+          .audit(
+            AuditRecord(
+              "shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
         touched.append(id)
       }
     }
@@ -460,7 +475,14 @@ public struct Engine: Sendable {
         shielded.insert(id)
         stateChanged = true
         fx.append(.shield(id))
-        fx.append(.audit(AuditRecord("shield", [("window", .string(hex(id))), ("reason", .string(overrides[id] != nil ? "manual" : w.reason.description))] + sessionFields())))
+        fx.append(
+          .audit(
+            AuditRecord(
+              "shield",
+              [
+                ("window", .string(hex(id))),
+                ("reason", .string(overrides[id] != nil ? "manual" : w.reason.description)),
+              ] + sessionFields())))
       } else if !want && have {
         shielded.remove(id)
         stateChanged = true
@@ -481,7 +503,8 @@ public struct Engine: Sendable {
     if policy.when == .always { return [("trigger", "shield.when=always")] }
     let live = sessions.values.filter { $0.isLive(at: now) }.sorted { $0.id < $1.id }
     guard let s = live.first else { return [] }
-    return [("trigger", .string(s.kind.rawValue)), ("client", .string(s.client.description))] + identityFields(s.identity)
+    return [("trigger", .string(s.kind.rawValue)), ("client", .string(s.client.description))]
+      + identityFields(s.identity)
   }
 
   mutating func startSession(
@@ -495,7 +518,9 @@ public struct Engine: Sendable {
     sessions[id] = Session(
       id: id, client: client, identity: identity, kind: kind, startedAt: now, pinned: pinned,
       expires: expires, firstRequest: firstRequest, requests: firstRequest == nil ? 0 : 1)
-    var f: [(String, AuditRecord.Value)] = [("session", .int(id)), ("kind", .string(kind.rawValue)), ("client", .string(client.description))]
+    var f: [(String, AuditRecord.Value)] = [
+      ("session", .int(id)), ("kind", .string(kind.rawValue)), ("client", .string(client.description)),
+    ]
     if let firstRequest { f.append(("request", .string(firstRequest))) }
     fx.append(.audit(AuditRecord("session-start", f + identityFields(identity))))
   }
@@ -508,7 +533,8 @@ public struct Engine: Sendable {
           "session-end",
           [
             ("session", .int(s.id)), ("kind", .string(s.kind.rawValue)), ("client", .string(s.client.description)),
-            ("why", .string(why)), ("seconds", .double(now.seconds(since: s.startedAt))), ("requests", .int(s.requests)),
+            ("why", .string(why)), ("seconds", .double(now.seconds(since: s.startedAt))),
+            ("requests", .int(s.requests)),
           ] + identityFields(s.identity))))
   }
 

@@ -18,8 +18,10 @@ public enum XError: Error, Sendable, Hashable, CustomStringConvertible {
     switch self {
     case .cannotConnect(let d): return "cannot connect to X display '\(d)'"
     case .noSuchWindow(let w): return "no window 0x\(String(w, radix: 16)) (\(w)) on this display"
-    case .noDaemon(let d): return "no CaptureShield daemon is running on display '\(d)' (start one with 'shieldctl watch')"
-    case .alreadyRunning(let pid): return "a CaptureShield daemon already runs on this display" + (pid.map { " (pid \($0))" } ?? "")
+    case .noDaemon(let d):
+      return "no CaptureShield daemon is running on display '\(d)' (start one with 'shieldctl watch')"
+    case .alreadyRunning(let pid):
+      return "a CaptureShield daemon already runs on this display" + (pid.map { " (pid \($0))" } ?? "")
     case .missingExtension(let e): return "the X server lacks the \(e) extension"
     case .failed(let s): return s
     }

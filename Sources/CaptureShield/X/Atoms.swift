@@ -18,7 +18,8 @@ enum ProtocolAtom {
 
 /// Command codes carried in `_CAPTURE_SHIELD_COMMAND` data32[0].
 enum CommandCode: UInt32 {
-  case shield = 1, unshield, pause, resume, reload, clipboardClear
+  case shield = 1
+  case unshield, pause, resume, reload, clipboardClear
 
   /// Encodes a command as the five data32 words of a ClientMessage.
   static func encode(_ c: DaemonCommand, senderPID: UInt32) -> [UInt32] {

@@ -366,7 +366,8 @@ final class WatcherLoop {
       free(attr)
       let props = propCookies[i].map { x.propertyReply($0) }
       if inputOnly { continue }  // shows no pixels
-      var info = WindowInfo(id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
+      var info = WindowInfo(
+        id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
       applyProperty(&info, atom: aWMClass, props[0])
       applyProperty(&info, atom: aNetWMName, props[1])
       if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[2]) }
@@ -460,7 +461,9 @@ final class WatcherLoop {
       guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure].contains(e.atom) else { return }
       let v = e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) ? nil : x.property(e.window, e.atom, maxBytes: 16384)
       let before = info
-      if e.atom == aWMName, info.facts.title != nil, x.property(e.window, aNetWMName, maxBytes: 4)?.bytes.isEmpty == false {
+      if e.atom == aWMName, info.facts.title != nil,
+        x.property(e.window, aNetWMName, maxBytes: 4)?.bytes.isEmpty == false
+      {
         return  // _NET_WM_NAME takes precedence
       }
       applyProperty(&info, atom: e.atom, v)
@@ -493,7 +496,8 @@ final class WatcherLoop {
       apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
     case .resume: apply(.resume(by: sender))
     case .reload: reloadPolicy(by: sender)
-    case .clipboardClear: log.info("clipboard clear requested by \(sender): the copied-text guard is not part of this version")
+    case .clipboardClear:
+      log.info("clipboard clear requested by \(sender): the copied-text guard is not part of this version")
     }
   }
 }

@@ -120,7 +120,10 @@ final class XConnection {
       return nil
     }
     defer { free(r) }
-    return (r.pointee.map_state, r.pointee.override_redirect != 0, r.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue))
+    return (
+      r.pointee.map_state, r.pointee.override_redirect != 0,
+      r.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue)
+    )
   }
 
   /// Current owner window of a selection (0 when none).

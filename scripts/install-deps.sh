@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages CaptureShield needs, only those missing.
+# Usage: scripts/install-deps.sh [build|test|demo|bench]   (default: test)
+set -euo pipefail
+what=${1:-test}
+build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-res0-dev
+       libxcb-xfixes0-dev libxcb-shape0-dev libxcb-damage0-dev libxcb-shm0-dev libxcb-render0-dev)
+run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
+tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind)
+case "$what" in
+  build) want=("${build[@]}") ;;
+  demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
+  test|bench) want=("${build[@]}" "${run[@]}" "${tools[@]}") ;;
+  *) echo "Error: unknown set '$what' (build, test, demo, bench)" >&2; exit 64 ;;
+esac
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "Installing missing packages: ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "Error: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
