@@ -275,7 +275,7 @@ public struct Policy: Sendable, Hashable {
       "ffmpeg", "obs", "simplescreenrecorder", "vokoscreen*", "kazam", "peek", "recordmydesktop",
       "gpu-screen-recorder", "zoom", "ZoomWebinar", "teams*", "skypeforlinux", "Discord",
       "slack", "vlc", "gst-launch-1.0", "x11vnc", "x0vncserver", "xrdp*", "anydesk", "teamviewer*",
-      "rustdesk", "kazam", "byzanz-record", "ssr-glinject", "wf-recorder",
+      "rustdesk", "byzanz-record", "ssr-glinject", "wf-recorder",
     ]
     return names.map { n in
       Matcher(exe: try! Pattern.parse("*/" + n), name: "default: \(n)")
