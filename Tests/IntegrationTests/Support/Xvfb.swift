@@ -1,0 +1,278 @@
+// A private Xvfb per test. Tests run concurrently, so every server lets Xvfb pick a free
+// display number itself (`-displayfd`) instead of guessing one.
+
+import Foundation
+import Glibc
+
+/// How to get the integration tests' tools (Xvfb, xwd, ImageMagick, ffmpeg, scrot, maim, openbox,
+/// picom): the project's test command installs whatever is missing before it runs the tests.
+let integrationTestInstallHint =
+  "run the tests through `make test`, which installs the missing test tools first"
+  + " (`make deps`, i.e. `scripts/install-deps.sh test`, installs them alone)"
+
+enum XvfbError: Error, CustomStringConvertible {
+  case notInstalled(searchPath: String)
+  case exitedEarly(status: ExitStatus, log: String)
+  case startupTimedOut(after: Duration, log: String)
+  case badDisplayNumber(String, log: String)
+  case cannotConnect(display: String, underlying: String, log: String)
+  case startFailed(String)
+
+  var description: String {
+    switch self {
+    case .notInstalled(let searchPath):
+      "Xvfb is not installed (not found in PATH=\(searchPath)). The integration tests need a real X"
+        + " server and real capture tools: \(integrationTestInstallHint)."
+    case .exitedEarly(let status, let log):
+      "Xvfb exited during startup (\(status)). Its log:\n\(log)"
+    case .startupTimedOut(let after, let log):
+      "Xvfb did not report a display number within \(after). Its log:\n\(log)"
+    case .badDisplayNumber(let text, let log):
+      "Xvfb wrote an unexpected display number \(text.debugDescription). Its log:\n\(log)"
+    case .cannotConnect(let display, let underlying, let log):
+      "Xvfb on \(display) started but does not accept connections: \(underlying). Its log:\n\(log)"
+    case .startFailed(let message):
+      "cannot start Xvfb: \(message)"
+    }
+  }
+}
+
+/// A private Xvfb server, stopped by `stop()` or, at the latest, when released.
+///
+///     let server = try await XvfbServer.start()
+///     let result = try await runCommand("xwd", ["-root"], environment: server.environment)
+final class XvfbServer: Sendable {
+  let displayNumber: Int
+  let width: Int
+  let height: Int
+  let depth: Int
+  /// The complete Xvfb command line.
+  let command: [String]
+  /// This process's environment with DISPLAY set to this server (and WAYLAND_DISPLAY removed,
+  /// so no tool prefers a Wayland compositor).
+  let environment: [String: String]
+
+  private let child: ChildProcess
+  private let directory: String
+
+  /// ":N"
+  var display: String { ":\(displayNumber)" }
+  var pid: pid_t { child.pid }
+  var isRunning: Bool { child.isRunning }
+  /// Xvfb's stderr so far.
+  var log: String { (try? String(contentsOfFile: directory + "/xvfb.log", encoding: .utf8)) ?? "" }
+
+  private init(
+    displayNumber: Int, width: Int, height: Int, depth: Int, command: [String], child: ChildProcess,
+    directory: String, baseEnvironment: [String: String]
+  ) {
+    self.displayNumber = displayNumber
+    self.width = width
+    self.height = height
+    self.depth = depth
+    self.command = command
+    self.child = child
+    self.directory = directory
+    var environment = baseEnvironment
+    environment["DISPLAY"] = ":\(displayNumber)"
+    environment["WAYLAND_DISPLAY"] = nil
+    self.environment = environment
+  }
+
+  /// Starts `Xvfb -displayfd 3 -nolisten tcp -noreset -screen 0 WxHxD EXTRA...` and waits
+  /// until it has reported its display number and accepts a connection.
+  /// `extraArguments` go last, e.g. `["+extension", "RANDR"]` or `["-ac"]`. `environment` is
+  /// Xvfb's and, with DISPLAY added, the base of `self.environment` for the tools.
+  static func start(
+    width: Int = 1024, height: Int = 768, depth: Int = 24, extraArguments: [String] = [],
+    environment: [String: String] = ProcessInfo.processInfo.environment,
+    startupTimeout: Duration = .seconds(15)
+  ) async throws -> XvfbServer {
+    guard findExecutable("Xvfb", environment: environment) != nil else {
+      throw XvfbError.notInstalled(searchPath: environment["PATH"] ?? "")
+    }
+    let directory: String
+    do { directory = try makeTemporaryDirectory(prefix: "captureshield-xvfb") } catch {
+      throw XvfbError.startFailed("\(error)")
+    }
+    let logPath = directory + "/xvfb.log"
+    let readLog = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    // The display-number pipe. Both ends close-on-exec: only the child's fd 3 (made by dup2
+    // in the spawn) stays open across exec, so no other concurrently spawned process holds
+    // the write end.
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else {
+      removeTree(directory)
+      throw XvfbError.startFailed("pipe: \(String(cString: strerror(errno)))")
+    }
+    let (readEnd, writeEnd) = (ends[0], ends[1])
+    _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+    _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+    _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
+    defer { close(readEnd) }
+
+    let arguments =
+      ["-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "\(width)x\(height)x\(depth)"]
+      + extraArguments
+    let child: ChildProcess
+    do {
+      child = try ChildProcess(
+        "Xvfb", arguments, environment: environment, stdout: .devNull,
+        stderr: .writeFile(logPath), extra: [3: .inherit(writeEnd)])
+    } catch {
+      close(writeEnd)
+      removeTree(directory)
+      throw XvfbError.startFailed("\(error)")
+    }
+    close(writeEnd)
+
+    func fail(_ error: XvfbError) async -> XvfbError {
+      await child.terminate(grace: .seconds(2))
+      removeTree(directory)
+      return error
+    }
+
+    // Read "N\n" from the pipe without blocking a cooperative thread.
+    let deadline = ContinuousClock.now + startupTimeout
+    var text = ""
+    var buffer = [UInt8](repeating: 0, count: 64)
+    while !text.contains("\n") {
+      let count = read(readEnd, &buffer, buffer.count)
+      if count > 0 {
+        text += String(decoding: buffer[0..<count], as: UTF8.self)
+        continue
+      }
+      if count == 0 || (count < 0 && errno != EAGAIN && errno != EINTR) {
+        // EOF without a number: Xvfb died (or closed fd 3 early).
+        let status = await child.wait(timeout: .seconds(2)) ?? .exited(-1)
+        throw await fail(.exitedEarly(status: status, log: readLog()))
+      }
+      if let status = child.poll() {
+        throw await fail(.exitedEarly(status: status, log: readLog()))
+      }
+      if ContinuousClock.now >= deadline {
+        throw await fail(.startupTimedOut(after: startupTimeout, log: readLog()))
+      }
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+    let numberText = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard let number = Int(numberText), number >= 0 else {
+      throw await fail(.badDisplayNumber(numberText, log: readLog()))
+    }
+
+    let server = XvfbServer(
+      displayNumber: number, width: width, height: height, depth: depth,
+      command: child.command, child: child, directory: directory, baseEnvironment: environment)
+    // -displayfd is written once the server listens; prove it with one real connection.
+    do {
+      let connection = try XConnection(display: server.display)
+      try connection.sync()
+    } catch {
+      let log = server.log
+      await server.stop()
+      throw XvfbError.cannotConnect(display: server.display, underlying: "\(error)", log: log)
+    }
+    return server
+  }
+
+  deinit {
+    child.terminateBlocking(grace: .seconds(3))
+    removeTree(directory)
+  }
+
+  /// SIGTERM, wait, SIGKILL fallback. Idempotent; also done on deinit.
+  func stop() async {
+    await child.terminate(grace: .seconds(3))
+  }
+
+  // MARK: Conveniences bound to this display
+
+  /// Runs a command with this server's environment.
+  func run(
+    _ executable: String, _ arguments: [String] = [], timeout: Duration = .seconds(30)
+  ) async throws(ProcessError) -> CommandResult {
+    try await runCommand(executable, arguments, environment: environment, timeout: timeout)
+  }
+
+  /// Starts a long-running command with this server's environment.
+  func startBackground(_ executable: String, _ arguments: [String] = []) throws(ProcessError) -> BackgroundProcess {
+    try BackgroundProcess(executable, arguments, environment: environment)
+  }
+
+  /// A new xcb connection to this server.
+  func connect() throws(XConnectionError) -> XConnection { try XConnection(display: display) }
+
+  /// Where `window`'s content is on the screen (root coordinates), and whether it is viewable.
+  func geometry(of window: UInt32) throws -> WindowGeometry {
+    let connection = try connect()
+    defer { connection.disconnect() }
+    return try connection.geometry(of: window)
+  }
+
+  /// Starts openbox and waits until it really manages windows. With a window manager,
+  /// top-level windows get reparented into frames.
+  ///
+  /// openbox sets `_NET_SUPPORTING_WM_CHECK` some 30 ms before it is ready, and a MapRequest
+  /// sent in between is lost for good (the window never maps). So after the property appears,
+  /// a probe window is mapped (again every 250 ms) until openbox maps it, then closed.
+  func startWindowManager(timeout: Duration = .seconds(10)) async throws -> BackgroundProcess {
+    let deadline = ContinuousClock.now + timeout
+    let process = try startBackground("openbox", ["--sm-disable"])
+    let connection = try connect()
+    try await waitForHelper("openbox to set _NET_SUPPORTING_WM_CHECK", timeout: timeout, process: process) {
+      try connection.windowProperty("_NET_SUPPORTING_WM_CHECK", of: connection.root) != nil
+    }
+    let probe = try await TestWindow.open(
+      on: self, rect: PixelRect(x: 0, y: 0, width: 8, height: 8), color: .black,
+      title: "CaptureShield window-manager probe", instance: "captureshield-wm-probe",
+      className: "CaptureShieldProbe", map: false)
+    while true {
+      do {
+        try await probe.map(timeout: .milliseconds(250))
+        break
+      } catch TestWindowError.timedOut(let what) {
+        if !process.isRunning || ContinuousClock.now >= deadline {
+          let result = await process.stop()
+          throw ProcessError.io("openbox does not map windows (\(what)): \(result)")
+        }
+      }
+    }
+    try await probe.closeAndWaitUntilGone()
+    return process
+  }
+
+  /// Starts picom (xrender backend, no fading, no config file) and waits until it owns
+  /// `_NET_WM_CM_S0` *and* has redirected the root's subwindows (X-Resource shows a
+  /// CompositeClientSubwindows resource for its client). A compositor redirects every
+  /// top-level window (Composite, manual) and paints the screen itself, asynchronously: a
+  /// change shows on the root some milliseconds later.
+  func startCompositor(timeout: Duration = .seconds(10)) async throws -> BackgroundProcess {
+    let process = try startBackground(
+      "picom", ["--backend", "xrender", "--no-fading-openclose", "--config", "/dev/null"])
+    let connection = try connect()
+    try await waitForHelper("picom to own _NET_WM_CM_S0 and redirect the screen", timeout: timeout, process: process) {
+      let owner = try connection.selectionOwner("_NET_WM_CM_S0")
+      return try owner != 0
+        && connection.resourceTypes(ofClientOwning: owner)["CompositeClientSubwindows", default: 0] > 0
+    }
+    return process
+  }
+
+  private func waitForHelper(
+    _ what: String, timeout: Duration, process: BackgroundProcess, _ condition: () throws -> Bool
+  ) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try !condition() {
+      if !process.isRunning {
+        let result = await process.stop()
+        throw ProcessError.io("waiting for \(what): the process exited: \(result)")
+      }
+      if ContinuousClock.now >= deadline {
+        let result = await process.stop()
+        throw ProcessError.io("timed out after \(timeout) waiting for \(what): \(result)")
+      }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+  }
+}
