@@ -1,1 +1,3 @@
-print("shieldctl")
+import Foundation
+
+exit(Dispatcher.main(Array(CommandLine.arguments.dropFirst())))

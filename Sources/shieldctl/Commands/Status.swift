@@ -1,0 +1,136 @@
+import CaptureShield
+import Foundation
+
+/// `shieldctl status [--json]`.
+struct StatusCommand: Command {
+  static let name = "status"
+  static let abstract = "Show whether the daemon runs and what it is doing."
+  static let usage = "shieldctl status [--display D] [--json]"
+  static let help = """
+    OVERVIEW: Show whether the daemon runs and what it is doing.
+
+    USAGE: shieldctl status [--display D] [--json]
+
+    Reads the state the daemon publishes on the display and summarises it: the
+    daemon's pid, the policy files in force and their main settings, whether someone is
+    capturing the screen (each capture session with the client's pid, executable and
+    first capture request), the compositor, how many windows are secure and how many
+    are shielded, and whether shielding is paused.
+
+    When no daemon runs, prints 'CaptureShield: not running on display :N' (with
+    --json, {"running":false}) and exits with status 1.
+
+    OPTIONS:
+      --json        Print the daemon's whole published state as JSON instead.
+      --display D   The X display (default: $DISPLAY).
+      -h, --help    Show this help.
+
+    EXIT STATUS:
+      0   the daemon runs
+      1   no daemon runs on the display, or the display cannot be reached
+      64  usage error
+    """
+
+  var display: String?
+  var json: Bool
+
+  static func parse(_ args: [String]) throws(UsageError) -> StatusCommand {
+    let p = try ArgumentScanner.scan(args, options: [.flag("--json"), .value("--display")])
+    try p.expectPositionals(max: 0)
+    return StatusCommand(display: try Common.display(p), json: p.flag("--json"))
+  }
+
+  static let notRunningJSON = #"{"running":false}"#
+
+  func run() throws -> Int32 {
+    let x: XControl
+    do {
+      x = try XControl(display: display)
+    } catch {
+      if json { print(Self.notRunningJSON) }
+      throw error
+    }
+    guard let state = try x.readState() else {
+      print(json ? Self.notRunningJSON : "CaptureShield: not running on display \(x.displayName)")
+      return ExitCode.failure
+    }
+    if json {
+      try Output.json(state)
+    } else {
+      print(Self.summary(state, now: Date().timeIntervalSince1970).joined(separator: "\n"))
+    }
+    return ExitCode.ok
+  }
+
+  /// The human-readable summary, one string per line.
+  static func summary(_ s: DaemonState, now: Double) -> [String] {
+    func field(_ label: String, _ value: String) -> String {
+      (label + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + value
+    }
+    let indent = String(repeating: " ", count: 13)
+    var out: [String] = []
+    out.append(
+      "CaptureShield: running on display \(Text.show(s.display)) (pid \(s.pid), up \(Text.duration(seconds: now - s.startedAt)))"
+    )
+
+    let p = s.policy
+    let sources = p.sources.isEmpty ? ["built-in defaults (no policy file)"] : p.sources.map { Text.show($0) }
+    for (i, source) in sources.enumerated() { out.append(i == 0 ? field("policy", source) : indent + source) }
+    let quarantine = p.quarantineMs.map { Text.duration(seconds: Double($0) / 1000) } ?? "off"
+    out.append(
+      indent + Text.count(p.rules, "secure rule") + "; shield when \(p.when.rawValue); fail mode \(p.failMode.rawValue)"
+        + "; linger \(Text.duration(seconds: Double(p.lingerMs) / 1000)); quarantine \(quarantine)")
+
+    let capturing = s.sessions.filter { $0.kind != .quarantine }
+    out.append(field("capturing", s.capturing ? "YES (\(Text.count(capturing.count, "session")))" : "no"))
+    for session in s.sessions { out.append("  " + describe(session)) }
+
+    if let c = s.compositor {
+      let verdict = c.class == .allowed ? "allowed" : "not allowed: counts as capturing"
+      out.append(field("compositor", "\(c.client) \(identity(pid: c.pid, exe: c.exe ?? c.comm)) (\(verdict))"))
+    } else {
+      out.append(field("compositor", "none"))
+    }
+
+    let secure = s.windows.filter(\.secure).count
+    let shielded = s.windows.filter(\.shielded).count
+    out.append(field("windows", "\(secure) secure, \(shielded) shielded"))
+    out.append(field("shields", s.shieldsActive ? "active (secure windows are covered)" : "inactive"))
+    if s.paused {
+      let until = s.pauseRemaining.map { "\(Text.duration(seconds: $0)) left" } ?? "until 'shieldctl resume'"
+      out.append(field("paused", "yes, \(until)"))
+    } else {
+      out.append(field("paused", "no"))
+    }
+    return out
+  }
+
+  static func identity(pid: Int?, exe: String?) -> String {
+    "pid \(pid.map(String.init) ?? "?") \(exe.map { Text.show($0) } ?? "(unknown executable)")"
+  }
+
+  static func describe(_ s: DaemonState.SessionRow) -> String {
+    let kind: String
+    switch s.kind {
+    case .request: kind = "capture requests"
+    case .known: kind = "known capturer"
+    case .compositor: kind = "compositor"
+    case .quarantine: kind = "quarantine of a new client"
+    }
+    var line = "session \(s.id): client \(s.client) \(identity(pid: s.pid, exe: s.exe)); \(kind)"
+    if let first = s.firstRequest { line += "; first request \(Text.show(first))" }
+    line += "; \(Text.count(s.requests, "request")); for \(Text.duration(seconds: s.ageSeconds))"
+    if let ends = s.endsIn { line += ", ends in \(Text.duration(seconds: ends))" }
+    return line
+  }
+}
+
+/// Reading the daemon's state for `list` and `clients`.
+enum DaemonStateReader {
+  /// The published state; no daemon is an error.
+  static func read(display: String?) throws -> DaemonState {
+    let x = try XControl(display: display)
+    guard let state = try x.readState() else { throw XError.noDaemon(display: x.displayName) }
+    return state
+  }
+}

@@ -1,0 +1,95 @@
+import CaptureShield
+
+/// `shieldctl tag`: sets `_CAPTURE_SHIELD_SECURE` = 1 on windows.
+struct TagCommand: Command {
+  static let name = "tag"
+  static let abstract = "Mark windows as secure (set the _CAPTURE_SHIELD_SECURE tag)."
+  static let usage = "shieldctl tag [--display D] (WINDOW... | --pick)"
+  static let help = """
+    OVERVIEW: Mark windows as secure (set the _CAPTURE_SHIELD_SECURE tag).
+
+    USAGE: shieldctl tag [--display D] (WINDOW... | --pick)
+
+    Sets the _CAPTURE_SHIELD_SECURE property (CARDINAL 1) on each window, the same tag
+    an application sets on its own secure windows. The daemon shields tagged windows
+    while the screen is captured, whatever the policy says. A window manager's frame is
+    resolved to the application window inside it. The tag lasts as long as the window
+    (remove it with 'shieldctl untag'). Each tagged window is reported as
+    'tagged 0x...'.
+
+    ARGUMENTS:
+      WINDOW        A window id, decimal or hexadecimal with 0x (as printed by xwininfo
+                    or xprop), e.g. 0x1200004.
+
+    OPTIONS:
+      --pick        Click the window to tag instead of naming it.
+      --display D   The X display (default: $DISPLAY).
+      -h, --help    Show this help.
+
+    EXIT STATUS:
+      0   every window was tagged
+      1   a window does not exist (the others are still tagged), or an X error
+      64  usage error
+
+    EXAMPLES:
+      shieldctl tag 0x1200004
+      shieldctl tag --pick
+    """
+
+  var target: WindowTarget
+
+  static func parse(_ args: [String]) throws(UsageError) -> TagCommand {
+    TagCommand(target: try WindowTarget.parse(args))
+  }
+
+  func run() throws -> Int32 {
+    try target.setTag(secure: true)
+  }
+}
+
+/// The windows of `tag` / `untag`: ids or `--pick`, and the display.
+struct WindowTarget {
+  var display: String?
+  /// Empty with `pick`.
+  var windows: [WindowID]
+  var pick: Bool
+
+  static func parse(_ args: [String]) throws(UsageError) -> WindowTarget {
+    let p = try ArgumentScanner.scan(args, options: [.flag("--pick"), .value("--display")])
+    let display = try Common.display(p)
+    var windows: [WindowID] = []
+    for arg in p.positionals { windows.append(try Values.windowID(arg)) }
+    if p.flag("--pick") {
+      guard windows.isEmpty else { throw UsageError("give window ids or --pick, not both") }
+      return WindowTarget(display: display, windows: [], pick: true)
+    }
+    guard !windows.isEmpty else { throw UsageError("missing window id (or --pick)") }
+    return WindowTarget(display: display, windows: windows, pick: false)
+  }
+
+  /// Tags (or untags) every window, reporting each; a window that does not exist is
+  /// reported and skipped, other X errors stop at once.
+  func setTag(secure: Bool) throws -> Int32 {
+    let x = try XControl(display: display)
+    let verb = secure ? "tagged" : "untagged"
+    if pick {
+      let w = try x.pickWindow()
+      try x.setTag(w, secure: secure)
+      print("\(verb) \(Text.hex(w))")
+      return ExitCode.ok
+    }
+    var status = ExitCode.ok
+    for given in windows {
+      do throws(XError) {
+        let client = try x.clientWindow(for: given)
+        try x.setTag(client, secure: secure)
+        print("\(verb) \(Common.describe(client: client, given: given))")
+      } catch {
+        guard case .noSuchWindow = error else { throw error }
+        Output.failure("no window \(Text.hex(given)) on display \(x.displayName)")
+        status = ExitCode.failure
+      }
+    }
+    return status
+  }
+}

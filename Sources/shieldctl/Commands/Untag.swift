@@ -1,0 +1,39 @@
+/// `shieldctl untag`: removes `_CAPTURE_SHIELD_SECURE` from windows.
+struct UntagCommand: Command {
+  static let name = "untag"
+  static let abstract = "Remove the secure tag from windows."
+  static let usage = "shieldctl untag [--display D] (WINDOW... | --pick)"
+  static let help = """
+    OVERVIEW: Remove the secure tag from windows.
+
+    USAGE: shieldctl untag [--display D] (WINDOW... | --pick)
+
+    Deletes the _CAPTURE_SHIELD_SECURE property from each window. A window manager's
+    frame is resolved to the application window inside it. Policy rules still apply:
+    a window matching a 'secure' rule stays secure (see 'shieldctl policy explain').
+    Each window is reported as 'untagged 0x...'.
+
+    ARGUMENTS:
+      WINDOW        A window id, decimal or hexadecimal with 0x, e.g. 0x1200004.
+
+    OPTIONS:
+      --pick        Click the window instead of naming it.
+      --display D   The X display (default: $DISPLAY).
+      -h, --help    Show this help.
+
+    EXIT STATUS:
+      0   the tag was removed from every window
+      1   a window does not exist (the others are still untagged), or an X error
+      64  usage error
+    """
+
+  var target: WindowTarget
+
+  static func parse(_ args: [String]) throws(UsageError) -> UntagCommand {
+    UntagCommand(target: try WindowTarget.parse(args))
+  }
+
+  func run() throws -> Int32 {
+    try target.setTag(secure: false)
+  }
+}
