@@ -32,8 +32,6 @@ final class ShieldDriver {
   enum Report {
     /// Someone else unmapped or destroyed a shield we keep.
     case lost(WindowID, how: String)
-    /// The shielded window itself is gone.
-    case targetGone(WindowID)
   }
 
   init(connection: XConnection, failMode: FailMode, input: ShieldInput, label: String) {
@@ -229,15 +227,17 @@ final class ShieldDriver {
       }
     case XCB_DESTROY_NOTIFY:
       let e = raw.load(as: xcb_destroy_notify_event_t.self)
+      // Only our shield's destruction matters here; the target's own destruction is
+      // handled by the watcher's connection (window ids are reused across clients, so
+      // a stale DestroyNotify of a target must not touch a newer window's shield).
       if let t = targetOf[e.window], e.event == t {
         targetOf[e.window] = nil
-        shields[t] = nil
+        if shields[t] == e.window { shields[t] = nil }
         registryDirty = true
+        // Destroyed with its parent (no tampering) when the parent is gone too.
+        guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, t), nil) else { return nil }
+        free(geo)
         return .lost(t, how: "destroyed by another client")
-      }
-      if e.window == e.event, shields[e.window] != nil {
-        forget(e.window)
-        return .targetGone(e.window)
       }
     case XCB_CREATE_NOTIFY:
       let e = raw.load(as: xcb_create_notify_event_t.self)

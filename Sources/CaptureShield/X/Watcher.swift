@@ -66,7 +66,7 @@ final class AuditLog {
 
 final class WatcherLoop {
   let x: XConnection
-  let driver: ShieldDriver
+  var driver: ShieldDriver
   var engine: Engine
   let log: AuditLog
   let policyPaths: [String]
@@ -86,6 +86,7 @@ final class WatcherLoop {
   let publishInterval = PolicyDuration.milliseconds(50)
   var signalRead: Int32 = -1
   var shuttingDown = false
+  var fds: [pollfd] = []
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
@@ -140,7 +141,7 @@ final class WatcherLoop {
     for t in adopted where !engine.shielded.contains(t) { driver.unshield(t) }
     flushAll()
 
-    var fds = [
+    fds = [
       pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: driver.x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
@@ -150,6 +151,7 @@ final class WatcherLoop {
       _ = poll(&fds, nfds_t(fds.count), timeout)
       if fds[2].revents != 0 { handleSignals() }
       drainEvents()
+      if driver.x.hasError && !x.hasError { replaceShieldConnection() }
       if x.hasError || driver.x.hasError {
         log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
         return WatchExit.xServerGone
@@ -189,10 +191,22 @@ final class WatcherLoop {
       if let report = driver.handle(ev) {
         switch report {
         case .lost(let t, let how): apply(.shieldLost(t, how: how))
-        case .targetGone(let t): if tracked[t] != nil { windowGone(t) }
         }
       }
       free(ev)
+    }
+  }
+
+  /// Another client killed our shield connection (XKillClient): its shields are gone
+  /// (open mode) or orphaned (closed mode). Reconnect and put every shield back.
+  func replaceShieldConnection() {
+    guard let conn = try? XConnection(display: x.displayName) else { return }
+    let p = engine.policy
+    driver = ShieldDriver(connection: conn, failMode: p.failMode, input: p.input, label: p.label)
+    fds[1].fd = conn.fileDescriptor
+    let orphans = driver.adoptExisting()
+    for t in engine.shielded.sorted() where !orphans.contains(t) {
+      apply(.shieldLost(t, how: "shield connection killed by another client"))
     }
   }
 

@@ -1,0 +1,124 @@
+// Runs the real `shieldctl` binary against a test's Xvfb: the daemon, tag/untag, status.
+
+import CaptureShield
+import Foundation
+import Glibc
+import Testing
+
+/// The `shieldctl` built next to this test bundle (also with `--scratch-path`), or
+/// `$SHIELDCTL_PATH`.
+enum Shieldctl {
+  static let path: String = locate()
+
+  static func locate() -> String {
+    let fm = FileManager.default
+    if let p = ProcessInfo.processInfo.environment["SHIELDCTL_PATH"], !p.isEmpty { return p }
+    var starts: [URL] = []
+    if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+      starts.append(URL(fileURLWithPath: exe))
+    }
+    if let first = CommandLine.arguments.first { starts.append(URL(fileURLWithPath: first)) }
+    for start in starts {
+      var directory = start.standardizedFileURL.deletingLastPathComponent()
+      for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("shieldctl").path
+        if fm.isExecutableFile(atPath: candidate) { return candidate }
+        directory = directory.deletingLastPathComponent()
+      }
+    }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().deletingLastPathComponent()
+    return root.appendingPathComponent(".build/debug/shieldctl").path
+  }
+
+  /// Runs `shieldctl args` against the server's display.
+  static func run(_ args: [String], on server: XvfbServer, timeout: Duration = .seconds(30)) async throws
+    -> CommandResult
+  {
+    try await server.run(path, args, timeout: timeout)
+  }
+}
+
+/// A running `shieldctl watch` with its own policy file and JSON audit log.
+final class Daemon: @unchecked Sendable {
+  let server: XvfbServer
+  let process: BackgroundProcess
+  let policyPath: String
+  let directory: String
+
+  /// Starts the daemon with `policy` (JSON5 text) and waits until it publishes its state.
+  static func start(
+    on server: XvfbServer, policy: String = "{version: 1, shield: {when: \"always\"}}",
+    extraArguments: [String] = [], waitUntilReady: Bool = true
+  ) async throws -> Daemon {
+    let directory = try makeTemporaryDirectory(prefix: "captureshield-daemon")
+    let policyPath = directory + "/policy.json5"
+    try policy.write(toFile: policyPath, atomically: true, encoding: .utf8)
+    chmod(policyPath, 0o644)
+    let process = try server.startBackground(
+      Shieldctl.path, ["watch", "--policy", policyPath, "--log-format", "json"] + extraArguments)
+    let d = Daemon(server: server, process: process, policyPath: policyPath, directory: directory)
+    if waitUntilReady {
+      try await waitUntil("the daemon publishes its state", timeout: .seconds(10)) {
+        guard process.isRunning else { throw DaemonError.exited(String(decoding: process.stderr, as: UTF8.self)) }
+        return (try? d.state()) != nil
+      }
+    }
+    return d
+  }
+
+  private init(server: XvfbServer, process: BackgroundProcess, policyPath: String, directory: String) {
+    self.server = server
+    self.process = process
+    self.policyPath = policyPath
+    self.directory = directory
+  }
+
+  /// The published state (nil when no daemon owns the display).
+  func state() throws -> DaemonState? {
+    let control = try XControl(display: server.display)
+    return try control.readState()
+  }
+
+  func isShielded(_ window: UInt32) -> Bool {
+    (try? state())??.windows.first { $0.id == window }?.shielded ?? false
+  }
+
+  /// Waits until the daemon reports `window` shielded (or not).
+  func waitShielded(_ window: UInt32, _ shielded: Bool = true, timeout: Duration = .seconds(10)) async throws {
+    try await waitUntil("window 0x\(String(window, radix: 16)) shielded=\(shielded)", timeout: timeout) {
+      self.isShielded(window) == shielded
+    }
+    // The state is published after the shield request was flushed; one X round trip
+    // (the XControl read above) orders our captures after it.
+  }
+
+  /// Audit records written so far (JSON lines on stderr).
+  var audit: [[String: Any]] {
+    String(decoding: process.stderr, as: UTF8.self).split(separator: "\n").compactMap {
+      (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+    }
+  }
+
+  func auditEvents(_ name: String) -> [[String: Any]] { audit.filter { $0["event"] as? String == name } }
+
+  func signal(_ sig: Int32) { kill(process.pid, sig) }
+
+  /// Stops with SIGTERM and returns how it ended.
+  @discardableResult
+  func stop() async -> CommandResult { await process.stop(grace: .seconds(5)) }
+
+  deinit { removeTree(directory) }
+}
+
+enum DaemonError: Error, CustomStringConvertible {
+  case exited(String)
+  var description: String {
+    switch self {
+    case .exited(let log): "the daemon exited early; its log:\n\(log)"
+    }
+  }
+}
+
+/// Hex form used by the CLI.
+func hex(_ w: UInt32) -> String { "0x" + String(w, radix: 16) }
