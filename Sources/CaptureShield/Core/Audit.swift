@@ -60,7 +60,7 @@ public enum AuditFormat: String, Sendable, CaseIterable {
 
   /// Formats `record` with a wall-clock timestamp (ISO 8601, UTC).
   public func format(_ record: AuditRecord, time: Date) -> String {
-    let ts = time.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+    let ts = time.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     switch self {
     case .text:
       var s = "\(ts) captureshield event=\(record.event)"

@@ -95,6 +95,9 @@ public struct Engine: Sendable {
     public var requests: Int
     /// Started by a request that defeats the child shield: never ended by `allow`.
     public var bypass: Bool = false
+    /// Its client is gone; the session only lingers. A new client on the same
+    /// (reused) resource base never touches it.
+    public var detached: Bool = false
 
     public func isLive(at now: MonotonicTime) -> Bool {
       pinned || (expires.map { now < $0 } ?? false)
@@ -113,6 +116,7 @@ public struct Engine: Sendable {
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
+  var windowsByClient: [ClientID: Set<WindowID>] = [:]
   var nextSessionID = 1
   var lastCapturing = false
   var lastActive = false
@@ -183,6 +187,7 @@ public struct Engine: Sendable {
   /// Applies `event` at time `now` and returns what the shell must do.
   public mutating func handle(_ event: Event, now: MonotonicTime) -> [Effect] {
     if now > self.now { self.now = now }
+    let now = self.now  // deadlines never go backwards, whatever the event's stamp
     var fx: [Effect] = []
     var stateChanged = false
     var all = false  // reconcile every window
@@ -193,9 +198,13 @@ public struct Engine: Sendable {
       let old = windows[info.id]
       let reason = decide(info)
       setWindow(WindowState(info: info, reason: reason))
-      if old?.reason != reason || old == nil && reason.isSecure {
+      let decisionChanged = old.map { $0.reason != reason } ?? reason.isSecure
+      if reason.isSecure, let old, old.info.facts != info.facts || old.info.tag != info.tag {
+        stateChanged = true  // its published row changed
+      }
+      if decisionChanged {
         stateChanged = true
-        if old != nil || reason.isSecure {
+        do {
           fx.append(
             .audit(
               AuditRecord(
@@ -208,19 +217,17 @@ public struct Engine: Sendable {
       }
       touched.append(info.id)
       // A client's first secure window makes its other unknown windows provisional.
-      if reason.isSecure, let c = info.client {
-        for (id, w) in windows where w.info.client == c && !w.info.propertiesKnown && id != info.id {
-          let r = decide(w.info)
-          if r != w.reason {
-            setWindow(WindowState(info: w.info, reason: r))
-            touched.append(id)
-          }
-        }
+      if decisionChanged, reason.isSecure, reason != .provisional, let c = info.client {
+        touched += redecide(client: c, onlyUnknown: true, except: info.id)
       }
 
     case .windowGone(let id):
       if let w = windows.removeValue(forKey: id) {
-        if let c = w.info.client { secureByClient[c]?.remove(id) }
+        if let c = w.info.client {
+          secureByClient[c]?.remove(id)
+          windowsByClient[c]?.remove(id)
+          if windowsByClient[c]?.isEmpty == true { windowsByClient[c] = nil }
+        }
         if w.reason.isSecure { stateChanged = true }
       }
       overrides[id] = nil
@@ -233,6 +240,7 @@ public struct Engine: Sendable {
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
       all = true
+      touched += redecide(client: id, onlyUnknown: false, except: nil)
       if cls == .known {
         startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
       } else if cls != .allowed, let q = policy.quarantine {
@@ -249,6 +257,7 @@ public struct Engine: Sendable {
       }
       clients[id]!.identity = identity
       reclassify(id, fx: &fx)
+      _ = redecide(client: id, onlyUnknown: false, except: nil)
 
     case .captureRequest(let id, let req):
       if clients[id] == nil {
@@ -284,9 +293,10 @@ public struct Engine: Sendable {
       if c.clientClass == .allowed && !req.bypassesShield { break }
       let expires = now + policy.linger
       if let sid = sessions.first(where: {
-        $0.value.client == id && $0.value.kind == .request && $0.value.isLive(at: now)
+        $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
       })?.key {
         sessions[sid]!.requests += 1
+        if req.bypassesShield { sessions[sid]!.bypass = true }
         if sessions[sid]!.expires.map({ $0 < expires }) ?? true { sessions[sid]!.expires = expires }
       } else {
         startSession(client: id, kind: .request, pinned: false, expires: expires, firstRequest: req.kind, fx: &fx)
@@ -305,6 +315,7 @@ public struct Engine: Sendable {
           continue
         }
         sessions[sid]!.pinned = false
+        sessions[sid]!.detached = true
         if s.expires.map({ $0 < lingerEnd }) ?? true { sessions[sid]!.expires = lingerEnd }
       }
       if compositor == id { compositor = nil }
@@ -369,7 +380,7 @@ public struct Engine: Sendable {
               ("files", .int(p.sources.count)), ("rules", .int(p.secure.count)),
               ("when", .string(p.when.rawValue)), ("failMode", .string(p.failMode.rawValue)),
             ])))
-      for id in Array(clients.keys) { reclassify(id, fx: &fx) }
+      for id in clients.keys.sorted() { reclassify(id, fx: &fx) }
       for (id, w) in windows {
         let r = decide(w.info)
         if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
@@ -409,6 +420,11 @@ public struct Engine: Sendable {
       lastActive = active
       all = true
       stateChanged = true
+      // Windows whose facts are not known yet are provisional exactly while shields are up.
+      for (_, w) in windows where !w.info.propertiesKnown {
+        let r = decide(w.info)
+        if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
+      }
     }
     if all {
       reconcile(Array(windows.keys).sorted(), fx: &fx, stateChanged: &stateChanged)
@@ -440,6 +456,9 @@ public struct Engine: Sendable {
     let facts = effectiveFacts(info)
     let r = policy.secureReason(facts: facts, tag: info.tag)
     if r.isSecure || info.propertiesKnown { return r }
+    // While shields are up, a window whose facts are not known yet (created, not mapped)
+    // is shielded until they are: it cannot appear unshielded in a live capture.
+    if shieldsActive { return .provisional }
     if let c = info.client, !(secureByClient[c]?.subtracting([info.id]).isEmpty ?? true) {
       return .provisional
     }
@@ -452,7 +471,25 @@ public struct Engine: Sendable {
   mutating func setWindow(_ w: WindowState) {
     if let old = windows[w.info.id], let c = old.info.client { secureByClient[c]?.remove(w.info.id) }
     windows[w.info.id] = w
-    if w.reason.isSecure, let c = w.info.client { secureByClient[c, default: []].insert(w.info.id) }
+    guard let c = w.info.client else { return }
+    windowsByClient[c, default: []].insert(w.info.id)
+    // Provisional windows do not count: they must not keep each other provisional.
+    if w.reason.isSecure && w.reason != .provisional { secureByClient[c, default: []].insert(w.info.id) }
+  }
+
+  /// Re-decides a client's windows (its identity or secure set changed); returns the ids
+  /// whose decision changed.
+  mutating func redecide(client c: ClientID, onlyUnknown: Bool, except: WindowID?) -> [WindowID] {
+    var changed: [WindowID] = []
+    for id in (windowsByClient[c] ?? []).sorted() where id != except {
+      guard let w = windows[id], !onlyUnknown || !w.info.propertiesKnown else { continue }
+      let r = decide(w.info)
+      if r != w.reason {
+        setWindow(WindowState(info: w.info, reason: r))
+        changed.append(id)
+      }
+    }
+    return changed
   }
 
   func baseline(_ w: WindowState) -> Bool { w.reason.isSecure && shieldsActive }
@@ -511,7 +548,11 @@ public struct Engine: Sendable {
     client: ClientID, kind: SessionKind, pinned: Bool, expires: MonotonicTime? = nil,
     firstRequest: String?, fx: inout [Effect]
   ) {
-    if sessions.values.contains(where: { $0.client == client && $0.kind == kind && $0.isLive(at: now) }) { return }
+    if sessions.values.contains(where: {
+      $0.client == client && $0.kind == kind && !$0.detached && $0.isLive(at: now)
+    }) {
+      return
+    }
     let id = nextSessionID
     nextSessionID += 1
     let identity = clients[client]?.identity
@@ -557,7 +598,7 @@ public struct Engine: Sendable {
     let cls = policy.classify(c.identity)
     c.clientClass = cls
     clients[id] = c
-    for (sid, s) in sessions where s.client == id {
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where s.client == id && !s.detached {
       sessions[sid]!.identity = c.identity
       if cls == .allowed && !s.bypass {
         endSession(sid, fx: &fx, why: "client is allowed")

@@ -106,12 +106,12 @@ public struct Glob: Sendable, Hashable {
 
   /// Whether the whole of `value` matches.
   public func matches(_ value: String) -> Bool {
-    let v = Array(value.unicodeScalars)
+    let v = value.unicodeScalars
     var p = 0
-    var i = 0
+    var i = v.startIndex
     var starP = -1
-    var starI = 0
-    while i < v.count {
+    var starI = v.startIndex
+    while i < v.endIndex {
       if p < tokens.count {
         switch tokens[p] {
         case .star:
@@ -121,15 +121,15 @@ public struct Glob: Sendable, Hashable {
           continue
         case .any:
           p += 1
-          i += 1
+          v.formIndex(after: &i)
           continue
         case .literal(let c) where c == v[i]:
           p += 1
-          i += 1
+          v.formIndex(after: &i)
           continue
         case .set(let negated, let items) where Self.setContains(items, v[i]) != negated:
           p += 1
-          i += 1
+          v.formIndex(after: &i)
           continue
         default:
           break
@@ -137,7 +137,7 @@ public struct Glob: Sendable, Hashable {
       }
       guard starP >= 0 else { return false }
       p = starP + 1
-      starI += 1
+      v.formIndex(after: &starI)
       i = starI
     }
     while p < tokens.count, tokens[p] == .star { p += 1 }
@@ -165,15 +165,15 @@ public struct RegexPattern: @unchecked Sendable, Hashable {
 
   public init(_ source: String) throws {
     self.source = source
-    self.regex = try NSRegularExpression(pattern: source, options: [])
+    _ = try NSRegularExpression(pattern: source, options: [])  // validate the body on its own
+    // Anchored to the whole value: `\A(?:...)\z`, so alternations and lazy quantifiers
+    // are tried until one covers everything.
+    self.regex = try NSRegularExpression(pattern: "\\A(?:" + source + ")\\z", options: [])
   }
 
   public func matches(_ value: String) -> Bool {
     let range = NSRange(value.startIndex..<value.endIndex, in: value)
-    guard let m = regex.firstMatch(in: value, options: [.anchored], range: range) else {
-      return false
-    }
-    return m.range.location == 0 && m.range.length == range.length
+    return regex.firstMatch(in: value, options: [], range: range) != nil
   }
 
   public static func == (a: Self, b: Self) -> Bool { a.source == b.source }
