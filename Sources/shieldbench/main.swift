@@ -1,14 +1,9 @@
-import CaptureShield
+// shieldbench: prints CaptureShield's benchmark figures (`make bench`).
 import Foundation
-let a = CommandLine.arguments
-switch a.count > 1 ? a[1] : "" {
-case "watch": exit(Watcher.run(WatchOptions(display: nil, policyPaths: Array(a.dropFirst(2)))))
-case "win":
-  var o = TestWindowOptions(); o.tag = a.contains("--tag"); o.printID = true
-  exit(TestWindow.run(o))
-case "tag":
-  let c = try XControl(display: nil); try c.setTag(UInt32(a[2].dropFirst(2), radix: 16)!, secure: true)
-case "state":
-  let c = try XControl(display: nil); print(try c.readState() as Any)
-default: print("?")
+
+let policy = runPolicyBenchmark()
+let out = ProcessInfo.processInfo.environment["BENCH_JSON"] ?? "bench-results.json"
+if let data = try? JSONSerialization.data(withJSONObject: ["policy": policy], options: [.prettyPrinted, .sortedKeys]) {
+  _ = FileManager.default.createFile(atPath: out, contents: data)
+  print("figures written to \(out)")
 }
