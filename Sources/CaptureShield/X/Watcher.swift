@@ -87,6 +87,16 @@ final class WatcherLoop {
   var signalRead: Int32 = -1
   var shuttingDown = false
   var fds: [pollfd] = []
+  /// Request-level capture detection (RECORD); nil when the server lacks RECORD, in
+  /// which case `capturing` mode falls back to shielding always (fail safe).
+  var detector: CaptureDetector?
+  let cmAtom: xcb_atom_t
+  var xfixesFirstEvent: UInt8 = 0
+  /// Poke the server (a cheap round trip) so it flushes pending RECORD records: only
+  /// while a session is live or shortly after a client connected.
+  var promptRecordsUntil = MonotonicTime(nanoseconds: 0)
+  var lastPoke = MonotonicTime(nanoseconds: 0)
+  let pokeInterval = PolicyDuration.milliseconds(20)
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
@@ -98,11 +108,12 @@ final class WatcherLoop {
     let a = x.atoms([
       "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
       ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
-      ProtocolAtom.managerPrefix + String(x.screenNumber),
+      ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
     ])
     (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
       (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
     managerAtom = a[8]
+    cmAtom = a[9]
 
     // One daemon per display: own the manager selection, as window managers do.
     let owner = x.selectionOwner(managerAtom)
@@ -121,6 +132,20 @@ final class WatcherLoop {
     guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
 
     driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
+    do {
+      // Only requests that start a session are recorded (indicators such as GrabServer or
+      // MIT-SHM Attach would cost records without changing a decision).
+      let d = try CaptureDetector(display: options.display, catalog: CaptureCatalog.standard.sessionStartersOnly)
+      d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
+      detector = d
+    } catch {
+      log.error(
+        "capture detection unavailable (\(error)); shield.when=capturing falls back to shielding secure windows always"
+      )
+      var p = policy
+      if p.when == .capturing { p.when = .always }
+      engine = Engine(policy: p)
+    }
   }
 
   // MARK: Loop
@@ -136,21 +161,29 @@ final class WatcherLoop {
     // Adopt shields a previous daemon left (closed mode), then scan the tree.
     let adopted = driver.adoptExisting()
     if !adopted.isEmpty { log.info("adopted \(adopted.count) shields left by an earlier daemon") }
+    enumerateClients()
+    watchCompositor()
     scanExistingWindows()
     // Shields the engine did not claim after the initial scan are stale: remove them.
-    for t in adopted where !engine.shielded.contains(t) { driver.unshield(t) }
+    for t in adopted where !engine.shielded.contains(t) { driver.destroy(t) }
     flushAll()
 
     fds = [
       pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: driver.x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
     ]
     while !shuttingDown {
       let timeout = pollTimeout()
       _ = poll(&fds, nfds_t(fds.count), timeout)
       if fds[2].revents != 0 { handleSignals() }
       drainEvents()
+      drainDetector()
+      if detector?.hasError == true {
+        log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
+        return WatchExit.xServerGone
+      }
       if driver.x.hasError && !x.hasError { replaceShieldConnection() }
       if x.hasError || driver.x.hasError {
         log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
@@ -168,6 +201,10 @@ final class WatcherLoop {
     let now = Clock.now()
     if let d = engine.nextDeadline {
       ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
+    }
+    if wantsPokes(now) {
+      let due = lastPoke + pokeInterval
+      ms = min(ms, Int64(due.nanoseconds > now.nanoseconds ? (due.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
     }
     if stateDirty {
       let due = lastPublish + publishInterval
@@ -204,9 +241,97 @@ final class WatcherLoop {
     let p = engine.policy
     driver = ShieldDriver(connection: conn, failMode: p.failMode, input: p.input, label: p.label)
     fds[1].fd = conn.fileDescriptor
+    detector?.excludedClients.insert(ClientID(conn.ownBase))
     let orphans = driver.adoptExisting()
     for t in engine.shielded.sorted() where !orphans.contains(t) {
       apply(.shieldLost(t, how: "shield connection killed by another client"))
+    }
+  }
+
+  // MARK: Capture detection
+
+  func wantsPokes(_ now: MonotonicTime) -> Bool {
+    guard detector != nil else { return false }
+    return !engine.sessions.isEmpty || now < promptRecordsUntil
+  }
+
+  func drainDetector() {
+    guard let d = detector else { return }
+    let now = Clock.now()
+    if wantsPokes(now), now >= lastPoke + pokeInterval {
+      d.poke()
+      lastPoke = now
+    }
+    repeat {
+      let events = d.drain(isSecure: { [engine] w in engine.windows[w]?.reason.isSecure ?? false })
+      for e in events {
+        switch e {
+        case .clientStarted(let c):
+          promptRecordsUntil = Clock.now() + .seconds(2)
+          if engine.policy.quarantine != nil {
+            // Quarantine: shield first, identify after (the lookup is a round trip).
+            apply(.clientConnected(c, nil))
+            flushAll()
+            let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
+            identities[c.base] = id
+            apply(.clientIdentified(c, id))
+          } else {
+            // Identify now: short-lived tools are gone by the time anyone asks later.
+            let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
+            identities[c.base] = id
+            apply(.clientConnected(c, id))
+          }
+        case .clientDied(let c):
+          identities[c.base] = nil
+          apply(.clientGone(c))
+        case .request(let c, let req):
+          if identities[c.base] == nil, engine.clients[c] == nil {
+            // Connected before we started, or its ClientStarted was missed: identify now.
+            let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
+            identities[c.base] = id
+            apply(.clientConnected(c, id))
+          }
+          apply(.captureRequest(c, req))
+        }
+      }
+    } while d.moreAvailable
+  }
+
+  /// Clients connected before the daemon: identify each (X-Resource QueryClients).
+  func enumerateClients() {
+    let own = Set([x.ownBase, driver.x.ownBase]).union(detector?.excludedClients.map(\.base) ?? [])
+    for base in x.allClientBases() where !own.contains(base) && base != 0 {
+      let id = ProcessInfoReader.identity(pid: x.clientPID(of: base))
+      identities[base] = id
+      apply(.clientConnected(ClientID(base), id))
+    }
+  }
+
+  /// The compositor: owner of `_NET_WM_CM_Sn` (XFixes selection events tell us when it
+  /// changes), or, without one, a client found redirecting windows (X-Resource types).
+  func watchCompositor() {
+    xfixesFirstEvent = x.firstEvent("XFIXES")
+    if xfixesFirstEvent != 0 {
+      if let r = xcb_xfixes_query_version_reply(x.conn, xcb_xfixes_query_version(x.conn, 5, 0), nil) { free(r) }
+      xcb_xfixes_select_selection_input(
+        x.conn, managerWindow, cmAtom,
+        XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
+          | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
+          | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue)
+    }
+    let owner = x.selectionOwner(cmAtom)
+    if owner != 0 {
+      apply(.compositorChanged(ClientID(x.clientBase(of: owner))))
+      return
+    }
+    let own: Set<UInt32> = [x.ownBase, driver.x.ownBase]
+    for base in x.allClientBases() where !own.contains(base) && base != 0 {
+      let types = x.resourceTypeNames(ofClient: base)
+      if types.contains("CompositeClientSubwindows") || types.contains("CompositeClientWindow") {
+        log.info("client 0x\(String(base, radix: 16)) redirects windows without owning _NET_WM_CM_S\(x.screenNumber)")
+        apply(.compositorChanged(ClientID(base)))
+        return
+      }
     }
   }
 
@@ -264,6 +389,9 @@ final class WatcherLoop {
     do {
       let p = try Watcher.loadPolicy(policyPaths)
       apply(.policyReplaced(p))
+      if p.quarantine != nil {
+        for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
+      }
       driver.setFailMode(p.failMode)
       driver.input = p.input
       driver.label = p.label
@@ -277,6 +405,15 @@ final class WatcherLoop {
   func apply(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
     for e in effects { perform(e) }
+    // With quarantine on, keep an unmapped shield ready in every secure window, so that
+    // a new client's quarantine costs one MapWindow per window and no round trip.
+    if engine.policy.quarantine != nil {
+      switch event {
+      case .windowAppeared(let info), .windowChanged(let info):
+        if let w = engine.windows[info.id], w.reason.isSecure, w.reason != .provisional { driver.prepare(info.id) }
+      default: break
+      }
+    }
   }
 
   /// Carries out one effect. With `ShieldDriver`, the only place that changes X state.
@@ -379,7 +516,10 @@ final class WatcherLoop {
       let inputOnly = attr.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue)
       free(attr)
       let props = propCookies[i].map { x.propertyReply($0) }
-      if inputOnly { continue }  // shows no pixels
+      if inputOnly {  // shows no pixels
+        driver.forget(w)
+        continue
+      }
       var info = WindowInfo(
         id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
       applyProperty(&info, atom: aWMClass, props[0])
@@ -421,7 +561,7 @@ final class WatcherLoop {
 
   /// Looks up a client's identity once (X-Resource PID, then /proc).
   func ensureClient(_ base: UInt32, sample: WindowID) {
-    guard identities[base] == nil else { return }
+    guard identities[base] == nil, engine.clients[ClientID(base)] == nil else { return }
     let pid = x.clientPID(of: sample)
     let id = ProcessInfoReader.identity(pid: pid)
     identities[base] = id
@@ -432,7 +572,7 @@ final class WatcherLoop {
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
     apply(.windowGone(w))
-    if let base = info.client?.base {
+    if detector == nil, let base = info.client?.base {
       windowsPerClient[base, default: 1] -= 1
       if windowsPerClient[base]! <= 0 {
         windowsPerClient[base] = nil
@@ -449,7 +589,11 @@ final class WatcherLoop {
       break  // an X error: a window vanished between two requests. Expected, never fatal.
     case XCB_CREATE_NOTIFY:
       let e = raw.load(as: xcb_create_notify_event_t.self)
-      if e.parent == x.root, !isOwn(e.window) { track([e.window], initial: false) }
+      guard e.parent == x.root, !isOwn(e.window) else { return }
+      // While shields are up, every new top-level gets a shield before anything else
+      // (the engine keeps it provisionally until the window's facts are known).
+      if engine.shieldsActive { driver.shieldAtOnce(e.window) }
+      track([e.window], initial: false)
     case XCB_REPARENT_NOTIFY:
       let e = raw.load(as: xcb_reparent_notify_event_t.self)
       if e.parent == x.root, e.event == x.root, !isOwn(e.window) { track([e.window], initial: false) }
@@ -497,6 +641,11 @@ final class WatcherLoop {
         log.error("another daemon took over the display; exiting")
         shuttingDown = true
       }
+    case Int32(xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where xfixesFirstEvent != 0:
+      let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
+      guard e.selection == cmAtom else { return }
+      let owner = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue) ? e.owner : 0
+      apply(.compositorChanged(owner == 0 ? nil : ClientID(x.clientBase(of: owner))))
     default:
       break
     }

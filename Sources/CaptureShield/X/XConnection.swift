@@ -159,6 +159,39 @@ final class XConnection {
     return nil
   }
 
+  /// The first event code of an extension (0 when absent).
+  func firstEvent(_ name: String) -> UInt8 {
+    let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
+    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return 0 }
+    defer { free(r) }
+    return r.pointee.present != 0 ? r.pointee.first_event : 0
+  }
+
+  /// Resource type names a client holds (X-Resource QueryClientResources), e.g.
+  /// `CompositeClientSubwindows` for a client that redirects windows.
+  func resourceTypeNames(ofClient base: UInt32) -> Set<String> {
+    guard let r = xcb_res_query_client_resources_reply(conn, xcb_res_query_client_resources(conn, base), nil) else {
+      return []
+    }
+    defer { free(r) }
+    var it = xcb_res_query_client_resources_types_iterator(r)
+    var atoms: [xcb_atom_t] = []
+    while it.rem > 0 {
+      if it.data.pointee.count > 0 { atoms.append(it.data.pointee.resource_type) }
+      xcb_res_type_next(&it)
+    }
+    var names = Set<String>()
+    let cookies = atoms.map { xcb_get_atom_name(conn, $0) }
+    for ck in cookies {
+      guard let n = xcb_get_atom_name_reply(conn, ck, nil) else { continue }
+      let len = Int(xcb_get_atom_name_name_length(n))
+      let p = xcb_get_atom_name_name(n)!
+      names.insert(String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self))
+      free(n)
+    }
+    return names
+  }
+
   /// Every client's resource base, through X-Resource QueryClients.
   func allClientBases() -> [UInt32] {
     guard let r = xcb_res_query_clients_reply(conn, xcb_res_query_clients(conn), nil) else { return [] }

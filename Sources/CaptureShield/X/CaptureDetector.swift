@@ -1,0 +1,294 @@
+// Request-level capture detection with the X RECORD extension.
+//
+// Two connections, as RECORD requires: `control` creates the context (and pokes the server),
+// `data` enables it and then only ever receives the context's replies. EnableContext is one
+// request with an unbounded number of replies, all carrying its sequence number. libxcb
+// queues such replies one after another on the request's reply list, and
+// `xcb_poll_for_reply(data, enableSequence)` hands them out one per call without waiting for
+// a packet to start: it returns 1 with a reply, or 0 when none is queued and a non-blocking
+// read of the socket brought none. It never marks the request complete, because no later
+// sequence number ever arrives on `data` (nothing else is sent there). One caveat, as for
+// every libxcb read: once the first 32 bytes of a reply have arrived, libxcb reads the rest
+// of that reply with a blocking read; the server writes a reply as a whole, so this waits at
+// most for the remainder already in flight.
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// 1: a reply (or error) or "no more replies"; 0: none available now.
+private func pollForReply(
+  _ c: OpaquePointer, _ sequence: UInt32, _ reply: inout UnsafeMutableRawPointer?,
+  _ error: inout UnsafeMutablePointer<xcb_generic_error_t>?
+) -> Int32 {
+  xcb_poll_for_reply(c, sequence, &reply, &error)
+}
+
+/// What the detector saw, as plain values.
+public enum DetectorEvent: Sendable, Hashable {
+  case clientStarted(ClientID)
+  case clientDied(ClientID)
+  case request(ClientID, CaptureRequest)
+}
+
+/// Watches every client's capture requests through RECORD. Not thread-safe: one owner, one
+/// thread (the daemon's poll loop).
+///
+///     let detector = try CaptureDetector(display: ":0")
+///     // poll() on detector.fileDescriptor, call poke() every 20 ms, and:
+///     for event in detector.drain(isSecure: { secureWindows.contains($0) }) { ... }
+public final class CaptureDetector {
+  let control: XConnection
+  let data: XConnection
+  let context: UInt32
+  let enableSequence: UInt32
+  /// The catalog, bound to this server's extension opcodes.
+  public let catalog: ResolvedCaptureCatalog
+  /// The server's resource-id mask.
+  public let resourceMask: UInt32
+  /// Clients whose records are dropped: the detector's own two connections, plus whatever
+  /// the owner adds (its other connections).
+  public var excludedClients: Set<ClientID>
+  /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
+  /// `init` just returned): call `drain` again without waiting for the descriptor, which
+  /// already-read records do not make readable.
+  public private(set) var moreAvailable = false
+  /// RECORD ended the context (EndOfData, an error reply) or a connection broke.
+  public var hasError: Bool { contextEnded || control.hasError || data.hasError }
+  /// Totals since start, for diagnostics and tests.
+  public private(set) var repliesRead = 0
+  public private(set) var requestsRecorded = 0
+  /// RECORD replies that did not decode, or whose data did not split into whole requests
+  /// (should stay 0).
+  public private(set) var malformedReplies = 0
+
+  /// Per `drain` call: stop after this many RECORD replies (one reply holds any number of
+  /// requests of one client) so a flood cannot starve the caller's loop.
+  public var maxRepliesPerDrain = 4096
+
+  private var contextEnded = false
+  private var pokeSequence: UInt32?
+  /// Replies read before StartOfData in `init` (none expected), handed out by the first `drain`.
+  private var stashed: [[UInt8]] = []
+
+  /// Connects twice to `display` (nil: `$DISPLAY`), creates a RECORD context over the
+  /// narrowest ranges that cover `catalog` (plus ClientStarted/ClientDied) for all current
+  /// and future clients, enables it, and waits (up to `startTimeout`) until the server
+  /// confirms with StartOfData, so every request made after `init` returns is seen.
+  public init(display: String?, catalog: CaptureCatalog = .standard, startTimeout: Duration = .seconds(5))
+    throws(XError)
+  {
+    let control = try XConnection(display: display)
+    let data = try XConnection(display: display)
+    self.control = control
+    self.data = data
+    resourceMask = control.resourceMask
+    guard control.hasExtension("RECORD") else { throw .missingExtension("RECORD") }
+
+    // Extension major opcodes, pipelined.
+    let names = catalog.extensionNames
+    let cookies = names.map { n in n.withCString { xcb_query_extension(control.conn, UInt16(strlen($0)), $0) } }
+    var majors: [String: UInt8] = [:]
+    for (name, ck) in zip(names, cookies) {
+      guard let r = xcb_query_extension_reply(control.conn, ck, nil) else { continue }
+      if r.pointee.present != 0 { majors[name] = r.pointee.major_opcode }
+      free(r)
+    }
+    let ownBases = [control.ownBase, data.ownBase]
+    excludedClients = Set(ownBases.map(ClientID.init))
+
+    // The ranges: one interval per RECORD range slot; core and extension intervals share
+    // slots. ClientStarted/ClientDied are flags of a range (set on the first one).
+    let resolved = catalog.resolved(extensions: majors)
+    self.catalog = resolved
+    let core = resolved.coreRanges
+    let ext = resolved.extensionRanges
+    var ranges: [xcb_record_range_t] = []
+    for i in 0..<max(1, core.count, ext.count) {
+      var r = xcb_record_range_t()
+      if i < core.count {
+        r.core_requests = xcb_record_range_8_t(first: core[i].lowerBound, last: core[i].upperBound)
+      }
+      if i < ext.count {
+        r.ext_requests = xcb_record_ext_range_t(
+          major: xcb_record_range_8_t(first: ext[i].major, last: ext[i].major),
+          minor: xcb_record_range_16_t(first: UInt16(ext[i].minors.lowerBound), last: UInt16(ext[i].minors.upperBound)))
+      }
+      if i == 0 {
+        r.client_started = 1
+        r.client_died = 1
+      }
+      ranges.append(r)
+    }
+
+    let ctx = control.generateID()
+    context = ctx
+    var spec = xcb_record_client_spec_t(XCB_RECORD_CS_ALL_CLIENTS.rawValue)
+    let created = xcb_record_create_context_checked(control.conn, ctx, 0, 1, UInt32(ranges.count), &spec, ranges)
+    if let err = xcb_request_check(control.conn, created) {
+      let code = err.pointee.error_code
+      free(err)
+      throw .failed("RECORD CreateContext failed (X error \(code))")
+    }
+    // "All clients" was expanded when the context was created, our two connections included.
+    var own = ownBases
+    if let err = xcb_request_check(
+      control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))
+    {
+      free(err)  // not fatal: their records are filtered out anyway
+    }
+
+    enableSequence = xcb_record_enable_context(data.conn, ctx).sequence
+    data.flush()
+    try waitForStart(timeout: startTimeout)
+  }
+
+  deinit {
+    xcb_record_disable_context(control.conn, context)
+    xcb_record_free_context(control.conn, context)
+    control.flush()
+  }
+
+  /// The data connection's descriptor: readable when records arrived.
+  public var fileDescriptor: Int32 { data.fileDescriptor }
+
+  /// Every record available now (non-blocking), parsed. Requests of excluded clients and
+  /// requests that are not captures (own drawables, not in the catalog) are dropped.
+  /// `isSecure(window)` decides whether a manual redirection bypasses a shield.
+  public func drain(isSecure: (UInt32) -> Bool) -> [DetectorEvent] {
+    drainWithServerTime(isSecure: isSecure).map(\.event)
+  }
+
+  /// `drain`, with the server time (ms, the X server's monotonic clock) at which the server
+  /// started the RECORD reply that carried each event (one reply: one client, one category).
+  public func drainWithServerTime(isSecure: (UInt32) -> Bool) -> [(event: DetectorEvent, serverTime: UInt32)] {
+    var out: [(event: DetectorEvent, serverTime: UInt32)] = []
+    moreAvailable = false
+    if !stashed.isEmpty {
+      for raw in stashed { raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) } }
+      stashed = []
+    }
+    var budget = maxRepliesPerDrain
+    while !contextEnded {
+      guard budget > 0 else {
+        moreAvailable = true
+        break
+      }
+      var reply: UnsafeMutableRawPointer? = nil
+      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+      guard pollForReply(data.conn, enableSequence, &reply, &error) != 0 else { break }
+      budget -= 1
+      guard let reply else {
+        // An error reply, or libxcb says the request is complete: the context is over.
+        free(error)
+        contextEnded = true
+        break
+      }
+      handle(Self.replyBytes(reply), into: &out, isSecure: isSecure)
+      free(reply)
+    }
+    drainControl()
+    return out
+  }
+
+  /// Makes the server flush records it holds back: sends GetInputFocus on the control
+  /// connection (the server flushes RECORD buffers whenever it writes to any client). Does
+  /// not wait for the reply; at most one poke is outstanding (during another client's
+  /// GrabServer pokes queue in the server and are not repeated).
+  public func poke() {
+    drainControl()
+    if let seq = pokeSequence {
+      var reply: UnsafeMutableRawPointer? = nil
+      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+      guard pollForReply(control.conn, seq, &reply, &error) != 0 else { return }
+      free(reply)
+      free(error)
+      pokeSequence = nil
+    }
+    pokeSequence = xcb_get_input_focus(control.conn).sequence
+    control.flush()
+  }
+
+  // MARK: Internals
+
+  /// Frees whatever arrived on the control connection (errors of unchecked requests).
+  private func drainControl() {
+    while let ev = xcb_poll_for_event(control.conn) { free(ev) }
+  }
+
+  private static func replyBytes(_ reply: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
+    let words = reply.load(fromByteOffset: 4, as: UInt32.self)
+    return UnsafeRawBufferPointer(start: reply, count: 32 + Int(words) * 4)
+  }
+
+  private func handle(
+    _ bytes: UnsafeRawBufferPointer, into out: inout [(event: DetectorEvent, serverTime: UInt32)],
+    isSecure: (UInt32) -> Bool
+  ) {
+    repliesRead += 1
+    guard let rep = RecordedReply.decode(bytes), let category = rep.category else {
+      malformedReplies += 1
+      return
+    }
+    let client = ClientID(rep.idBase)
+    switch category {
+    case .clientStarted:
+      if !excludedClients.contains(client) { out.append((.clientStarted(client), rep.serverTime)) }
+    case .clientDied:
+      if !excludedClients.contains(client) { out.append((.clientDied(client), rep.serverTime)) }
+    case .fromClient:
+      guard !excludedClients.contains(client), rep.elementHeader == 0 else { return }
+      let big = rep.dataIsBigEndian()
+      let data = UnsafeRawBufferPointer(rebasing: bytes[rep.data])
+      let consumed = RecordedReply.forEachRequest(in: data, bigEndian: big) { request in
+        requestsRecorded += 1
+        if let c = catalog.classify(
+          request, clientBase: rep.idBase, resourceMask: resourceMask, bigEndian: big, isSecure: isSecure)
+        {
+          out.append((.request(client, c), rep.serverTime))
+        }
+      }
+      if consumed != data.count { malformedReplies += 1 }
+    case .endOfData:
+      contextEnded = true
+    case .fromServer, .startOfData:
+      break
+    }
+  }
+
+  /// Blocks until StartOfData (the first reply) arrives on the data connection. Replies
+  /// read after it stay queued in libxcb: `moreAvailable` tells the caller to drain at once.
+  private func waitForStart(timeout: Duration) throws(XError) {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      var reply: UnsafeMutableRawPointer? = nil
+      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+      if pollForReply(data.conn, enableSequence, &reply, &error) != 0 {
+        guard let reply else {
+          let code = error?.pointee.error_code ?? 0
+          free(error)
+          throw .failed("RECORD EnableContext failed (X error \(code))")
+        }
+        let bytes = Self.replyBytes(reply)
+        let isStart = bytes.count >= 2 && bytes[1] == RecordedReply.Category.startOfData.rawValue
+        if !isStart { stashed.append(Array(bytes)) }
+        free(reply)
+        if isStart {
+          moreAvailable = true
+          return
+        }
+        guard stashed.count < 4096 else { throw .failed("RECORD EnableContext: no StartOfData") }
+        continue
+      }
+      if data.hasError { throw .failed("lost the RECORD data connection to \(data.displayName)") }
+      let left = deadline - ContinuousClock.now
+      if left <= .zero { throw .failed("RECORD EnableContext: no StartOfData within \(timeout)") }
+      var pfd = pollfd(fd: data.fileDescriptor, events: Int16(POLLIN), revents: 0)
+      let ms = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+      _ = poll(&pfd, 1, ms)
+    }
+  }
+}

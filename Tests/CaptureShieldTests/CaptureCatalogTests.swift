@@ -1,0 +1,752 @@
+// The capture-request catalog and RECORD decoding on hand-built bytes. Offsets and opcodes
+// here are written from the protocol (xcb-proto XML), not copied from the catalog.
+
+import CaptureShield
+import Foundation
+import Testing
+
+/// Builds a request: header (major, byte 1, length) and little- or big-endian fields.
+struct RequestBytes {
+  var bytes: [UInt8]
+  let bigEndian: Bool
+
+  /// `words`: total length in 4-byte units (header included).
+  init(_ major: UInt8, _ byte1: UInt8, words: Int, bigEndian: Bool = false) {
+    self.bigEndian = bigEndian
+    bytes = [UInt8](repeating: 0, count: words * 4)
+    bytes[0] = major
+    bytes[1] = byte1
+    put16(2, UInt16(words))
+  }
+
+  mutating func put16(_ offset: Int, _ v: UInt16) {
+    let b = [UInt8(v & 0xff), UInt8(v >> 8)]
+    bytes[offset] = bigEndian ? b[1] : b[0]
+    bytes[offset + 1] = bigEndian ? b[0] : b[1]
+  }
+
+  mutating func put32(_ offset: Int, _ v: UInt32) {
+    let b = (0..<4).map { UInt8((v >> (8 * UInt32($0))) & 0xff) }
+    for i in 0..<4 { bytes[offset + i] = bigEndian ? b[3 - i] : b[i] }
+  }
+
+  mutating func put8(_ offset: Int, _ v: UInt8) { bytes[offset] = v }
+
+  func with(_ body: (inout RequestBytes) -> Void) -> [UInt8] {
+    var copy = self
+    body(&copy)
+    return copy.bytes
+  }
+
+  /// The same request in BIG-REQUESTS form: length 0, then the 32-bit length, then the rest.
+  static func bigRequestForm(_ normal: [UInt8], bigEndian: Bool = false) -> [UInt8] {
+    let words = UInt32(normal.count / 4 + 1)
+    var lengthBytes = (0..<4).map { UInt8((words >> (8 * UInt32($0))) & 0xff) }
+    if bigEndian { lengthBytes.reverse() }
+    return [normal[0], normal[1], 0, 0] + lengthBytes + normal[4...]
+  }
+}
+
+/// One classification case.
+struct ClassifyCase: Sendable, CustomStringConvertible {
+  let name: String
+  let bytes: [UInt8]
+  let expected: CaptureRequest?
+  var bigEndian = false
+  var description: String { name }
+}
+
+enum Fixture {
+  static let mask: UInt32 = 0x001f_ffff
+  static let base: UInt32 = 0x0040_0000
+  static let own: UInt32 = 0x0040_0005
+  static let ownPixmap: UInt32 = 0x0040_0009
+  static let root: UInt32 = 0x0000_03b6
+  static let foreign: UInt32 = 0x0060_0010
+  /// A foreign window the caller says is secure.
+  static let secure: UInt32 = 0x0080_0001
+  static let extensions: [String: UInt8] = [
+    "SHAPE": 129, "MIT-SHM": 130, "XFIXES": 138, "RENDER": 139, "Composite": 142, "DAMAGE": 143,
+    "DOUBLE-BUFFER": 145, "RECORD": 146, "GLX": 150, "DRI2": 155, "DRI3": 156,
+  ]
+  static let resolved = CaptureCatalog.standard.resolved(extensions: extensions)
+
+  static func classify(_ bytes: [UInt8], bigEndian: Bool = false) -> CaptureRequest? {
+    resolved.classify(bytes, clientBase: base, resourceMask: mask, bigEndian: bigEndian) { $0 == secure }
+  }
+
+  static func req(_ kind: String, _ target: UInt32? = nil, bypass: Bool = false) -> CaptureRequest {
+    CaptureRequest(kind: kind, target: target, bypassesShield: bypass)
+  }
+}
+
+extension ClassifyCase {
+  typealias F = Fixture
+
+  // MARK: Core
+  static let core: [ClassifyCase] = [
+    ClassifyCase(
+      name: "GetImage on the root",
+      bytes: RequestBytes(73, 2, words: 5).with {
+        $0.put32(4, F.root)
+        $0.put16(12, 640)
+        $0.put16(14, 480)
+        $0.put32(16, ~0)
+      }, expected: F.req("GetImage", F.root)),
+    ClassifyCase(
+      name: "GetImage on a foreign client's pixmap",
+      bytes: RequestBytes(73, 2, words: 5).with { $0.put32(4, F.foreign) }, expected: F.req("GetImage", F.foreign)),
+    ClassifyCase(
+      name: "GetImage on an own pixmap", bytes: RequestBytes(73, 2, words: 5).with { $0.put32(4, F.ownPixmap) },
+      expected: nil),
+    ClassifyCase(
+      name: "GetImage on None", bytes: RequestBytes(73, 2, words: 5).with { $0.put32(4, 0) }, expected: nil),
+    ClassifyCase(
+      name: "CopyArea from the root into an own pixmap",
+      bytes: RequestBytes(62, 0, words: 7).with {
+        $0.put32(4, F.root)
+        $0.put32(8, F.ownPixmap)
+        $0.put32(12, F.own)
+      }, expected: F.req("CopyArea", F.root)),
+    ClassifyCase(
+      name: "CopyArea from an own pixmap into a foreign window (writes, not reads)",
+      bytes: RequestBytes(62, 0, words: 7).with {
+        $0.put32(4, F.ownPixmap)
+        $0.put32(8, F.foreign)
+      }, expected: nil),
+    ClassifyCase(
+      name: "CopyPlane from a foreign drawable",
+      bytes: RequestBytes(63, 0, words: 8).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, F.ownPixmap)
+        $0.put32(28, 1)
+      }, expected: F.req("CopyPlane", F.foreign)),
+    ClassifyCase(
+      name: "CreateGC with a foreign tile (after a foreground value)",
+      bytes: RequestBytes(55, 0, words: 6).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.ownPixmap)
+        $0.put32(12, 1 << 2 | 1 << 10)
+        $0.put32(16, 0xff_ffff)
+        $0.put32(20, F.foreign)
+      }, expected: F.req("CreateGC(tile)", F.foreign)),
+    ClassifyCase(
+      name: "CreateGC with an own tile",
+      bytes: RequestBytes(55, 0, words: 5).with {
+        $0.put32(12, 1 << 10)
+        $0.put32(16, F.ownPixmap)
+      }, expected: nil),
+    ClassifyCase(
+      name: "ChangeGC: own stipple, foreign clip mask",
+      bytes: RequestBytes(56, 0, words: 5).with {
+        $0.put32(4, F.own)
+        $0.put32(8, 1 << 11 | 1 << 19)
+        $0.put32(12, F.ownPixmap)
+        $0.put32(16, F.foreign)
+      }, expected: F.req("ChangeGC(clip-mask)", F.foreign)),
+    ClassifyCase(
+      name: "ChangeGC: foreign stipple",
+      bytes: RequestBytes(56, 0, words: 4).with {
+        $0.put32(8, 1 << 11)
+        $0.put32(12, F.foreign)
+      }, expected: F.req("ChangeGC(stipple)", F.foreign)),
+    ClassifyCase(
+      name: "ChangeGC: clip mask None",
+      bytes: RequestBytes(56, 0, words: 4).with { $0.put32(8, 1 << 19) }, expected: nil),
+    ClassifyCase(
+      name: "ChangeGC: only a foreground (the common case)",
+      bytes: RequestBytes(56, 0, words: 4).with {
+        $0.put32(8, 1 << 2)
+        $0.put32(12, F.foreign)
+      }, expected: nil),
+    ClassifyCase(
+      name: "CreateWindow with a foreign background pixmap",
+      bytes: RequestBytes(1, 24, words: 10).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.root)
+        $0.put32(28, 1 << 0 | 1 << 11)
+        $0.put32(32, F.foreign)
+        $0.put32(36, 0x8000)
+      }, expected: F.req("CreateWindow(background-pixmap)", F.foreign)),
+    ClassifyCase(
+      name: "CreateWindow with background ParentRelative",
+      bytes: RequestBytes(1, 24, words: 9).with {
+        $0.put32(8, F.root)
+        $0.put32(28, 1 << 0)
+        $0.put32(32, 1)
+      }, expected: nil),
+    ClassifyCase(
+      name: "ChangeWindowAttributes with a foreign border pixmap",
+      bytes: RequestBytes(2, 0, words: 5).with {
+        $0.put32(4, F.own)
+        $0.put32(8, 1 << 2 | 1 << 11)
+        $0.put32(12, F.foreign)
+        $0.put32(16, 0x20_0000)
+      }, expected: F.req("ChangeWindowAttributes(border-pixmap)", F.foreign)),
+    ClassifyCase(
+      name: "ChangeWindowAttributes: event mask on a foreign window (a window manager)",
+      bytes: RequestBytes(2, 0, words: 4).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, 1 << 11)
+        $0.put32(12, 0x20_0000)
+      }, expected: nil),
+    ClassifyCase(
+      name: "CreateCursor from a foreign source pixmap",
+      bytes: RequestBytes(93, 0, words: 8).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.foreign)
+      }, expected: F.req("CreateCursor", F.foreign)),
+    ClassifyCase(
+      name: "CreateCursor with an own source and a foreign mask",
+      bytes: RequestBytes(93, 0, words: 8).with {
+        $0.put32(8, F.ownPixmap)
+        $0.put32(12, F.foreign)
+      }, expected: F.req("CreateCursor(mask)", F.foreign)),
+    ClassifyCase(name: "GrabServer", bytes: RequestBytes(36, 0, words: 1).bytes, expected: F.req("GrabServer")),
+    ClassifyCase(name: "UngrabServer", bytes: RequestBytes(37, 0, words: 1).bytes, expected: nil),
+    ClassifyCase(
+      name: "PutImage into a foreign window (writes)",
+      bytes: RequestBytes(72, 2, words: 7).with { $0.put32(4, F.foreign) }, expected: nil),
+  ]
+
+  // MARK: Extensions
+  static let extensions: [ClassifyCase] = [
+    ClassifyCase(
+      name: "MIT-SHM ShmGetImage on the root",
+      bytes: RequestBytes(130, 4, words: 8).with {
+        $0.put32(4, F.root)
+        $0.put32(16, ~0)
+        $0.put8(20, 2)
+      }, expected: F.req("MIT-SHM ShmGetImage", F.root)),
+    ClassifyCase(
+      name: "MIT-SHM ShmGetImage on an own pixmap",
+      bytes: RequestBytes(130, 4, words: 8).with { $0.put32(4, F.ownPixmap) }, expected: nil),
+    ClassifyCase(
+      name: "MIT-SHM Attach", bytes: RequestBytes(130, 1, words: 4).bytes, expected: F.req("MIT-SHM Attach")),
+    ClassifyCase(
+      name: "MIT-SHM AttachFd", bytes: RequestBytes(130, 6, words: 3).bytes, expected: F.req("MIT-SHM AttachFd")),
+    ClassifyCase(
+      name: "MIT-SHM CreateSegment", bytes: RequestBytes(130, 7, words: 4).bytes,
+      expected: F.req("MIT-SHM CreateSegment")),
+    ClassifyCase(
+      name: "MIT-SHM PutImage (writes)", bytes: RequestBytes(130, 3, words: 10).with { $0.put32(4, F.foreign) },
+      expected: nil),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows(secure window, Manual): bypasses the shield",
+      bytes: RequestBytes(142, 2, words: 3).with {
+        $0.put32(4, F.secure)
+        $0.put8(8, 1)
+      }, expected: F.req("Composite RedirectSubwindows(Manual)", F.secure, bypass: true)),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows(root, Manual): a compositor",
+      bytes: RequestBytes(142, 2, words: 3).with {
+        $0.put32(4, F.root)
+        $0.put8(8, 1)
+      }, expected: F.req("Composite RedirectSubwindows(Manual)", F.root)),
+    ClassifyCase(
+      name: "Composite RedirectWindow(secure window, Manual)",
+      bytes: RequestBytes(142, 1, words: 3).with {
+        $0.put32(4, F.secure)
+        $0.put8(8, 1)
+      }, expected: F.req("Composite RedirectWindow(Manual)", F.secure, bypass: true)),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows(root, Automatic): maim",
+      bytes: RequestBytes(142, 2, words: 3).with { $0.put32(4, F.root) },
+      expected: F.req("Composite RedirectSubwindows(Automatic)", F.root)),
+    ClassifyCase(
+      name: "Composite RedirectWindow(secure window, Automatic): no bypass",
+      bytes: RequestBytes(142, 1, words: 3).with { $0.put32(4, F.secure) },
+      expected: F.req("Composite RedirectWindow(Automatic)", F.secure)),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows(own window, Manual)",
+      bytes: RequestBytes(142, 2, words: 3).with {
+        $0.put32(4, F.own)
+        $0.put8(8, 1)
+      }, expected: nil),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows with an invalid update mode",
+      bytes: RequestBytes(142, 2, words: 3).with {
+        $0.put32(4, F.secure)
+        $0.put8(8, 2)
+      }, expected: nil),
+    ClassifyCase(
+      name: "Composite NameWindowPixmap of a foreign window",
+      bytes: RequestBytes(142, 6, words: 3).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, F.ownPixmap)
+      }, expected: F.req("Composite NameWindowPixmap", F.foreign)),
+    ClassifyCase(
+      name: "Composite GetOverlayWindow", bytes: RequestBytes(142, 7, words: 2).with { $0.put32(4, F.root) },
+      expected: F.req("Composite GetOverlayWindow", F.root)),
+    ClassifyCase(
+      name: "RENDER CreatePicture on the root: maim",
+      bytes: RequestBytes(139, 4, words: 5).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.root)
+        $0.put32(12, 0x2a)
+      }, expected: F.req("RENDER CreatePicture", F.root)),
+    ClassifyCase(
+      name: "RENDER CreatePicture on an own pixmap",
+      bytes: RequestBytes(139, 4, words: 5).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.ownPixmap)
+      }, expected: nil),
+    ClassifyCase(
+      name: "RENDER CreatePicture on an own pixmap with a foreign alpha map",
+      bytes: RequestBytes(139, 4, words: 7).with {
+        $0.put32(8, F.ownPixmap)
+        $0.put32(16, 1 << 0 | 1 << 1)
+        $0.put32(20, 1)
+        $0.put32(24, F.foreign)
+      }, expected: F.req("RENDER CreatePicture(alpha-map)", F.foreign)),
+    ClassifyCase(
+      name: "RENDER ChangePicture with a foreign clip mask",
+      bytes: RequestBytes(139, 5, words: 4).with {
+        $0.put32(4, F.own)
+        $0.put32(8, 1 << 6)
+        $0.put32(12, F.foreign)
+      }, expected: F.req("RENDER ChangePicture(clip-mask)", F.foreign)),
+    ClassifyCase(
+      name: "RENDER Composite from a foreign picture",
+      bytes: RequestBytes(139, 8, words: 9).with {
+        $0.put8(4, 1)
+        $0.put32(8, F.foreign)
+        $0.put32(16, F.own)
+      }, expected: F.req("RENDER Composite", F.foreign)),
+    ClassifyCase(
+      name: "RENDER Composite with a foreign mask",
+      bytes: RequestBytes(139, 8, words: 9).with {
+        $0.put32(8, F.own)
+        $0.put32(12, F.foreign)
+        $0.put32(16, F.own)
+      }, expected: F.req("RENDER Composite(mask)", F.foreign)),
+    ClassifyCase(
+      name: "RENDER Composite from an own picture into a foreign one (writes)",
+      bytes: RequestBytes(139, 8, words: 9).with {
+        $0.put32(8, F.own)
+        $0.put32(16, F.foreign)
+      }, expected: nil),
+    ClassifyCase(
+      name: "RENDER Trapezoids", bytes: RequestBytes(139, 10, words: 6).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER Trapezoids", F.foreign)),
+    ClassifyCase(
+      name: "RENDER Triangles", bytes: RequestBytes(139, 11, words: 6).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER Triangles", F.foreign)),
+    ClassifyCase(
+      name: "RENDER TriStrip", bytes: RequestBytes(139, 12, words: 6).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER TriStrip", F.foreign)),
+    ClassifyCase(
+      name: "RENDER TriFan", bytes: RequestBytes(139, 13, words: 6).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER TriFan", F.foreign)),
+    ClassifyCase(
+      name: "RENDER CompositeGlyphs8", bytes: RequestBytes(139, 23, words: 7).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER CompositeGlyphs8", F.foreign)),
+    ClassifyCase(
+      name: "RENDER CompositeGlyphs16", bytes: RequestBytes(139, 24, words: 7).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER CompositeGlyphs16", F.foreign)),
+    ClassifyCase(
+      name: "RENDER CompositeGlyphs32", bytes: RequestBytes(139, 25, words: 7).with { $0.put32(8, F.foreign) },
+      expected: F.req("RENDER CompositeGlyphs32", F.foreign)),
+    ClassifyCase(
+      name: "RENDER CreateCursor from a foreign picture",
+      bytes: RequestBytes(139, 27, words: 4).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.foreign)
+      }, expected: F.req("RENDER CreateCursor", F.foreign)),
+    ClassifyCase(
+      name: "RENDER FillRectangles (no source)", bytes: RequestBytes(139, 26, words: 5).with { $0.put32(8, F.foreign) },
+      expected: nil),
+    ClassifyCase(
+      name: "DAMAGE Create on the root",
+      bytes: RequestBytes(143, 1, words: 4).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.root)
+        $0.put8(12, 3)
+      }, expected: F.req("DAMAGE Create", F.root)),
+    ClassifyCase(
+      name: "XFIXES GetCursorImage", bytes: RequestBytes(138, 4, words: 1).bytes,
+      expected: F.req("XFIXES GetCursorImage")),
+    ClassifyCase(
+      name: "XFIXES GetCursorImageAndName", bytes: RequestBytes(138, 25, words: 1).bytes,
+      expected: F.req("XFIXES GetCursorImageAndName")),
+    ClassifyCase(
+      name: "XFIXES CreateRegionFromBitmap of a foreign bitmap",
+      bytes: RequestBytes(138, 6, words: 3).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.foreign)
+      }, expected: F.req("XFIXES CreateRegionFromBitmap", F.foreign)),
+    ClassifyCase(
+      name: "XFIXES CreateRegionFromWindow (shape only)",
+      bytes: RequestBytes(138, 7, words: 4).with { $0.put32(8, F.foreign) }, expected: nil),
+    ClassifyCase(
+      name: "SHAPE Mask with a foreign bitmap",
+      bytes: RequestBytes(129, 2, words: 5).with {
+        $0.put32(8, F.own)
+        $0.put32(16, F.foreign)
+      }, expected: F.req("SHAPE Mask", F.foreign)),
+    ClassifyCase(
+      name: "DOUBLE-BUFFER AllocateBackBuffer of a foreign window",
+      bytes: RequestBytes(145, 1, words: 4).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, F.own)
+      }, expected: F.req("DOUBLE-BUFFER AllocateBackBuffer", F.foreign)),
+    ClassifyCase(
+      name: "GLX MakeCurrent on a foreign window",
+      bytes: RequestBytes(150, 5, words: 4).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, F.own)
+      }, expected: F.req("GLX MakeCurrent", F.foreign)),
+    ClassifyCase(
+      name: "GLX MakeContextCurrent reading a foreign window",
+      bytes: RequestBytes(150, 26, words: 5).with {
+        $0.put32(8, F.own)
+        $0.put32(12, F.foreign)
+      }, expected: F.req("GLX MakeContextCurrent(read)", F.foreign)),
+    ClassifyCase(
+      name: "GLX CreateGLXPixmap on a foreign pixmap",
+      bytes: RequestBytes(150, 13, words: 5).with { $0.put32(12, F.foreign) },
+      expected: F.req("GLX CreateGLXPixmap", F.foreign)),
+    ClassifyCase(
+      name: "GLX CreatePixmap on a foreign pixmap",
+      bytes: RequestBytes(150, 22, words: 6).with { $0.put32(12, F.foreign) },
+      expected: F.req("GLX CreatePixmap", F.foreign)),
+    ClassifyCase(
+      name: "GLX CreateWindow on a foreign window",
+      bytes: RequestBytes(150, 31, words: 6).with { $0.put32(12, F.foreign) },
+      expected: F.req("GLX CreateWindow", F.foreign)),
+    ClassifyCase(
+      name: "DRI2 GetBuffers", bytes: RequestBytes(155, 5, words: 3).with { $0.put32(4, F.foreign) },
+      expected: F.req("DRI2 GetBuffers", F.foreign)),
+    ClassifyCase(
+      name: "DRI2 GetBuffersWithFormat", bytes: RequestBytes(155, 7, words: 3).with { $0.put32(4, F.foreign) },
+      expected: F.req("DRI2 GetBuffersWithFormat", F.foreign)),
+    ClassifyCase(
+      name: "DRI3 BufferFromPixmap", bytes: RequestBytes(156, 3, words: 2).with { $0.put32(4, F.foreign) },
+      expected: F.req("DRI3 BufferFromPixmap", F.foreign)),
+    ClassifyCase(
+      name: "DRI3 BuffersFromPixmap", bytes: RequestBytes(156, 8, words: 2).with { $0.put32(4, F.foreign) },
+      expected: F.req("DRI3 BuffersFromPixmap", F.foreign)),
+    ClassifyCase(
+      name: "RECORD CreateContext", bytes: RequestBytes(146, 1, words: 5).bytes, expected: F.req("RECORD CreateContext")
+    ),
+    ClassifyCase(
+      name: "RECORD RegisterClients", bytes: RequestBytes(146, 2, words: 5).bytes,
+      expected: F.req("RECORD RegisterClients")),
+    ClassifyCase(
+      name: "an extension the map does not know (major 200)",
+      bytes: RequestBytes(200, 4, words: 8).with { $0.put32(4, F.root) }, expected: nil),
+  ]
+
+  // MARK: Byte order, BIG-REQUESTS
+  static let encodings: [ClassifyCase] = [
+    ClassifyCase(
+      name: "GetImage from a big-endian client",
+      bytes: RequestBytes(73, 2, words: 5, bigEndian: true).with { $0.put32(4, F.root) },
+      expected: F.req("GetImage", F.root), bigEndian: true),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows(Manual) from a big-endian client",
+      bytes: RequestBytes(142, 2, words: 3, bigEndian: true).with {
+        $0.put32(4, F.secure)
+        $0.put8(8, 1)
+      }, expected: F.req("Composite RedirectSubwindows(Manual)", F.secure, bypass: true), bigEndian: true),
+    ClassifyCase(
+      name: "ChangeGC tile from a big-endian client",
+      bytes: RequestBytes(56, 0, words: 5, bigEndian: true).with {
+        $0.put32(8, 1 << 3 | 1 << 10)
+        $0.put32(12, 0)
+        $0.put32(16, F.foreign)
+      }, expected: F.req("ChangeGC(tile)", F.foreign), bigEndian: true),
+    ClassifyCase(
+      name: "GetImage in BIG-REQUESTS form",
+      bytes: RequestBytes.bigRequestForm(RequestBytes(73, 2, words: 5).with { $0.put32(4, F.root) }),
+      expected: F.req("GetImage", F.root)),
+    ClassifyCase(
+      name: "MIT-SHM ShmGetImage in BIG-REQUESTS form, big-endian",
+      bytes: RequestBytes.bigRequestForm(
+        RequestBytes(130, 4, words: 8, bigEndian: true).with { $0.put32(4, F.root) }, bigEndian: true),
+      expected: F.req("MIT-SHM ShmGetImage", F.root), bigEndian: true),
+    ClassifyCase(
+      name: "CreateGC with a foreign tile in BIG-REQUESTS form",
+      bytes: RequestBytes.bigRequestForm(
+        RequestBytes(55, 0, words: 5).with {
+          $0.put32(12, 1 << 10)
+          $0.put32(16, F.foreign)
+        }), expected: F.req("CreateGC(tile)", F.foreign)),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows(Manual) in BIG-REQUESTS form",
+      bytes: RequestBytes.bigRequestForm(
+        RequestBytes(142, 2, words: 3).with {
+          $0.put32(4, F.secure)
+          $0.put8(8, 1)
+        }), expected: F.req("Composite RedirectSubwindows(Manual)", F.secure, bypass: true)),
+  ]
+
+  // MARK: Malformed
+  static let malformed: [ClassifyCase] = [
+    ClassifyCase(name: "empty", bytes: [], expected: nil),
+    ClassifyCase(name: "one byte", bytes: [73], expected: nil),
+    ClassifyCase(name: "three bytes", bytes: [73, 2, 5], expected: nil),
+    ClassifyCase(name: "GrabServer with length 0 and nothing else", bytes: [36, 0, 0, 0], expected: nil),
+    ClassifyCase(name: "length 0, extended length 1 (too small)", bytes: [73, 2, 0, 0, 1, 0, 0, 0], expected: nil),
+    ClassifyCase(
+      name: "length 0, extended length 0xffffffff",
+      bytes: [73, 2, 0, 0, 0xff, 0xff, 0xff, 0xff] + [UInt8](repeating: 0xb6, count: 16), expected: nil),
+    ClassifyCase(
+      name: "GetImage truncated to 12 bytes (declares 20)",
+      bytes: Array(RequestBytes(73, 2, words: 5).with { $0.put32(4, F.root) }.prefix(12)), expected: nil),
+    ClassifyCase(
+      name: "GetImage declaring 1 word (field out of the request)",
+      bytes: RequestBytes(73, 2, words: 5).with {
+        $0.put32(4, F.root)
+        $0.put16(2, 1)
+      }, expected: nil),
+    ClassifyCase(
+      name: "CreateGC whose tile value lies past the declared length",
+      bytes: RequestBytes(55, 0, words: 4).with { $0.put32(12, 1 << 10) } + [0x10, 0, 0x60, 0], expected: nil),
+    ClassifyCase(
+      name: "ChangeGC with every mask bit set and no values",
+      bytes: RequestBytes(56, 0, words: 3).with { $0.put32(8, ~0) }, expected: nil),
+    ClassifyCase(
+      name: "Composite RedirectSubwindows cut before the update byte",
+      bytes: RequestBytes(142, 2, words: 2).with { $0.put32(4, F.secure) }, expected: nil),
+    ClassifyCase(name: "all 0xff", bytes: [UInt8](repeating: 0xff, count: 64), expected: nil),
+    ClassifyCase(name: "all zero", bytes: [UInt8](repeating: 0, count: 64), expected: nil),
+  ]
+}
+
+@Suite("Capture request catalog")
+struct CaptureCatalogTests {
+  @Test("core requests", arguments: ClassifyCase.core)
+  func core(_ c: ClassifyCase) {
+    #expect(Fixture.classify(c.bytes, bigEndian: c.bigEndian) == c.expected)
+  }
+
+  @Test("extension requests", arguments: ClassifyCase.extensions)
+  func extensions(_ c: ClassifyCase) {
+    #expect(Fixture.classify(c.bytes, bigEndian: c.bigEndian) == c.expected)
+  }
+
+  @Test("byte order and BIG-REQUESTS", arguments: ClassifyCase.encodings)
+  func encodings(_ c: ClassifyCase) {
+    #expect(Fixture.classify(c.bytes, bigEndian: c.bigEndian) == c.expected)
+  }
+
+  @Test("truncated and garbage bytes give nil", arguments: ClassifyCase.malformed)
+  func malformed(_ c: ClassifyCase) {
+    #expect(Fixture.classify(c.bytes) == nil)
+    #expect(Fixture.classify(c.bytes, bigEndian: true) == nil)
+  }
+
+  @Test("every catalog entry is exercised by a case")
+  func everyEntryCovered() {
+    let cases = ClassifyCase.core + ClassifyCase.extensions + ClassifyCase.encodings
+    let reported = Set(cases.compactMap { $0.expected?.kind })
+    for e in CaptureCatalog.standard.entries {
+      #expect(e.allKinds.contains { reported.contains($0) }, "no case for \(e.kind)")
+    }
+  }
+
+  @Test("a request from another client base on the same drawable is capture; from its owner it is not")
+  func ownership() {
+    let bytes = RequestBytes(73, 2, words: 5).with { $0.put32(4, 0x0060_0010) }
+    let catalog = CaptureCatalog.standard
+    #expect(
+      catalog.classify(bytes, extensions: [:], clientBase: 0x0060_0000, resourceMask: 0x1f_ffff) == nil)
+    #expect(
+      catalog.classify(bytes, extensions: [:], clientBase: 0x0040_0000, resourceMask: 0x1f_ffff)
+        == CaptureRequest(kind: "GetImage", target: 0x0060_0010))
+  }
+
+  @Test("extension entries are dropped when the server lacks the extension")
+  func absentExtension() {
+    let resolved = CaptureCatalog.standard.resolved(extensions: ["MIT-SHM": 130])
+    let shm = RequestBytes(130, 4, words: 8).with { $0.put32(4, Fixture.root) }
+    let render = RequestBytes(139, 4, words: 5).with { $0.put32(8, Fixture.root) }
+    #expect(
+      resolved.classify(shm, clientBase: Fixture.base, resourceMask: Fixture.mask)
+        == CaptureRequest(kind: "MIT-SHM ShmGetImage", target: Fixture.root))
+    #expect(resolved.classify(render, clientBase: Fixture.base, resourceMask: Fixture.mask) == nil)
+    #expect(!resolved.activeEntries.contains { $0.extensionName == "RENDER" })
+  }
+
+  @Test("the recorded ranges are the narrowest that cover the catalog")
+  func ranges() {
+    let r = Fixture.resolved
+    #expect(r.coreRanges == [1...2, 36...36, 55...56, 62...63, 73...73, 93...93])
+    let ext = Dictionary(grouping: r.extensionRanges, by: \.major).mapValues { $0.map(\.minors) }
+    #expect(ext[130] == [1...1, 4...4, 6...7])  // MIT-SHM
+    #expect(ext[142] == [1...2, 6...7])  // Composite
+    #expect(ext[139] == [4...5, 8...8, 10...13, 23...25, 27...27])  // RENDER
+    #expect(ext[138] == [4...4, 6...6, 25...25])  // XFIXES
+    #expect(ext[143] == [1...1])  // DAMAGE
+    #expect(ext[150] == [5...5, 13...13, 22...22, 26...26, 31...31])  // GLX
+    let lean = CaptureCatalog.standard.withoutFrequentRequests.resolved(extensions: Fixture.extensions)
+    #expect(lean.coreRanges == [1...2, 36...36, 55...55, 63...63, 73...73, 93...93])
+  }
+
+  @Test("sessions: pixel reads and manual redirection start one, indicators do not")
+  func sessions() {
+    let c = CaptureCatalog.standard
+    #expect(c.startsSession(CaptureRequest(kind: "GetImage", target: 1)))
+    #expect(c.startsSession(CaptureRequest(kind: "CreateGC(tile)", target: 1)))
+    #expect(c.startsSession(CaptureRequest(kind: "Composite RedirectSubwindows(Manual)", target: 1)))
+    #expect(!c.startsSession(CaptureRequest(kind: "GrabServer")))
+    #expect(!c.startsSession(CaptureRequest(kind: "MIT-SHM Attach")))
+    #expect(!c.startsSession(CaptureRequest(kind: "XFIXES GetCursorImage")))
+    #expect(!c.startsSession(CaptureRequest(kind: "Composite RedirectSubwindows(Automatic)", target: 1)))
+    #expect(c.startsSession(CaptureRequest(kind: "something new")))
+    #expect(
+      c.startsSession(CaptureRequest(kind: "Composite RedirectWindow(Automatic)", target: 1, bypassesShield: true)))
+    for e in c.entries where e.role == .readsPixels { #expect(e.startsSession, "\(e.kind)") }
+    let kinds = c.entries.flatMap(\.allKinds)
+    #expect(Set(kinds).count == kinds.count, "duplicate kinds")
+  }
+
+  /// The table between the markers must be `markdownTable()`. Run with
+  /// CAPTURESHIELD_WRITE_DOCS=1 to rewrite it after changing the catalog.
+  @Test("docs/capture-requests.md carries the catalog's table")
+  func docsInSync() throws {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let url = root.appendingPathComponent("docs/capture-requests.md")
+    let doc = try String(contentsOf: url, encoding: .utf8)
+    let begin = "<!-- catalog-table:begin -->\n"
+    let end = "<!-- catalog-table:end -->"
+    let table = CaptureCatalog.standard.markdownTable()
+    guard let b = doc.range(of: begin), let e = doc.range(of: end, range: b.upperBound..<doc.endIndex) else {
+      Issue.record("markers missing in \(url.path)")
+      return
+    }
+    let current = String(doc[b.upperBound..<e.lowerBound])
+    if current != table, !(ProcessInfo.processInfo.environment["CAPTURESHIELD_WRITE_DOCS"] ?? "").isEmpty {
+      try (String(doc[..<b.upperBound]) + table + String(doc[e.lowerBound...])).write(
+        to: url, atomically: true, encoding: .utf8)
+      return
+    }
+    #expect(current == table, "docs/capture-requests.md is stale: run with CAPTURESHIELD_WRITE_DOCS=1")
+  }
+}
+
+// MARK: - RECORD data
+
+@Suite("RECORD reply decoding")
+struct RecordDecodingTests {
+  static func reply(category: UInt8, idBase: UInt32, data: [UInt8], swapped: Bool = false) -> [UInt8] {
+    var r = RequestBytes(1, category, words: 8)
+    r.put32(4, UInt32(data.count / 4))
+    r.put8(9, swapped ? 1 : 0)
+    r.put32(12, idBase)
+    r.put32(16, 123_456)
+    return r.bytes + data
+  }
+
+  @Test("a FromClient reply with three requests, one in BIG-REQUESTS form")
+  func splits() {
+    let a = RequestBytes(73, 2, words: 5).with { $0.put32(4, Fixture.root) }
+    let b = RequestBytes.bigRequestForm(RequestBytes(62, 0, words: 7).with { $0.put32(4, Fixture.foreign) })
+    let c = RequestBytes(36, 0, words: 1).bytes
+    let bytes = Self.reply(category: 1, idBase: Fixture.base, data: a + b + c)
+    bytes.withUnsafeBytes { raw in
+      let rep = RecordedReply.decode(raw, hostIsBigEndian: false)
+      #expect(rep?.category == .fromClient)
+      #expect(rep?.idBase == Fixture.base)
+      #expect(rep?.serverTime == 123_456)
+      #expect(rep?.data == 32..<(32 + a.count + b.count + c.count))
+      #expect(rep?.dataIsBigEndian(hostIsBigEndian: false) == false)
+      var seen: [CaptureRequest?] = []
+      let consumed = RecordedReply.forEachRequest(
+        in: UnsafeRawBufferPointer(rebasing: raw[rep!.data]), bigEndian: false
+      ) {
+        seen.append(Fixture.resolved.classify($0, clientBase: Fixture.base, resourceMask: Fixture.mask) { _ in false })
+      }
+      #expect(consumed == a.count + b.count + c.count)
+      #expect(
+        seen == [
+          CaptureRequest(kind: "GetImage", target: Fixture.root),
+          CaptureRequest(kind: "CopyArea", target: Fixture.foreign), CaptureRequest(kind: "GrabServer"),
+        ])
+    }
+  }
+
+  @Test("splitting stops at a truncated request and reports how far it got")
+  func truncated() {
+    let a = RequestBytes(73, 2, words: 5).with { $0.put32(4, Fixture.root) }
+    let data = a + Array(a.prefix(10))
+    data.withUnsafeBytes { raw in
+      var n = 0
+      let consumed = RecordedReply.forEachRequest(in: raw, bigEndian: false) { _ in n += 1 }
+      #expect(n == 1)
+      #expect(consumed == a.count)
+    }
+  }
+
+  @Test("a swapped client's data is big-endian; headers that are not replies are rejected")
+  func headers() {
+    Self.reply(category: 2, idBase: 0x60_0000, data: [], swapped: true).withUnsafeBytes { raw in
+      let rep = RecordedReply.decode(raw, hostIsBigEndian: false)
+      #expect(rep?.category == .clientStarted)
+      #expect(rep?.dataIsBigEndian(hostIsBigEndian: false) == true)
+    }
+    Self.reply(category: 9, idBase: 0, data: []).withUnsafeBytes {
+      #expect(RecordedReply.decode($0, hostIsBigEndian: false)?.category == nil)
+    }
+    [UInt8](repeating: 0, count: 32).withUnsafeBytes { #expect(RecordedReply.decode($0) == nil) }
+    [UInt8](repeating: 1, count: 31).withUnsafeBytes { #expect(RecordedReply.decode($0) == nil) }
+    // Declared length beyond the bytes: the data range is clamped.
+    var long = Self.reply(category: 1, idBase: 1, data: [0, 0, 0, 0])
+    long[4] = 0xff
+    long.withUnsafeBytes { #expect(RecordedReply.decode($0, hostIsBigEndian: false)?.data == 32..<36) }
+  }
+
+  /// A small deterministic generator (SplitMix64) so failures reproduce.
+  struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+      state &+= 0x9e37_79b9_7f4a_7c15
+      var z = state
+      z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+      z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+      return z ^ (z >> 31)
+    }
+  }
+
+  @Test("fuzz: random and mutated bytes never trap", arguments: [1, 2, 3, 4])
+  func fuzz(seed: UInt64) {
+    var rng = SplitMix(state: seed)
+    let valid = (ClassifyCase.core + ClassifyCase.extensions + ClassifyCase.encodings).map(\.bytes)
+    var classified = 0
+    for i in 0..<20000 {
+      var bytes: [UInt8]
+      if i % 2 == 0 {
+        bytes = (0..<Int.random(in: 0...96, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        // Bias towards catalogued opcodes and small lengths so the deep paths run.
+        if bytes.count >= 4, Bool.random(using: &rng) {
+          bytes[0] = [1, 2, 36, 55, 56, 62, 63, 73, 93, 129, 130, 138, 139, 142, 143, 145, 146, 150, 155, 156]
+            .randomElement(using: &rng)!
+          bytes[2] = UInt8.random(in: 0...30, using: &rng)
+          bytes[3] = 0
+        }
+      } else {
+        bytes = valid.randomElement(using: &rng)!
+        for _ in 0..<Int.random(in: 1...4, using: &rng) {
+          switch Int.random(in: 0...2, using: &rng) {
+          case 0 where !bytes.isEmpty: bytes.removeLast(Int.random(in: 0...bytes.count, using: &rng))
+          case 1 where !bytes.isEmpty:
+            bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= 1 << UInt8.random(in: 0...7, using: &rng)
+          default: bytes += [UInt8.random(in: 0...255, using: &rng)]
+          }
+        }
+      }
+      let big = Bool.random(using: &rng)
+      if Fixture.classify(bytes, bigEndian: big) != nil { classified += 1 }
+      bytes.withUnsafeBytes { raw in
+        _ = RecordedReply.decode(raw)
+        let consumed = RecordedReply.forEachRequest(in: raw, bigEndian: big) { request in
+          _ = Fixture.resolved.classify(request, clientBase: Fixture.base, resourceMask: Fixture.mask) { _ in true }
+        }
+        #expect(consumed >= 0 && consumed <= raw.count)
+      }
+    }
+    #expect(classified > 0)
+  }
+}

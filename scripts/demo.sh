@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# CaptureShield demo: a secret window, a real screen recorder, the daemon in between.
+# Uses your desktop when DISPLAY works, else a private Xvfb. Writes PNGs and report.md
+# to ./demo-out (DEMO_OUT to change).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${SHIELDCTL:-$root/.build/release/shieldctl}
+out=${DEMO_OUT:-$root/demo-out}
+[ -x "$bin" ] || { echo "Error: $bin is missing; run 'make demo' (it builds it)" >&2; exit 1; }
+mkdir -p "$out"
+rm -f "$out"/*.png "$out"/report.md "$out"/daemon.log "$out"/frames-*.ppm
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+if [ -n "${DISPLAY:-}" ] && xdpyinfo >/dev/null 2>&1; then
+  where="your desktop (DISPLAY=$DISPLAY)"
+else
+  fifo=$(mktemp -u); mkfifo "$fifo"
+  Xvfb -displayfd 5 -nolisten tcp -noreset -screen 0 1024x768x24 5>"$fifo" 2>/dev/null &
+  pids+=($!)
+  read -r -t 15 num <"$fifo" || { echo "Error: Xvfb did not start" >&2; exit 1; }
+  rm -f "$fifo"
+  export DISPLAY=":$num"
+  where="a private Xvfb (DISPLAY=$DISPLAY, 1024x768) because no desktop was reachable"
+fi
+
+ms() { date +%s%3N; }
+red() {  # number of pure-red (secret) pixels in an image
+  convert "$1" -alpha off -define histogram:unique-colors=true -format %c histogram:info:- 2>/dev/null \
+    | awk '/#FF0000/ {gsub(":","",$1); n+=$1} END {print n+0}'
+}
+say() { printf '%s\n' "$*"; printf '%s\n' "$*" >>"$out/report.md"; }
+
+echo "# CaptureShield demo report" >"$out/report.md"
+say ""
+say "- Date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), machine: $(uname -sm), $(nproc) cores"
+say "- Display: $where"
+
+# 1. The secret window (pure red, so leaked pixels are easy to count), tagged by the CLI.
+"$bin" test-window --color ff0000 --title "Online banking - balance 12,345.67" --class DemoBank \
+  --geometry 400x260+150+120 --print-id >"$out/window.txt" &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$out/window.txt" ] && break; sleep 0.05; done
+win=$(head -1 "$out/window.txt")
+say "- Secret window: $win, 400x260 = 104000 pixels of pure red (#FF0000)"
+
+xwd -root -silent | convert xwd:- "$out/1-without-captureshield.png"
+say ""
+say "## 1. Without CaptureShield"
+say "A screenshot (xwd -root) shows **$(red "$out/1-without-captureshield.png") secret pixels** (1-without-captureshield.png)."
+
+# 2. Tag it and start the daemon (shield only while someone captures).
+cat >"$out/policy.json5" <<'POLICY'
+// Demo policy: shield secure windows only while a capture session is live.
+{ version: 1, capture: { linger: "1s" }, shield: { when: "capturing" } }
+POLICY
+chmod 644 "$out/policy.json5"
+"$bin" tag "$win" >/dev/null
+"$bin" watch --policy "$out/policy.json5" --log-format json 2>"$out/daemon.log" &
+daemon=$!; pids+=($daemon)
+for _ in $(seq 100); do "$bin" status >/dev/null 2>&1 && break; sleep 0.05; done
+say ""
+say "## 2. Daemon running, window tagged, nobody capturing"
+say '```'
+"$bin" list | tee -a "$out/report.md"
+say '```'
+
+# 3. A real screen recorder: ffmpeg x11grab, 3 seconds at 10 fps.
+say ""
+say "## 3. A screen recorder starts (ffmpeg -f x11grab, 3 s at 10 fps)"
+t0=$(ms)
+ffmpeg -loglevel error -f x11grab -framerate 10 -video_size 1024x768 -i "$DISPLAY" -t 3 \
+  -f image2 "$out/frames-%03d.ppm" &
+ff=$!
+sleep 1.5
+"$bin" status >"$out/status-during.txt" 2>&1 || true
+wait $ff
+t1=$(ms)
+frames=0; leaked=0; worst=0
+for f in "$out"/frames-*.ppm; do
+  n=$(red "$f"); frames=$((frames + 1)); [ "$n" -gt 0 ] && leaked=$((leaked + 1)); [ "$n" -gt "$worst" ] && worst=$n
+done
+mid=$(ls "$out"/frames-*.ppm | sed -n "$(( (frames + 1) / 2 ))p")
+convert "$mid" "$out/2-while-recording.png"
+rm -f "$out"/frames-*.ppm
+say "ffmpeg recorded **$frames frames in $((t1 - t0)) ms; $leaked of them contain secret pixels** (most in one frame: $worst)."
+say "A middle frame: 2-while-recording.png. \`shieldctl status\` while it recorded:"
+say '```'
+cat "$out/status-during.txt" >>"$out/report.md"; cat "$out/status-during.txt"
+say '```'
+
+# 4. After the recorder exits, the shield drops after capture.linger.
+for _ in $(seq 100); do "$bin" list 2>/dev/null | grep -q "$win.*no" && break; sleep 0.05; done
+say ""
+say "## 4. Recorder gone"
+say '```'
+"$bin" list | tee -a "$out/report.md"
+say '```'
+say "The shield dropped $(( $(ms) - t1 )) ms after ffmpeg exited (capture.linger = 1 s): the user sees the window again."
+
+say ""
+say "## Audit log (what the daemon decided, from its stderr)"
+say '```'
+grep -E '"event":"(session-start|capture-request|shield|unshield|session-end)"' "$out/daemon.log" \
+  | sed -E 's/"exe":"[^"]*\/([^"/]*)"/"exe":"...\/\1"/' >>"$out/report.md" || true
+say '```'
+kill -TERM $daemon; wait $daemon 2>/dev/null || true
+echo
+echo "Report: $out/report.md"
