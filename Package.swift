@@ -33,7 +33,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "shieldbench",
-      dependencies: ["CaptureShield"],
+      dependencies: ["CaptureShield", "CXCB"],
       path: "Sources/shieldbench"
     ),
     .testTarget(
