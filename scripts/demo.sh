@@ -97,13 +97,31 @@ say "## 4. Recorder gone"
 say '```'
 "$bin" list | tee -a "$out/report.md"
 say '```'
-say "The shield dropped $(( $(ms) - t1 )) ms after ffmpeg exited (capture.linger = 1 s): the user sees the window again."
+unshield_at=$(grep '"event":"unshield"' "$out/daemon.log" | tail -1 | sed -E 's/.*"time":"([^"]*)".*/\1/')
+say "The shield dropped $(( $(date -d "$unshield_at" +%s%3N) - t1 )) ms after ffmpeg exited (capture.linger = 1 s, from the daemon's unshield record): the user sees the window again."
+
+iso_ms() { date -d "$1" +%s%3N; }
+at() { grep "\"event\":\"$1\"" "$out/daemon.log" | head -1 | sed -E 's/.*"time":"([^"]*)".*/\1/'; }
+say ""
+say "Reaction: ffmpeg was launched at t=0; the daemon started a session for it at +$(( $(iso_ms "$(at session-start)") - t0 )) ms (ClientStarted, identified as /usr/bin/ffmpeg, a known capturer), the shield was up at +$(( $(iso_ms "$(at shield)") - t0 )) ms, and ffmpeg's first capture request ($(grep '"event":"capture-request"' "$out/daemon.log" | head -1 | sed -E 's/.*"request":"([^"]*)".*/\1/')) came at +$(( $(iso_ms "$(at capture-request)") - t0 )) ms: after the shield."
+
+# 5. A one-shot screenshot tool, not a known capturer: detected by its request.
+say ""
+say "## 5. A one-shot screenshot (xwd -root), not in the known list"
+xwd -root -silent | convert xwd:- "$out/3-xwd-first.png"
+sleep 0.2
+xwd -root -silent | convert xwd:- "$out/4-xwd-second.png"
+say "First xwd: **$(red "$out/3-xwd-first.png") secret pixels** (3-xwd-first.png): detection is not prevention, its GetImage is seen as it runs (set capture.quarantine, or shield.when \"always\", to stop a tool's very first frame)."
+say "Second xwd 0.2 s later, inside capture.linger: **$(red "$out/4-xwd-second.png") secret pixels** (4-xwd-second.png)."
+say '```'
+"$bin" clients 2>&1 | tee -a "$out/report.md" || true
+say '```'
 
 say ""
 say "## Audit log (what the daemon decided, from its stderr)"
 say '```'
 grep -E '"event":"(session-start|capture-request|shield|unshield|session-end)"' "$out/daemon.log" \
-  | sed -E 's/"exe":"[^"]*\/([^"/]*)"/"exe":"...\/\1"/' >>"$out/report.md" || true
+  | sed -E 's/"exe":"[^"]*\/([^"/]*)"/"exe":"...\/\1"/' | tee -a "$out/report.md" || true
 say '```'
 kill -TERM $daemon; wait $daemon 2>/dev/null || true
 echo

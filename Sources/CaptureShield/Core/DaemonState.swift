@@ -65,7 +65,7 @@ extension Engine {
   /// state must stay small on desktops with thousands of windows).
   public func snapshot(pid: Int, display: String, startedAt: Double) -> DaemonState {
     let live = sessions.values.filter { $0.isLive(at: now) }
-    let capturingClients = Set(live.filter { $0.kind != .quarantine }.map(\.client))
+    let capturingClients = Set(live.filter { $0.kind != .quarantine && !$0.detached }.map(\.client))
     func row(_ c: ClientState) -> DaemonState.ClientRow {
       .init(
         client: c.id, pid: c.identity?.pid, exe: c.identity?.exe, comm: c.identity?.comm,
