@@ -21,9 +21,15 @@ let package = Package(
       pkgConfig: "xcb",
       providers: [.apt(xcbDebianPackages)]
     ),
+    .systemLibrary(
+      name: "CSodium",
+      path: "Sources/CSodium",
+      pkgConfig: "libsodium",
+      providers: [.apt(["libsodium-dev"])]
+    ),
     .target(
       name: "CaptureShield",
-      dependencies: ["CXCB"],
+      dependencies: ["CXCB", "CSodium"],
       path: "Sources/CaptureShield"
     ),
     .executableTarget(
