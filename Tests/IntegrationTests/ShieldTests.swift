@@ -17,9 +17,12 @@ struct ShieldTests {
     try await method.capture(window: window, on: server).counts(of: red)
   }
 
-  @Test("tag shields the window from every capture path; untag shows it again", arguments: CaptureMethod.allCases)
-  func tagAndUntag(_ method: CaptureMethod) async throws {
+  @Test(
+    "tag shields the window from every capture path; untag shows it again (without and with a window manager)",
+    arguments: CaptureMethod.allCases, [false, true])
+  func tagAndUntag(_ method: CaptureMethod, withWindowManager: Bool) async throws {
     let server = try await XvfbServer.start()
+    let wm = withWindowManager ? try await server.startWindowManager() : nil
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red)
     let daemon = try await Daemon.start(on: server)
     #expect(!daemon.isShielded(window.id))
@@ -41,6 +44,7 @@ struct ShieldTests {
     #expect(daemon.auditEvents("unshield").count == 1)
     await daemon.stop()
     window.close()
+    if let wm { _ = await wm.stop() }
     await server.stop()
   }
 
