@@ -145,6 +145,26 @@ public struct CaptureCatalog: Sendable, Hashable {
 
   public init(entries: [CaptureCatalogEntry]) { self.entries = entries }
 
+  /// The entries that can read a *window's* pixels: those whose source may be a window
+  /// (GetImage, CopyArea, ShmGetImage, NameWindowPixmap, RENDER pictures, ...). Dropped:
+  /// requests whose source can only be a pixmap or bitmap (window background/border
+  /// pixmaps, GC tiles and stipples, cursors, XFIXES regions from bitmaps, SHAPE masks):
+  /// a secure window's pixels reach a pixmap only through one of the kept requests, by
+  /// the client that owns that pixmap. The daemon records this set: CreateWindow and
+  /// CreateGC are among the most frequent requests of every client, and recording them
+  /// cost the X server most of its overhead.
+  public var windowReaders: CaptureCatalog {
+    let pixmapOnly: Set<String> = [
+      "core 1", "core 2", "core 55", "core 56", "core 93", "RENDER 27", "XFIXES 6", "SHAPE 2",
+    ]
+    return filtered { e in
+      switch e.opcode {
+      case .core(let op): return !pixmapOnly.contains("core \(op)")
+      case .extension(let name, let minor): return !pixmapOnly.contains("\(name) \(minor)")
+      }
+    }
+  }
+
   /// Entries for which `isIncluded` is true.
   public func filtered(_ isIncluded: (CaptureCatalogEntry) -> Bool) -> CaptureCatalog {
     CaptureCatalog(entries: entries.filter(isIncluded))
