@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= debug
 
-.PHONY: all build release deps test lint format demo bench clean
+.PHONY: all build release deps test lint format demo bench clean fuzz sanitize
 
 all: build
 
@@ -45,5 +45,50 @@ bench:
 	$(SWIFT) build -c release
 	.build/release/shieldbench
 
+## libFuzzer over the policy parser and the capture/property decoders (FUZZ_SECONDS per
+## target, default 60); fails on a crash and keeps the reproducer (scripts/fuzz.sh).
+fuzz:
+	@scripts/fuzz.sh
+
+## The unit tests under AddressSanitizer and ThreadSanitizer (scripts/sanitize.sh).
+sanitize:
+	@scripts/sanitize.sh
+
 clean:
 	rm -rf .build demo-out
+
+## Installing: `make install` (PREFIX=/usr/local, SYSCONFDIR=/etc, DESTDIR for staging)
+## builds the release binary and installs it with the systemd user unit, the XDG
+## autostart entry, the man page, the example policy and shell completions;
+## `make uninstall` (same variables) removes exactly those files. The file list is in
+## scripts/install.sh. `make man` writes the man page to .build/man/shieldctl.1.
+## INSTALL_BUILD_FLAGS: extra `swift build` flags for their release build, e.g.
+## `--scratch-path DIR` (the install test uses one: a `swift test` holds the lock of .build).
+## NOBUILD=1 installs the .build/release/shieldctl already built, without swift (for
+## `make release && sudo make install NOBUILD=1`: sudo's PATH often has no swift).
+SYSCONFDIR ?= /etc
+INSTALL_BUILD_FLAGS ?=
+INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)"
+INSTALL_BUILD = $(SWIFT) build -c release $(INSTALL_BUILD_FLAGS)
+INSTALL_BIN = "$$($(INSTALL_BUILD) --show-bin-path)/shieldctl"
+
+.PHONY: install uninstall man
+
+install:
+ifdef NOBUILD
+	@$(INSTALL_ENV) scripts/install.sh install .build/release/shieldctl
+else
+	@scripts/install-deps.sh build
+	$(INSTALL_BUILD)
+	@$(INSTALL_ENV) scripts/install.sh install $(INSTALL_BIN)
+endif
+
+uninstall:
+	@$(INSTALL_ENV) scripts/install.sh uninstall
+
+man:
+	@scripts/install-deps.sh build
+	$(INSTALL_BUILD)
+	@mkdir -p .build/man
+	@$(INSTALL_ENV) scripts/gen-man.sh $(INSTALL_BIN) .build/man/shieldctl.1
+	@echo "wrote .build/man/shieldctl.1 (read it with: man -l .build/man/shieldctl.1)"
