@@ -105,7 +105,8 @@ final class ShieldDriver {
       let s = PropertyDecoding.cardinal(format: 32, bytes: Array(v.bytes[(i * 8)..<(i * 8 + 4)])) ?? 0
       let t = PropertyDecoding.cardinal(format: 32, bytes: Array(v.bytes[(i * 8 + 4)..<(i * 8 + 8)])) ?? 0
       guard s != 0, t != 0, let tree = x.queryTree(s), tree.parent == t,
-        let mark = x.property(s, atomShield), PropertyDecoding.cardinal(format: mark.format, bytes: mark.bytes) == t
+        let mark = x.property(s, atomShield), PropertyDecoding.cardinal(format: mark.format, bytes: mark.bytes) == t,
+        looksLikeOurShield(s, target: t)
       else { continue }
       shields[t] = s
       targetOf[s] = t
@@ -114,6 +115,22 @@ final class ShieldDriver {
     }
     registryDirty = true
     return adopted
+  }
+
+  /// A window listed in the registry is adopted only if it has a shield's shape: created
+  /// by another client than the window it sits in (not one of the app's own children
+  /// marked by a forger), InputOutput, at (0,0), 32767x32767, named "CaptureShield".
+  /// Anything else is left alone: the daemon never destroys a window it cannot vouch for.
+  private func looksLikeOurShield(_ s: xcb_window_t, target t: WindowID) -> Bool {
+    guard x.clientBase(of: s) != x.clientBase(of: t),
+      let a = x.attributes(s), !a.inputOnly,
+      let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, s), nil)
+    else { return false }
+    let g = geo.pointee
+    free(geo)
+    guard g.x == 0, g.y == 0, g.width == Self.shieldSize, g.height == Self.shieldSize else { return false }
+    let name = x.property(s, 39 /* WM_NAME */)?.bytes ?? []
+    return name == Array("CaptureShield".utf8)
   }
 
   private func watch(target: WindowID) {
@@ -220,6 +237,10 @@ final class ShieldDriver {
     }
     var mark = target
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), s, atomShield, atomCardinal, 32, 1, &mark)
+    let name = "CaptureShield"
+    xcb_change_property(
+      x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), s, 39 /* WM_NAME */, 31 /* STRING */, 8,
+      UInt32(name.utf8.count), name)
     xcb_map_window(x.conn, s)
     x.flush()
     shields[target] = s
@@ -242,6 +263,11 @@ final class ShieldDriver {
     guard let s = shields[target], !hidden.contains(target) else { return }
     hidden.insert(target)
     xcb_unmap_window(x.conn, s)
+  }
+
+  /// Destroys a shield put up by `shieldAtOnce` that turned out not to be wanted.
+  func dropProvisional(_ target: WindowID) {
+    if plain.contains(target) { destroy(target) }
   }
 
   /// Destroys a shield for good.
