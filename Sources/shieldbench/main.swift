@@ -1,9 +1,120 @@
 // shieldbench: prints CaptureShield's benchmark figures (`make bench`).
+//
+// 0. the policy/engine micro-benchmark (no X);
+// then, each on its own private Xvfb with the real daemon (`shieldctl watch`):
+// 1. reaction per capture tool (and with quarantine), 3. a /proc name scanner on the same runs,
+// 2. idle cost, 4. overhead on the X server, 5. scale.
+// Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
+// scale, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl).
 import Foundation
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One line of the final table.
+struct TableRow {
+  var row: String
+  var figure: String
+  var value: String
+  var target: String
+  /// nil: no target.
+  var met: Bool?
+
+  var json: [String: Any] {
+    ["row": row, "figure": figure, "value": value, "target": target, "met": met.map { $0 as Any } ?? NSNull()]
+  }
+}
+
+func jsonValue(_ v: Double?) -> Any { v.map { $0 as Any } ?? NSNull() }
+func jsonValue(_ v: Int?) -> Any { v.map { $0 as Any } ?? NSNull() }
+func jsonValue(_ v: String?) -> Any { v.map { $0 as Any } ?? NSNull() }
+
+let env = ProcessInfo.processInfo.environment
+let started = monotonicNow()
 let policy = runPolicyBenchmark()
-let out = ProcessInfo.processInfo.environment["BENCH_JSON"] ?? "bench-results.json"
-if let data = try? JSONSerialization.data(withJSONObject: ["policy": policy], options: [.prettyPrinted, .sortedKeys]) {
+var figures: [String: Any] = ["policy": policy]
+var table: [TableRow] = []
+
+let only = Set((env["BENCH_ONLY"] ?? "").split(separator: ",").map { String($0) })
+func wanted(_ row: String) -> Bool { only.isEmpty || only.contains(row) }
+let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
+
+/// Runs one row on a fresh private Xvfb; a failure is reported, never replaced by a figure.
+@MainActor func onXvfb(_ key: String, _ rowName: String, _ body: (Xvfb, String, String) throws -> [String: Any]) {
+  guard wanted(key) else { return }
+  guard let shieldctl = locateShieldctl() else {
+    print("\n\(key): not run: shieldctl not found next to shieldbench (set SHIELDCTL)")
+    figures[key] = ["error": "shieldctl not found"]
+    table.append(TableRow(row: rowName, figure: key, value: "not run (no shieldctl)", target: "-", met: false))
+    return
+  }
+  do {
+    let scratch = try makeScratchDirectory()
+    let xvfb = try Xvfb(directory: scratch)
+    defer { xvfb.stop() }
+    let t0 = monotonicNow()
+    var r = try body(xvfb, scratch, shieldctl)
+    r["bench_seconds"] = monotonicNow() - t0
+    figures[key] = r
+    try? FileManager.default.removeItem(atPath: scratch)
+  } catch {
+    print("\n\(key): FAILED: \(error)")
+    figures[key] = ["error": "\(error)"]
+    table.append(TableRow(row: rowName, figure: key, value: "FAILED: \(error)", target: "-", met: false))
+  }
+}
+
+onXvfb("reaction", "1+3") { xvfb, scratch, shieldctl in
+  return try runReactionBenchmark(
+    display: xvfb.display, scratch: scratch, shieldctl: shieldctl, runs: runs, table: &table)
+}
+onXvfb("idle", "2 idle") { xvfb, scratch, shieldctl in
+  return try runIdleBenchmark(display: xvfb.display, scratch: scratch, shieldctl: shieldctl, table: &table)
+}
+onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
+  return try runOverheadBenchmark(
+    xvfb: xvfb, scratch: scratch, shieldctl: shieldctl, alternations: 12, table: &table)
+}
+onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
+  return try runScaleBenchmark(
+    display: xvfb.display, scratch: scratch, shieldctl: shieldctl, stormSeconds: 10, stormRate: 1_000, table: &table)
+}
+
+// The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
+if wanted("clipboard") {
+  let t0 = monotonicNow()
+  var clip: [String: Any] = runClipboardBenchmark()
+  clip["bench_seconds"] = monotonicNow() - t0
+  figures["clipboard"] = clip
+}
+
+// The table.
+if !table.isEmpty {
+  print("\nsummary (real figures of this run)")
+  let w0 = max(4, table.map(\.row.count).max() ?? 0)
+  let w1 = max(6, table.map(\.figure.count).max() ?? 0)
+  let w2 = max(5, table.map(\.value.count).max() ?? 0)
+  let w3 = max(6, table.map(\.target.count).max() ?? 0)
+  func line(_ a: String, _ b: String, _ c: String, _ d: String, _ e: String) -> String {
+    "  " + a.padding(toLength: w0, withPad: " ", startingAt: 0) + " | "
+      + b.padding(toLength: w1, withPad: " ", startingAt: 0)
+      + " | " + c.padding(toLength: w2, withPad: " ", startingAt: 0) + " | "
+      + d.padding(toLength: w3, withPad: " ", startingAt: 0) + " | " + e
+  }
+  print(line("row", "figure", "value", "target", "met?"))
+  print(
+    line(
+      String(repeating: "-", count: w0), String(repeating: "-", count: w1), String(repeating: "-", count: w2),
+      String(repeating: "-", count: w3), "----"))
+  for r in table { print(line(r.row, r.figure, r.value, r.target, r.met.map { $0 ? "yes" : "NO" } ?? "-")) }
+}
+figures["table"] = table.map(\.json)
+figures["total_seconds"] = monotonicNow() - started
+let out = env["BENCH_JSON"] ?? "bench-results.json"
+if let data = try? JSONSerialization.data(withJSONObject: figures, options: [.prettyPrinted, .sortedKeys]) {
   _ = FileManager.default.createFile(atPath: out, contents: data)
   print("figures written to \(out)")
+} else {
+  print("error: could not encode the figures as JSON")
 }

@@ -17,6 +17,9 @@ public struct DaemonState: Sendable, Codable, Hashable {
   public var windows: [WindowRow]
   public var sessions: [SessionRow]
   public var clients: [ClientRow]
+  /// The copied-text guard (optional: absent when it is off, and in states written by
+  /// daemons without it; `version` stays 1).
+  public var clipboard: ClipboardState? = nil
 
   public struct PolicySummary: Sendable, Codable, Hashable {
     public var sources: [String]

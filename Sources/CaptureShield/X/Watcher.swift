@@ -15,6 +15,14 @@ public enum Watcher {
   /// Runs until SIGTERM/SIGINT (exit 0) or a fatal condition (see `WatchExit`).
   public static func run(_ options: WatchOptions) -> Int32 {
     let log = AuditLog(format: options.logFormat, syslog: options.syslog)
+    if let why = waylandSession(ProcessInfo.processInfo.environment) {
+      // Say so instead of pretending: X11 shields only cover Xwayland windows against X11
+      // capture clients; Wayland-native capture (PipeWire portals) is the compositor's call.
+      log.error(
+        "this is a Wayland session (\(why)): CaptureShield only sees X11 (Xwayland) clients and windows; "
+          + "screen capture through the Wayland compositor (xdg-desktop-portal, PipeWire) is not detected or "
+          + "blanked. Use your compositor's own rules for Wayland-native windows.")
+    }
     let policyPaths = options.policyPaths ?? PolicyLoader.defaultPaths(environment: ProcessInfo.processInfo.environment)
     let policy: Policy
     do {
@@ -32,6 +40,13 @@ public enum Watcher {
       if case .cannotConnect = error { return WatchExit.xServerGone }
       return WatchExit.failure
     }
+  }
+
+  /// Why the environment looks like a Wayland session, or nil.
+  public static func waylandSession(_ env: [String: String]) -> String? {
+    if env["XDG_SESSION_TYPE"] == "wayland" { return "XDG_SESSION_TYPE=wayland" }
+    if let w = env["WAYLAND_DISPLAY"], !w.isEmpty { return "WAYLAND_DISPLAY=\(w)" }
+    return nil
   }
 
   static func loadPolicy(_ paths: [String]) throws -> Policy {
@@ -60,6 +75,8 @@ final class WatcherLoop {
   /// What the shell knows of each tracked window (the engine has its own copy).
   var tracked: [WindowID: WindowInfo] = [:]
   var windowsPerClient: [UInt32: Int] = [:]
+  /// Windows whose title comes from `_NET_WM_NAME` (WM_NAME changes are then ignored).
+  var netNamed: Set<WindowID> = []
   var identities: [UInt32: ClientIdentity] = [:]
   var stateDirty = true
   var lastPublish = MonotonicTime(nanoseconds: 0)
@@ -77,6 +94,10 @@ final class WatcherLoop {
   var promptRecordsUntil = MonotonicTime(nanoseconds: 0)
   var lastPoke = MonotonicTime(nanoseconds: 0)
   let pokeInterval = PolicyDuration.milliseconds(20)
+  // MARK: Copied-text guard hook
+  /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
+  /// could not start). Its failures are logged, never fatal.
+  var clipboard: ClipboardGuard?
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
@@ -115,7 +136,8 @@ final class WatcherLoop {
     do {
       // Only requests that start a session are recorded (indicators such as GrabServer or
       // MIT-SHM Attach would cost records without changing a decision).
-      let d = try CaptureDetector(display: options.display, catalog: CaptureCatalog.standard.sessionStartersOnly)
+      let d = try CaptureDetector(
+        display: options.display, catalog: CaptureCatalog.standard.sessionStartersOnly.windowReaders)
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
       detector = d
     } catch {
@@ -126,6 +148,7 @@ final class WatcherLoop {
       if p.when == .capturing { p.when = .always }
       engine = Engine(policy: p)
     }
+    if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
   }
 
   // MARK: Loop
@@ -153,6 +176,7 @@ final class WatcherLoop {
       pollfd(fd: driver.x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
       pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
     ]
     while !shuttingDown {
       let timeout = pollTimeout()
@@ -170,6 +194,7 @@ final class WatcherLoop {
         return WatchExit.xServerGone
       }
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
+      drainClipboard()  // copied-text guard hook
       publishIfDue()
       flushAll()
     }
@@ -185,6 +210,9 @@ final class WatcherLoop {
     if wantsPokes(now) {
       let due = lastPoke + pokeInterval
       ms = min(ms, Int64(due.nanoseconds > now.nanoseconds ? (due.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
+    }
+    if let d = clipboard?.nextDeadline {  // copied-text guard hook
+      ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
     }
     if stateDirty {
       let due = lastPublish + publishInterval
@@ -316,6 +344,7 @@ final class WatcherLoop {
   }
 
   func shutdown() -> Int32 {
+    clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if engine.policy.failMode == .open {
       driver.removeAll()
       log.info("stopped; shields removed (failMode=open)")
@@ -368,6 +397,8 @@ final class WatcherLoop {
   func reloadPolicy(by: String) {
     do {
       let p = try Watcher.loadPolicy(policyPaths)
+      let hadTitles = policyUsesTitle
+      if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
       apply(.policyReplaced(p))
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
@@ -375,6 +406,7 @@ final class WatcherLoop {
       driver.setFailMode(p.failMode)
       driver.input = p.input
       driver.label = p.label
+      reloadClipboardGuard(p.clipboard)  // copied-text guard hook
     } catch {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
@@ -432,7 +464,8 @@ final class WatcherLoop {
     guard now >= lastPublish + publishInterval else { return }
     stateDirty = false
     lastPublish = now
-    let snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
+    var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
+    snap.clipboard = clipboard?.status(wallClock: Date().timeIntervalSince1970)  // copied-text guard hook
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]
     guard let data = try? enc.encode(snap) else { return }
@@ -484,12 +517,16 @@ final class WatcherLoop {
     for w in fresh { xcb_change_window_attributes(x.conn, w, XCB_CW_EVENT_MASK.rawValue, &mask) }
     // Read after selecting: a property set before the selection took effect is seen here.
     let attrCookies = fresh.map { xcb_get_window_attributes(x.conn, $0) }
-    let propAtoms = [aWMClass, aNetWMName, aWMName, aSecure, aNetWMPID]
+    // Titles are read only when a rule looks at them (or, later, for secure windows'
+    // rows in the state): title changes are the most frequent property traffic.
+    let wantTitle = policyUsesTitle || initial
+    let propAtoms = wantTitle ? [aWMClass, aSecure, aNetWMName, aWMName] : [aWMClass, aSecure]
     let propCookies = fresh.map { w in propAtoms.map { x.propertyCookie(w, $0, maxBytes: 16384) } }
     var infos: [WindowInfo] = []
     for (i, w) in fresh.enumerated() {
       guard let attr = xcb_get_window_attributes_reply(x.conn, attrCookies[i], nil) else {
         for ck in propCookies[i] { _ = x.propertyReply(ck) }
+        driver.forget(w)  // a shield put up at CreateNotify died with it
         continue  // gone already: an expected race
       }
       let mapped = attr.pointee.map_state != UInt8(XCB_MAP_STATE_UNMAPPED.rawValue)
@@ -503,9 +540,11 @@ final class WatcherLoop {
       var info = WindowInfo(
         id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
       applyProperty(&info, atom: aWMClass, props[0])
-      applyProperty(&info, atom: aNetWMName, props[1])
-      if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[2]) }
-      applyProperty(&info, atom: aSecure, props[3])
+      applyProperty(&info, atom: aSecure, props[1])
+      if wantTitle {
+        applyProperty(&info, atom: aNetWMName, props[2])
+        if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[3]) }
+      }
       infos.append(info)
     }
     for info in infos {
@@ -513,7 +552,46 @@ final class WatcherLoop {
       tracked[info.id] = info
       windowsPerClient[info.client!.base, default: 0] += 1
       apply(.windowAppeared(info))
+      // A shield put up at CreateNotify that the engine does not want (the window was
+      // already mapped and is not secure) goes at once.
+      if !engine.shielded.contains(info.id) { driver.dropProvisional(info.id) }
+      if !wantTitle { refreshTitleIfSecure(info.id) }
     }
+  }
+
+  /// Whether any `secure` rule matches on titles (then every title is read and followed).
+  var policyUsesTitle: Bool { engine.policy.secure.contains { $0.title != nil } }
+
+  /// Reads every tracked window's title (a reloaded policy now has title rules).
+  func readAllTitles() {
+    let ids = Array(tracked.keys)
+    let cookies = ids.map {
+      ($0, x.propertyCookie($0, aNetWMName, maxBytes: 16384), x.propertyCookie($0, aWMName, maxBytes: 16384))
+    }
+    for (w, net, old) in cookies {
+      let n = x.propertyReply(net)
+      let o = x.propertyReply(old)
+      guard var info = tracked[w] else { continue }
+      applyProperty(&info, atom: aNetWMName, n)
+      if info.facts.title == nil { applyProperty(&info, atom: aWMName, o) }
+      tracked[w] = info
+    }
+    for w in ids { if let info = tracked[w] { apply(.windowChanged(info)) } }
+  }
+
+  /// Reads the title of a secure window whose title was skipped (for `list`/`status`).
+  func refreshTitleIfSecure(_ w: WindowID) {
+    guard var info = tracked[w], info.facts.title == nil, engine.windows[w]?.reason.isSecure == true,
+      engine.windows[w]?.reason != .provisional
+    else { return }
+    let net = x.propertyCookie(w, aNetWMName, maxBytes: 16384)
+    let old = x.propertyCookie(w, aWMName, maxBytes: 16384)
+    applyProperty(&info, atom: aNetWMName, x.propertyReply(net))
+    let legacy = x.propertyReply(old)
+    if info.facts.title == nil { applyProperty(&info, atom: aWMName, legacy) }
+    guard info.facts.title != nil else { return }
+    tracked[w] = info
+    apply(.windowChanged(info))
   }
 
   func applyProperty(_ info: inout WindowInfo, atom: xcb_atom_t, _ v: PropertyValue?) {
@@ -523,7 +601,10 @@ final class WatcherLoop {
       info.facts.instance = c.instance
       info.facts.class = c.class
     case aNetWMName:
-      if let v, !v.bytes.isEmpty { info.facts.title = PropertyDecoding.text(v.bytes, utf8: true) }
+      if let v, !v.bytes.isEmpty {
+        info.facts.title = PropertyDecoding.text(v.bytes, utf8: true)
+        netNamed.insert(info.id)
+      }
     case aWMName:
       if let v, !v.bytes.isEmpty {
         info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == aUTF8)
@@ -549,6 +630,7 @@ final class WatcherLoop {
   }
 
   func windowGone(_ w: WindowID) {
+    netNamed.remove(w)
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
     apply(.windowGone(w))
@@ -597,18 +679,22 @@ final class WatcherLoop {
     case XCB_PROPERTY_NOTIFY:
       let e = raw.load(as: xcb_property_notify_event_t.self)
       guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure].contains(e.atom) else { return }
+      let isTitle = e.atom == aNetWMName || e.atom == aWMName
+      if isTitle && !policyUsesTitle && engine.windows[e.window]?.reason.isSecure != true {
+        return  // no rule looks at titles, and only secure windows' titles are shown
+      }
+      if e.atom == aWMName, netNamed.contains(e.window) { return }  // _NET_WM_NAME takes precedence
       let v = e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) ? nil : x.property(e.window, e.atom, maxBytes: 16384)
       let before = info
-      if e.atom == aWMName, info.facts.title != nil,
-        x.property(e.window, aNetWMName, maxBytes: 4)?.bytes.isEmpty == false
-      {
-        return  // _NET_WM_NAME takes precedence
-      }
       applyProperty(&info, atom: e.atom, v)
-      if e.atom == aNetWMName && v == nil { info.facts.title = nil }
+      if e.atom == aNetWMName && (v?.bytes.isEmpty ?? true) {
+        info.facts.title = nil
+        netNamed.remove(e.window)
+      }
       guard info != before else { return }
       tracked[e.window] = info
       apply(.windowChanged(info))
+      if e.atom == aSecure { refreshTitleIfSecure(e.window) }
     case XCB_CLIENT_MESSAGE:
       let e = raw.load(as: xcb_client_message_event_t.self)
       guard e.window == managerWindow, e.type == aCommand, e.format == 32,
@@ -639,8 +725,63 @@ final class WatcherLoop {
       apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
     case .resume: apply(.resume(by: sender))
     case .reload: reloadPolicy(by: sender)
-    case .clipboardClear:
-      log.info("clipboard clear requested by \(sender): the copied-text guard is not part of this version")
+    case .clipboardClear:  // copied-text guard hook
+      if let clipboard {
+        clipboard.clear(by: sender)
+      } else {
+        log.info("clipboard clear requested by \(sender): the copied-text guard is off (clipboard.enabled)")
+      }
     }
+  }
+
+  // MARK: Copied-text guard hooks (the guard itself is in Clipboard/)
+
+  func startClipboardGuard(_ p: ClipboardPolicy) {
+    do {
+      clipboard = try ClipboardGuard(display: x.displayName, policy: p, log: log) { [unowned self] base, _ in
+        self.describeSelectionOwner(base)
+      }
+      detector?.excludedClients.insert(ClientID(clipboard!.ownBase))
+    } catch {
+      log.error("copied-text guard unavailable (\(error)); screen shielding continues")
+    }
+  }
+
+  /// Whether the client owns a secure window (tag, property or policy), its identity, and
+  /// the facts `clipboard.sources` is matched against.
+  func describeSelectionOwner(_ base: UInt32) -> ClipboardGuard.OwnerInfo {
+    let c = ClientID(base)
+    let own = engine.windows.values.filter { $0.info.client == c }
+    let identity =
+      engine.clients[c]?.identity ?? identities[base] ?? ProcessInfoReader.identity(pid: x.clientPID(of: base))
+    let facts = [identity.facts] + own.map { engine.effectiveFacts($0.info) }
+    return (own.contains { $0.reason.isSecure }, identity, facts)
+  }
+
+  func drainClipboard() {
+    guard let g = clipboard else { return }
+    if fds.count > 4 { fds[4].fd = g.fileDescriptor }
+    g.drain()
+    if let d = g.nextDeadline, Clock.now() >= d { g.tick() }
+    if g.statusChanged {
+      g.statusChanged = false
+      stateDirty = true
+    }
+    if g.hasError {
+      log.error("the copied-text guard lost its X connection; it is off until the next reload")
+      clipboard = nil
+      if fds.count > 4 { fds[4].fd = -1 }
+      stateDirty = true
+    }
+  }
+
+  func reloadClipboardGuard(_ p: ClipboardPolicy) {
+    if let clipboard {
+      clipboard.policyReplaced(p)
+    } else if p.enabled {
+      startClipboardGuard(p)
+      if fds.count > 4 { fds[4].fd = clipboard?.fileDescriptor ?? -1 }
+    }
+    stateDirty = true
   }
 }

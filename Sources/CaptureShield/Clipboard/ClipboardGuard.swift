@@ -1,0 +1,539 @@
+internal import CSodium
+internal import CXCB
+import Foundation
+
+/// The X side of the copied-text guard: its own xcb connection and hidden window, which
+/// owns the guarded selections. It watches CLIPBOARD and PRIMARY (XFixes), converts the
+/// text of secure sources (TARGETS, then a text target, INCR included), keeps it in a
+/// `SealedText`, and answers SelectionRequests as `ClipboardCore` decides. The watcher
+/// polls `fileDescriptor`, calls `drain()` and `tick()`, and never dies of a failure here.
+final class ClipboardGuard {
+  /// What the watcher knows of a selection owner: whether its client owns a secure
+  /// window, its identity, and facts for `clipboard.sources`.
+  typealias OwnerInfo = (secure: Bool, identity: ClientIdentity?, facts: [Facts])
+
+  let x: XConnection
+  let window: xcb_window_t
+  private(set) var core: ClipboardCore
+  let log: AuditLog
+  let describeOwner: (_ base: UInt32, _ window: WindowID) -> OwnerInfo
+  /// Set when the published status changed; the watcher clears it.
+  var statusChanged = true
+
+  let xfixesFirst: UInt8
+  /// Texts larger than this are sent with INCR: the core maximum request size (the
+  /// limit every client can read without BIG-REQUESTS), less the ChangeProperty header.
+  let incrThreshold: Int
+  /// Largest text taken over; larger copies are left alone (and audited).
+  let maxTextSize = 16 << 20
+  let takeoverTimeout = PolicyDuration.seconds(2)
+  let transferTimeout = PolicyDuration.seconds(10)
+
+  let aTargets: xcb_atom_t, aIncr: xcb_atom_t, aUTF8: xcb_atom_t, aTextPlain: xcb_atom_t
+  let aString: xcb_atom_t = 31, aText: xcb_atom_t, aHint: xcb_atom_t, aTimestamp: xcb_atom_t
+  let aAtom: xcb_atom_t = 4, aInteger: xcb_atom_t = 19
+  /// Selection name ↔ atom, and the property each takeover converts into.
+  var selectionAtoms: [String: xcb_atom_t] = [:]
+  var selectionNames: [xcb_atom_t: String] = [:]
+  var transferProperty: [String: xcb_atom_t] = [:]
+
+  /// A conversion from the source in progress.
+  struct Takeover {
+    enum Phase {
+      case targets
+      case text(xcb_atom_t)
+    }
+    var phase: Phase
+    var time: xcb_timestamp_t
+    var candidates: [xcb_atom_t]
+    var deadline: MonotonicTime
+    /// Receiving with INCR: the chunks so far.
+    var incoming: SecureBuffer?
+  }
+  var takeovers: [String: Takeover] = [:]
+  var sealed: [String: SealedText] = [:]
+  /// When we took ownership (the TIMESTAMP target).
+  var ownedSince: [String: xcb_timestamp_t] = [:]
+  /// The timestamp of the latest owner change seen, per selection.
+  var ownerTime: [String: xcb_timestamp_t] = [:]
+
+  /// A text sent with INCR, chunk by chunk as the reader deletes the property.
+  struct Transfer {
+    var requestor: xcb_window_t
+    var property: xcb_atom_t
+    var type: xcb_atom_t
+    var data: SecureBuffer
+    var offset: Int
+    var finished: Bool
+    var deadline: MonotonicTime
+  }
+  var transfers: [Transfer] = []
+  var pending: [UInt64: xcb_selection_request_event_t] = [:]
+  var nextRequestID: UInt64 = 1
+
+  init(
+    display: String, policy: ClipboardPolicy, log: AuditLog,
+    describeOwner: @escaping (_ base: UInt32, _ window: WindowID) -> OwnerInfo
+  ) throws(XError) {
+    guard SealedText.sodiumReady else { throw .failed("libsodium cannot be initialised") }
+    x = try XConnection(display: display)
+    core = ClipboardCore(policy: policy)
+    self.log = log
+    self.describeOwner = describeOwner
+    xfixesFirst = x.firstEvent("XFIXES")
+    guard xfixesFirst != 0 else { throw .missingExtension("XFIXES") }
+    if let r = xcb_xfixes_query_version_reply(x.conn, xcb_xfixes_query_version(x.conn, 5, 0), nil) { free(r) }
+    let a = x.atoms([
+      "TARGETS", "INCR", "UTF8_STRING", "text/plain;charset=utf-8", "TEXT", "x-kde-passwordManagerHint", "TIMESTAMP",
+      "CLIPBOARD", "PRIMARY", "_CAPTURE_SHIELD_CLIP_CLIPBOARD", "_CAPTURE_SHIELD_CLIP_PRIMARY",
+    ])
+    (aTargets, aIncr, aUTF8, aTextPlain, aText, aHint, aTimestamp) = (a[0], a[1], a[2], a[3], a[4], a[5], a[6])
+    selectionAtoms = ["CLIPBOARD": a[7], "PRIMARY": a[8]]
+    selectionNames = [a[7]: "CLIPBOARD", a[8]: "PRIMARY"]
+    transferProperty = ["CLIPBOARD": a[9], "PRIMARY": a[10]]
+    let setupMax = Int(xcb_get_setup(x.conn).pointee.maximum_request_length)
+    let maxUnits = min(setupMax, Int(xcb_get_maximum_request_length(x.conn)))
+    incrThreshold = maxUnits * 4 - 32
+
+    window = x.generateID()
+    var values: [UInt32] = [1, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
+    xcb_create_window(
+      x.conn, 0, window, x.root, -1, -1, 1, 1, 0, UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue), 0,
+      XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue, &values)
+    "CaptureShield clipboard guard".withCString {
+      _ = xcb_change_property(
+        x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, 39, aString, 8, UInt32(strlen($0)), $0)
+    }
+    for sel in [a[7], a[8]] {
+      xcb_xfixes_select_selection_input(
+        x.conn, window, sel,
+        XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
+          | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
+          | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue)
+    }
+    x.flush()
+  }
+
+  var fileDescriptor: Int32 { x.fileDescriptor }
+  var hasError: Bool { x.hasError }
+  var ownBase: UInt32 { x.ownBase }
+
+  /// The earliest time `tick()` has work to do.
+  var nextDeadline: MonotonicTime? {
+    var all = takeovers.values.map(\.deadline) + transfers.map(\.deadline)
+    if let d = core.nextDeadline { all.append(d) }
+    return all.min()
+  }
+
+  // MARK: Entry points for the watcher
+
+  func drain() {
+    while let ev = xcb_poll_for_event(x.conn) {
+      handle(ev)
+      free(ev)
+    }
+    x.flush()
+  }
+
+  func tick() {
+    let now = Clock.now()
+    for (sel, t) in takeovers where t.deadline <= now {
+      apply(.contentFailed(selection: sel, reason: "the owner did not answer in time"))
+    }
+    transfers.removeAll { t in
+      guard t.deadline <= now else { return false }
+      t.data.wipe()
+      return true
+    }
+    if let d = core.nextDeadline, d <= now { apply(.tick) }
+    x.flush()
+  }
+
+  func clear(by: String) {
+    apply(.clear(by: by))
+    x.flush()
+  }
+
+  func policyReplaced(_ p: ClipboardPolicy) {
+    apply(.policyReplaced(p))
+    x.flush()
+  }
+
+  /// Gives every guarded selection up and wipes everything (daemon exit).
+  func shutdown() {
+    apply(.shutdown)
+    for t in transfers { t.data.wipe() }
+    transfers = []
+    x.flush()
+  }
+
+  func status(wallClock: Double) -> DaemonState.ClipboardState {
+    core.status(wallClock: wallClock)
+  }
+
+  // MARK: Core
+
+  func apply(_ event: ClipboardCore.Event) {
+    for e in core.handle(event, now: Clock.now()) { perform(e) }
+  }
+
+  func perform(_ effect: ClipboardCore.Effect) {
+    switch effect {
+    case .takeOver(let sel):
+      startTakeover(sel, time: ownerTime[sel] ?? 0)
+    case .becomeOwner(let sel):
+      guard let atom = selectionAtoms[sel] else { return }
+      xcb_set_selection_owner(x.conn, window, atom, 0)
+    case .serve(let id):
+      guard let req = pending.removeValue(forKey: id) else { return }
+      serve(req)
+    case .refuse(let id):
+      guard let req = pending.removeValue(forKey: id) else { return }
+      notify(req, property: 0)
+    case .giveUp(let sel):
+      guard let atom = selectionAtoms[sel], x.selectionOwner(atom) == window else { return }
+      xcb_set_selection_owner(x.conn, 0, atom, 0)
+    case .wipe(let sel):
+      sealed.removeValue(forKey: sel)?.wipe()
+      takeovers.removeValue(forKey: sel)?.incoming?.wipe()
+      ownedSince[sel] = nil
+    case .audit(let r):
+      log.write(r)
+    case .publishState:
+      statusChanged = true
+    }
+  }
+
+  // MARK: Taking over
+
+  var textTargets: [xcb_atom_t] { [aUTF8, aTextPlain, aString, aText] }
+
+  func startTakeover(_ sel: String, time: xcb_timestamp_t = 0) {
+    guard let atom = selectionAtoms[sel], let prop = transferProperty[sel] else { return }
+    xcb_delete_property(x.conn, window, prop)
+    takeovers[sel] = Takeover(
+      phase: .targets, time: time, candidates: [], deadline: Clock.now() + takeoverTimeout, incoming: nil)
+    xcb_convert_selection(x.conn, window, atom, aTargets, prop, time)
+  }
+
+  func requestNext(_ sel: String) {
+    guard var t = takeovers[sel], let atom = selectionAtoms[sel], let prop = transferProperty[sel] else { return }
+    guard !t.candidates.isEmpty else {
+      apply(.contentFailed(selection: sel, reason: "the owner offers no text target"))
+      return
+    }
+    let target = t.candidates.removeFirst()
+    t.phase = .text(target)
+    takeovers[sel] = t
+    xcb_convert_selection(x.conn, window, atom, target, prop, t.time)
+  }
+
+  /// The SelectionNotify answering one of our conversions.
+  func conversionAnswered(_ e: xcb_selection_notify_event_t) {
+    guard e.requestor == window, let sel = selectionNames[e.selection], var t = takeovers[sel],
+      let prop = transferProperty[sel]
+    else { return }
+    if e.property == 0 {
+      if case .targets = t.phase {  // no TARGETS: try the text targets blindly
+        t.candidates = textTargets
+        takeovers[sel] = t
+      }
+      requestNext(sel)
+      return
+    }
+    guard var value = readProperty(prop) else {
+      apply(.contentFailed(selection: sel, reason: "cannot read the converted text"))
+      return
+    }
+    if value.type == aIncr {
+      value.data.wipe()
+      t.incoming = SecureBuffer(capacity: 4096)
+      takeovers[sel] = t  // the chunks arrive as PropertyNotify(NewValue)
+      return
+    }
+    finish(sel, value.type, &value.data)
+  }
+
+  func finish(_ sel: String, _ type: xcb_atom_t, _ data: inout SecureBuffer) {
+    guard let t = takeovers[sel] else { return }
+    switch t.phase {
+    case .targets:
+      let offered = Set(
+        (0..<data.count / 4).map { i in
+          data.bytes.load(fromByteOffset: i * 4, as: UInt32.self)
+        })
+      data.wipe()
+      var next = t
+      next.candidates = textTargets.filter { offered.contains($0) }
+      takeovers[sel] = next
+      requestNext(sel)
+    case .text(let target):
+      var text = data
+      if target == aString || type == aString { text = latin1ToUTF8(data) ?? data }
+      do {
+        let box = try SealedText(sealing: text.bytes)
+        data.wipe()
+        text.wipe()
+        takeovers[sel] = nil
+        sealed[sel]?.wipe()
+        sealed[sel] = box
+        apply(.contentTaken(selection: sel, size: box.size))
+      } catch {
+        data.wipe()
+        text.wipe()
+        apply(.contentFailed(selection: sel, reason: "cannot seal the text (\(error))"))
+      }
+    }
+  }
+
+  /// An INCR chunk arrived on our window.
+  func chunkArrived(_ sel: String) {
+    guard var t = takeovers[sel], var buffer = t.incoming, let prop = transferProperty[sel] else { return }
+    guard let value = readProperty(prop) else {
+      apply(.contentFailed(selection: sel, reason: "cannot read an INCR chunk"))
+      return
+    }
+    if value.data.count == 0 {
+      t.incoming = nil
+      takeovers[sel] = t
+      finish(sel, value.type, &buffer)
+      return
+    }
+    guard buffer.count + value.data.count <= maxTextSize,
+      SecureBuffer.append(value.data.bytes, to: &buffer)
+    else {
+      value.data.wipe()
+      apply(.contentFailed(selection: sel, reason: "the text is larger than \(maxTextSize) bytes"))
+      return
+    }
+    value.data.wipe()
+    t.incoming = buffer
+    t.deadline = Clock.now() + takeoverTimeout
+    takeovers[sel] = t
+  }
+
+  /// GetProperty(delete) of our own transfer property into locked memory; the reply's
+  /// copy is zeroed before it is freed.
+  func readProperty(_ prop: xcb_atom_t) -> (type: xcb_atom_t, data: SecureBuffer)? {
+    let ck = xcb_get_property(x.conn, 1, window, prop, 0, 0, UInt32(maxTextSize / 4))
+    guard let r = xcb_get_property_reply(x.conn, ck, nil) else { return nil }
+    defer { free(r) }
+    let len = Int(xcb_get_property_value_length(r))
+    guard len <= maxTextSize, r.pointee.bytes_after == 0, let buf = SecureBuffer(capacity: len) else { return nil }
+    if len > 0, let p = xcb_get_property_value(r) {
+      buf.pointer.copyMemory(from: p, byteCount: len)
+      sodium_memzero(p, len)
+    }
+    buf.count = len
+    return (r.pointee.type, buf)
+  }
+
+  // MARK: Serving
+
+  func targetKind(_ t: xcb_atom_t) -> ClipboardCore.Target {
+    if textTargets.contains(t) { return .text }
+    if t == aTargets { return .targets }
+    if t == aHint { return .hint }
+    if t == aTimestamp { return .timestamp }
+    return .unsupported
+  }
+
+  func selectionRequested(_ e: xcb_selection_request_event_t) {
+    guard let sel = selectionNames[e.selection], sealed[sel] != nil, e.owner == window else {
+      notify(e, property: 0)
+      return
+    }
+    let id = nextRequestID
+    nextRequestID += 1
+    pending[id] = e
+    let base = x.clientBase(of: e.requestor)
+    let identity = ProcessInfoReader.identity(pid: x.clientPID(of: e.requestor))
+    var focused = false
+    if let r = xcb_get_input_focus_reply(x.conn, xcb_get_input_focus(x.conn), nil) {
+      let f = r.pointee.focus
+      focused = f > 1 && x.clientBase(of: f) == base
+      free(r)
+    }
+    apply(
+      .request(
+        id: id, selection: sel, reader: ClientID(base), identity: identity, focused: focused,
+        target: targetKind(e.target)))
+    pending[id] = nil
+  }
+
+  func serve(_ e: xcb_selection_request_event_t) {
+    let prop = e.property == 0 ? e.target : e.property
+    guard let sel = selectionNames[e.selection] else { return notify(e, property: 0) }
+    switch targetKind(e.target) {
+    case .targets:
+      var list: [UInt32] = [aTargets, aTimestamp, aUTF8, aTextPlain, aString, aText, aHint]
+      xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aAtom, 32, 7, &list)
+    case .hint:
+      "secret".withCString {
+        _ = xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aHint, 8, 6, $0)
+      }
+    case .timestamp:
+      var t = ownedSince[sel] ?? 0
+      xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aInteger, 32, 1, &t)
+    case .text:
+      guard let box = sealed[sel], var text = try? box.open() else { return notify(e, property: 0) }
+      var type = aUTF8
+      if e.target == aString {
+        type = aString
+        if let latin = utf8ToLatin1(text) {
+          text.wipe()
+          text = latin
+        }
+      } else if e.target == aTextPlain {
+        type = aTextPlain
+      }
+      if text.count > incrThreshold {
+        var mask: [UInt32] = [XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
+        xcb_change_window_attributes(x.conn, e.requestor, XCB_CW_EVENT_MASK.rawValue, &mask)
+        var size = UInt32(text.count)
+        xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aIncr, 32, 1, &size)
+        transfers.append(
+          Transfer(
+            requestor: e.requestor, property: prop, type: type, data: text, offset: 0, finished: false,
+            deadline: Clock.now() + transferTimeout))
+      } else {
+        xcb_change_property(
+          x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, type, 8, UInt32(text.count), text.pointer)
+        text.wipe()
+      }
+    case .unsupported:
+      return notify(e, property: 0)
+    }
+    notify(e, property: prop)
+  }
+
+  /// The reader deleted an INCR property: send the next chunk (the last one is empty).
+  func transferProgressed(window w: xcb_window_t, atom: xcb_atom_t) {
+    guard let i = transfers.firstIndex(where: { $0.requestor == w && $0.property == atom }) else { return }
+    if transfers[i].finished {
+      transfers[i].data.wipe()
+      transfers.remove(at: i)
+      if !transfers.contains(where: { $0.requestor == w }) {
+        var mask: [UInt32] = [0]
+        xcb_change_window_attributes(x.conn, w, XCB_CW_EVENT_MASK.rawValue, &mask)
+      }
+      return
+    }
+    let t = transfers[i]
+    let n = min(incrThreshold, t.data.count - t.offset)
+    xcb_change_property(
+      x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, atom, t.type, 8, UInt32(n), t.data.pointer + t.offset)
+    transfers[i].offset += n
+    transfers[i].finished = n == 0
+    transfers[i].deadline = Clock.now() + transferTimeout
+  }
+
+  func notify(_ e: xcb_selection_request_event_t, property: xcb_atom_t) {
+    var ev = xcb_selection_notify_event_t()
+    ev.response_type = UInt8(XCB_SELECTION_NOTIFY)
+    ev.time = e.time
+    ev.requestor = e.requestor
+    ev.selection = e.selection
+    ev.target = e.target
+    ev.property = property
+    var buf = [CChar](repeating: 0, count: 32)
+    withUnsafeBytes(of: &ev) { raw in for i in 0..<min(32, raw.count) { buf[i] = CChar(bitPattern: raw[i]) } }
+    xcb_send_event(x.conn, 0, e.requestor, 0, buf)
+  }
+
+  // MARK: Events
+
+  func handle(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) {
+    let raw = UnsafeRawPointer(ev)
+    switch Int32(CXCB_event_type(ev)) {
+    case 0:
+      break  // an X error (a reader vanished mid-transfer): expected, never fatal
+    case XCB_SELECTION_REQUEST:
+      selectionRequested(raw.load(as: xcb_selection_request_event_t.self))
+    case XCB_SELECTION_NOTIFY:
+      conversionAnswered(raw.load(as: xcb_selection_notify_event_t.self))
+    case XCB_PROPERTY_NOTIFY:
+      let e = raw.load(as: xcb_property_notify_event_t.self)
+      if e.window == window, e.state == UInt8(XCB_PROPERTY_NEW_VALUE.rawValue),
+        let sel = transferProperty.first(where: { $0.value == e.atom })?.key, takeovers[sel]?.incoming != nil
+      {
+        chunkArrived(sel)
+      } else if e.window != window, e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) {
+        transferProgressed(window: e.window, atom: e.atom)
+      }
+    case XCB_SELECTION_CLEAR:
+      break  // the XFixes event says who took it
+    case Int32(xfixesFirst) + Int32(XCB_XFIXES_SELECTION_NOTIFY):
+      let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
+      guard let sel = selectionNames[e.selection] else { return }
+      let isSet = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue)
+      if isSet && e.owner == window {
+        ownedSince[sel] = e.selection_timestamp
+        return
+      }
+      let owner = isSet ? e.owner : 0
+      if owner == 0 {
+        apply(.ownerChanged(selection: sel, owner: nil, identity: nil, secureSource: false, facts: []))
+        return
+      }
+      let base = x.clientBase(of: owner)
+      let info = describeOwner(base, owner)
+      ownerTime[sel] = e.selection_timestamp  // convert at the owner's own timestamp (ICCCM)
+      apply(
+        .ownerChanged(
+          selection: sel, owner: ClientID(base), identity: info.identity, secureSource: info.secure, facts: info.facts))
+    default:
+      break
+    }
+  }
+
+  // MARK: Encodings (in locked memory)
+
+  /// STRING (ISO 8859-1) → UTF-8.
+  func latin1ToUTF8(_ s: SecureBuffer) -> SecureBuffer? {
+    guard let out = SecureBuffer(capacity: s.count * 2) else { return nil }
+    let p = out.pointer.assumingMemoryBound(to: UInt8.self)
+    var n = 0
+    for b in s.bytes {
+      if b < 0x80 {
+        p[n] = b
+        n += 1
+      } else {
+        p[n] = 0xC0 | (b >> 6)
+        p[n + 1] = 0x80 | (b & 0x3F)
+        n += 2
+      }
+    }
+    out.count = n
+    return out
+  }
+
+  /// UTF-8 → STRING (ISO 8859-1); characters outside Latin-1 become `?`.
+  func utf8ToLatin1(_ s: SecureBuffer) -> SecureBuffer? {
+    guard let out = SecureBuffer(capacity: s.count) else { return nil }
+    let p = out.pointer.assumingMemoryBound(to: UInt8.self)
+    let b = s.bytes
+    var i = 0
+    var n = 0
+    while i < b.count {
+      let c = b[i]
+      var scalar: UInt32
+      var len: Int
+      if c < 0x80 {
+        (scalar, len) = (UInt32(c), 1)
+      } else if c & 0xE0 == 0xC0 {
+        (scalar, len) = (UInt32(c & 0x1F), 2)
+      } else if c & 0xF0 == 0xE0 {
+        (scalar, len) = (UInt32(c & 0x0F), 3)
+      } else {
+        (scalar, len) = (UInt32(c & 0x07), 4)
+      }
+      for k in 1..<len where i + k < b.count { scalar = scalar << 6 | UInt32(b[i + k] & 0x3F) }
+      p[n] = scalar < 0x100 ? UInt8(scalar) : UInt8(ascii: "?")
+      n += 1
+      i += len
+    }
+    out.count = n
+    return out
+  }
+}

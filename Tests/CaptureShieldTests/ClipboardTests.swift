@@ -1,0 +1,320 @@
+import Foundation
+import Testing
+
+@testable import CaptureShield
+
+// MARK: - Fixtures
+
+private func t(_ seconds: Double) -> MonotonicTime { .seconds(seconds) }
+private func pat(_ s: String) -> Pattern { try! Pattern.parse(s) }
+
+private let keepass = ClientID(0x40_0000)
+private let editor = ClientID(0x60_0000)
+private let manager = ClientID(0x80_0000)
+private let keepassID = ClientIdentity(pid: 100, exe: "/usr/bin/keepassxc", comm: "keepassxc", uid: 1000)
+private let editorID = ClientIdentity(pid: 200, exe: "/usr/bin/gedit", comm: "gedit", uid: 1000)
+private let copyqID = ClientIdentity(pid: 300, exe: "/usr/bin/copyq", comm: "copyq", uid: 1000)
+
+/// A core guarding `size` bytes copied from the secure KeePassXC at t=1.
+private func guardedCore(_ p: ClipboardPolicy = ClipboardPolicy(), selection: String = "CLIPBOARD") -> ClipboardCore {
+  var c = ClipboardCore(policy: p)
+  _ = c.handle(
+    .ownerChanged(selection: selection, owner: keepass, identity: keepassID, secureSource: true, facts: []), now: t(1))
+  _ = c.handle(.contentTaken(selection: selection, size: 12), now: t(1.01))
+  return c
+}
+
+private func read(
+  _ c: inout ClipboardCore, id: UInt64 = 1, reader: ClientID = editor, identity: ClientIdentity? = editorID,
+  focused: Bool, target: ClipboardCore.Target = .text, at time: Double = 2
+) -> [ClipboardCore.Effect] {
+  c.handle(
+    .request(id: id, selection: "CLIPBOARD", reader: reader, identity: identity, focused: focused, target: target),
+    now: t(time))
+}
+
+private func served(_ fx: [ClipboardCore.Effect], id: UInt64 = 1) -> Bool? {
+  for e in fx {
+    if e == .serve(id: id) { return true }
+    if e == .refuse(id: id) { return false }
+  }
+  return nil
+}
+
+private func audits(_ fx: [ClipboardCore.Effect]) -> [AuditRecord] {
+  fx.compactMap { if case .audit(let r) = $0 { r } else { nil } }
+}
+
+private func cleared(_ fx: [ClipboardCore.Effect], _ sel: String = "CLIPBOARD") -> Bool {
+  fx.contains(.giveUp(selection: sel)) && fx.contains(.wipe(selection: sel))
+}
+
+// MARK: - Taking over
+
+@Suite("Clipboard core")
+struct ClipboardCoreTests {
+  @Test(
+    "a copy is taken over only from secure sources or clipboard.sources",
+    arguments: [
+      (true, [Facts](), true),
+      (false, [Facts](), false),
+      (false, [Facts(exe: "/usr/bin/keepassxc")], true),
+      (false, [Facts(exe: "/usr/bin/gedit")], false),
+    ])
+  func takeover(secure: Bool, facts: [Facts], expected: Bool) {
+    var p = ClipboardPolicy()
+    p.sources = [Matcher(exe: pat("*/keepassxc"))]
+    var c = ClipboardCore(policy: p)
+    let fx = c.handle(
+      .ownerChanged(selection: "CLIPBOARD", owner: keepass, identity: keepassID, secureSource: secure, facts: facts),
+      now: t(1))
+    #expect(fx.contains(.takeOver(selection: "CLIPBOARD")) == expected)
+    #expect((c.guarded["CLIPBOARD"] != nil) == expected)
+  }
+
+  @Test("content taken: become owner, one audit record with source and size, never text")
+  func contentTaken() {
+    var c = ClipboardCore(policy: ClipboardPolicy())
+    _ = c.handle(
+      .ownerChanged(selection: "PRIMARY", owner: keepass, identity: keepassID, secureSource: true, facts: []), now: t(1)
+    )
+    let fx = c.handle(.contentTaken(selection: "PRIMARY", size: 42), now: t(1.01))
+    #expect(fx.first == .becomeOwner(selection: "PRIMARY"))
+    let a = audits(fx)
+    #expect(a.count == 1)
+    #expect(a[0].event == "clipboard-guard")
+    #expect(a[0]["size"] == .int(42))
+    #expect(a[0]["exe"] == .string("/usr/bin/keepassxc"))
+    #expect(c.guarded["PRIMARY"]?.isOwned == true)
+  }
+
+  @Test("disabled guard or a selection not listed: nothing is taken over", arguments: [true, false])
+  func disabled(enabled: Bool) {
+    var p = ClipboardPolicy()
+    p.enabled = enabled
+    p.selections = ["CLIPBOARD"]
+    var c = ClipboardCore(policy: p)
+    let fx = c.handle(
+      .ownerChanged(selection: "PRIMARY", owner: keepass, identity: keepassID, secureSource: true, facts: []), now: t(1)
+    )
+    #expect(fx.isEmpty)
+  }
+
+  @Test("a new copy from a non-secure window wipes the guarded one and is left alone")
+  func nonSecureReplaces() {
+    var c = guardedCore()
+    let fx = c.handle(
+      .ownerChanged(selection: "CLIPBOARD", owner: editor, identity: editorID, secureSource: false, facts: []),
+      now: t(3))
+    #expect(fx.contains(.wipe(selection: "CLIPBOARD")))
+    #expect(!fx.contains(.giveUp(selection: "CLIPBOARD")))  // the editor owns it now
+    #expect(!fx.contains(.takeOver(selection: "CLIPBOARD")))
+    #expect(c.guarded.isEmpty)
+  }
+
+  @Test("a failed conversion is audited and nothing stays guarded")
+  func failed() {
+    var c = ClipboardCore(policy: ClipboardPolicy())
+    _ = c.handle(
+      .ownerChanged(selection: "CLIPBOARD", owner: keepass, identity: keepassID, secureSource: true, facts: []),
+      now: t(1))
+    let fx = c.handle(.contentFailed(selection: "CLIPBOARD", reason: "no text"), now: t(2))
+    #expect(audits(fx).map(\.event) == ["clipboard-guard-failed"])
+    #expect(c.guarded.isEmpty)
+  }
+
+  // MARK: Readers
+
+  struct ReaderCase: Sendable, CustomStringConvertible {
+    var name: String
+    var readers: ClipboardPolicy.ReaderMode = .focused
+    var allow: [String] = []
+    var deny: [String] = []
+    var identity: ClientIdentity
+    var focused: Bool
+    var served: Bool
+    var description: String { name }
+  }
+
+  @Test(
+    "readers are served by policy",
+    arguments: [
+      ReaderCase(name: "focused reader served", identity: editorID, focused: true, served: true),
+      ReaderCase(name: "background reader refused", identity: copyqID, focused: false, served: false),
+      ReaderCase(
+        name: "deny wins over focus", deny: ["*/gedit"], identity: editorID, focused: true, served: false),
+      ReaderCase(
+        name: "deny wins over allow", allow: ["*/copyq"], deny: ["*/copyq"], identity: copyqID, focused: false,
+        served: false),
+      ReaderCase(name: "allow grants unfocused", allow: ["*/copyq"], identity: copyqID, focused: false, served: true),
+      ReaderCase(
+        name: "allowlist mode refuses focused non-allowed", readers: .allowList, identity: editorID, focused: true,
+        served: false),
+      ReaderCase(
+        name: "allowlist mode serves allowed", readers: .allowList, allow: ["*/gedit"], identity: editorID,
+        focused: false, served: true),
+    ])
+  func readers(_ k: ReaderCase) {
+    var p = ClipboardPolicy()
+    p.readers = k.readers
+    p.allow = k.allow.map { Matcher(exe: pat($0)) }
+    p.deny = k.deny.map { Matcher(exe: pat($0)) }
+    var c = guardedCore(p)
+    let fx = read(&c, identity: k.identity, focused: k.focused)
+    #expect(served(fx) == k.served)
+    let a = audits(fx)
+    #expect(a.count == 1)
+    #expect(a.first?.event == (k.served ? "clipboard-read" : "clipboard-read-refused"))
+    #expect(a.first?["exe"] == .string(k.identity.exe!))
+    let g = c.guarded["CLIPBOARD"]!
+    #expect(g.readsServed == (k.served ? 1 : 0))
+    #expect(g.readsRefused == (k.served ? 0 : 1))
+  }
+
+  @Test(
+    "metadata targets follow the same verdict and are not counted or audited",
+    arguments: [ClipboardCore.Target.targets, .hint, .timestamp])
+  func metadata(target: ClipboardCore.Target) {
+    var c = guardedCore()
+    #expect(served(read(&c, id: 1, focused: true, target: target)) == true)
+    let fx = read(&c, id: 2, identity: copyqID, focused: false, target: target)
+    #expect(served(fx, id: 2) == false)
+    #expect(audits(fx).isEmpty)
+    #expect(c.guarded["CLIPBOARD"]!.readsServed == 0)
+  }
+
+  @Test("requests for a selection not guarded, or unsupported targets, are refused")
+  func notGuarded() {
+    var c = ClipboardCore(policy: ClipboardPolicy())
+    #expect(served(read(&c, focused: true)) == false)
+    var g = guardedCore()
+    #expect(served(read(&g, focused: true, target: .unsupported)) == false)
+  }
+
+  // MARK: Clearing
+
+  @Test("maxReads: cleared after N served reads", arguments: [1, 2, 3])
+  func maxReads(n: Int) {
+    var p = ClipboardPolicy()
+    p.maxReads = n
+    var c = guardedCore(p)
+    for i in 1...n {
+      let fx = read(&c, id: UInt64(i), focused: true)
+      #expect(served(fx, id: UInt64(i)) == true)
+      #expect(cleared(fx) == (i == n))
+    }
+    #expect(c.guarded.isEmpty)
+    #expect(served(read(&c, id: 99, focused: true), id: 99) == false)
+  }
+
+  @Test("clearAfter: cleared at the deadline, not before", arguments: [1.0, 30.0])
+  func clearAfter(seconds: Double) {
+    var p = ClipboardPolicy()
+    p.clearAfter = .seconds(seconds)
+    var c = guardedCore(p)
+    #expect(c.nextDeadline == t(1) + .seconds(seconds))
+    #expect(c.handle(.tick, now: t(1 + seconds - 0.1)).isEmpty)
+    let fx = c.handle(.tick, now: t(1 + seconds))
+    #expect(cleared(fx))
+    #expect(audits(fx).first?.event == "clipboard-clear")
+    #expect(c.nextDeadline == nil)
+  }
+
+  @Test("the clear command and shutdown clear every guarded selection")
+  func clearAll() {
+    for event in [ClipboardCore.Event.clear(by: "shieldctl (pid 1)"), .shutdown] {
+      var c = guardedCore()
+      _ = c.handle(
+        .ownerChanged(selection: "PRIMARY", owner: keepass, identity: keepassID, secureSource: true, facts: []),
+        now: t(1))
+      _ = c.handle(.contentTaken(selection: "PRIMARY", size: 3), now: t(1))
+      let fx = c.handle(event, now: t(2))
+      #expect(cleared(fx, "CLIPBOARD") && cleared(fx, "PRIMARY"))
+      #expect(c.guarded.isEmpty)
+    }
+  }
+
+  @Test(
+    "policy reload: disabling, dropping the selection or a lower maxReads clears; else kept",
+    arguments: [("disable", true), ("drop", true), ("maxReads", true), ("longer", false)])
+  func reload(change: String, clears: Bool) {
+    var c = guardedCore()
+    _ = read(&c, focused: true)
+    var p = ClipboardPolicy()
+    switch change {
+    case "disable": p.enabled = false
+    case "drop": p.selections = ["PRIMARY"]
+    case "maxReads": p.maxReads = 1
+    default: p.clearAfter = .seconds(60)
+    }
+    let fx = c.handle(.policyReplaced(p), now: t(3))
+    #expect(cleared(fx) == clears)
+    #expect(c.policy == p)
+  }
+
+  @Test("status shows source, size and reads, never the text")
+  func status() {
+    var c = guardedCore()
+    _ = read(&c, focused: true)
+    _ = read(&c, id: 2, identity: copyqID, focused: false)
+    let s = c.status(wallClock: 1000)
+    #expect(s.guarded.count == 1)
+    let row = s.guarded[0]
+    #expect(row.size == 12 && row.readsServed == 1 && row.readsRefused == 1)
+    #expect(row.exe == "/usr/bin/keepassxc")
+    #expect(abs(row.since - 999) < 0.01)
+    #expect(abs(row.clearsAt! - 1029) < 0.01)
+  }
+}
+
+// MARK: - Sealed text
+
+@Suite("Sealed text")
+struct SealedTextTests {
+  @Test("round trip", arguments: ["hunter2", "pässwörd 🔑 秘密", "300000 x", ""])
+  func roundTrip(text: String) throws {
+    let bytes = Array(text == "300000 x" ? String(repeating: "x", count: 300_000).utf8 : text.utf8)
+    let box = try bytes.withUnsafeBytes { try SealedText(sealing: $0) }
+    #expect(box.size == bytes.count)
+    let out = try box.open()
+    #expect(Array(out.bytes) == bytes)
+    out.wipe()
+    #expect(out.count == 0)
+  }
+
+  @Test("the box does not hold the plaintext, and after wipe nothing of it is left")
+  func wipe() throws {
+    let secret = Array("correct horse battery staple".utf8)
+    let box = try secret.withUnsafeBytes { try SealedText(sealing: $0) }
+    #expect(!contains(box.ownedBytesForTesting, secret))
+    let opened = try box.open()
+    #expect(contains(Array(UnsafeRawBufferPointer(start: opened.pointer, count: opened.capacity)), secret))
+    opened.wipe()
+    #expect(UnsafeRawBufferPointer(start: opened.pointer, count: opened.capacity).allSatisfy { $0 == 0 })
+    box.wipe()
+    #expect(box.ownedBytesForTesting.allSatisfy { $0 == 0 })
+    #expect(throws: SealedText.SealError.wiped) { try box.open() }
+  }
+
+  @Test("a tampered box does not open", arguments: [0, 5, 20, 40])
+  func tampered(index: Int) throws {
+    let secret = Array("correct horse battery staple".utf8)
+    let box = try secret.withUnsafeBytes { try SealedText(sealing: $0) }
+    box.tamperForTesting(at: index)
+    #expect(throws: SealedText.SealError.forged) { try box.open() }
+  }
+
+  @Test("growing a secure buffer wipes the old one and keeps the bytes")
+  func append() throws {
+    var b = try #require(SecureBuffer(capacity: 4))
+    let a = Array("abcdefghij".utf8)
+    a.withUnsafeBytes { #expect(SecureBuffer.append($0, to: &b)) }
+    a.withUnsafeBytes { #expect(SecureBuffer.append($0, to: &b)) }
+    #expect(Array(b.bytes) == a + a)
+  }
+
+  private func contains(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard needle.count <= hay.count else { return false }
+    return (0...(hay.count - needle.count)).contains { Array(hay[$0..<$0 + needle.count]) == needle }
+  }
+}
