@@ -20,12 +20,16 @@ release:
 	$(SWIFT) build -c release
 
 ## The whole test suite: installs what it needs, checks formatting, builds with no
-## warnings, runs unit and integration tests (integration tests start their own Xvfb).
+## warnings, runs unit and integration tests (integration tests start their own Xvfb),
+## then the unit tests under AddressSanitizer and ThreadSanitizer and each fuzzer for a
+## bounded time (FUZZ_SECONDS, 30 here).
 test:
 	@scripts/install-deps.sh test
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	@scripts/build-no-warnings.sh
 	$(SWIFT) test
+	@scripts/sanitize.sh
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-30} scripts/fuzz.sh
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
