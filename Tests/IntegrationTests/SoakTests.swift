@@ -1,5 +1,5 @@
 // A bounded soak: the daemon under churn (windows created and destroyed, tags toggled,
-// short capture sessions with ffmpeg and xwd) for CAPTURESHIELD_SOAK_SECONDS (default 60).
+// short capture sessions with ffmpeg and xwd) for CAPTURESHIELD_SOAK_SECONDS (default 180: several minutes, also in CI).
 // At the end: no secret pixel in any frame after a session's first, no shield on a
 // non-secure window, and the daemon's RSS flat (< 20% growth after warm-up).
 
@@ -12,7 +12,7 @@ import Testing
 struct SoakTests {
   static var duration: Duration {
     let text = ProcessInfo.processInfo.environment["CAPTURESHIELD_SOAK_SECONDS"] ?? ""
-    return .seconds(Int(text).map { max(10, $0) } ?? 60)
+    return .seconds(Int(text).map { max(10, $0) } ?? 180)
   }
 
   /// Secure windows are red, the others blue: any red pixel in a frame is a leak.
