@@ -27,7 +27,12 @@ test:
 	@scripts/install-deps.sh test
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	@scripts/build-no-warnings.sh
-	$(SWIFT) test
+	@# the install test's release build, done now so it does not load the machine mid-run
+	$(SWIFT) build -c release --scratch-path .build/install-test
+	$(SWIFT) test --filter CaptureShieldTests
+	@# integration tests one at a time: each starts its own Xvfb, daemon and capture tools,
+	@# and detection timing is what they check, so they must not starve each other
+	$(SWIFT) test --skip-build --no-parallel --filter IntegrationTests
 	@scripts/sanitize.sh
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-30} scripts/fuzz.sh
 

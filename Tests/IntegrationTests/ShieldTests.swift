@@ -244,7 +244,7 @@ struct ShieldTests {
     try await daemon.waitShielded(window.id, false)
     _ = try await Shieldctl.run(["tag", hex(window.id)], on: server)
     try await daemon.waitShielded(window.id)
-    _ = try await Shieldctl.run(["pause", "--for", "1s"], on: server)
+    _ = try await Shieldctl.run(["pause", "--for", "3s"], on: server)
     try await daemon.waitShielded(window.id, false)
     try await daemon.waitShielded(window.id, true, timeout: .seconds(5))  // the pause expires
     #expect(daemon.auditEvents("manual-shield").count == 1)

@@ -506,15 +506,23 @@ final class WatcherLoop {
     for (w, ck) in zip(inner, stateCookies) {
       if let v = x.propertyReply(ck), !v.bytes.isEmpty { candidates.append(w) }
     }
-    track(candidates, initial: true)
+    track(candidates, initial: true, nested: Set(candidates).subtracting(frames))
   }
 
   /// Selects events on the windows, reads their facts (pipelined) and tells the engine.
-  func track(_ windows: [WindowID], initial: Bool) {
+  func track(_ windows: [WindowID], initial: Bool, nested: Set<WindowID> = []) {
     let fresh = windows.filter { tracked[$0] == nil && !isOwn($0) }
     guard !fresh.isEmpty else { return }
-    var mask: [UInt32] = [XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue | XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
-    for w in fresh { xcb_change_window_attributes(x.conn, w, XCB_CW_EVENT_MASK.rawValue, &mask) }
+    // Top-levels' structure events already come through the root's SubstructureNotify;
+    // selecting StructureNotify on them too would make the server send each event twice.
+    // Windows inside a window manager's frame need it (see ReparentNotify).
+    for w in fresh {
+      var mask: [UInt32] = [
+        XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue
+          | (nested.contains(w) ? XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue : 0)
+      ]
+      xcb_change_window_attributes(x.conn, w, XCB_CW_EVENT_MASK.rawValue, &mask)
+    }
     // Read after selecting: a property set before the selection took effect is seen here.
     let attrCookies = fresh.map { xcb_get_window_attributes(x.conn, $0) }
     // Titles are read only when a rule looks at them (or, later, for secure windows'
@@ -659,12 +667,18 @@ final class WatcherLoop {
     case XCB_REPARENT_NOTIFY:
       let e = raw.load(as: xcb_reparent_notify_event_t.self)
       if e.parent == x.root, e.event == x.root, !isOwn(e.window) { track([e.window], initial: false) }
+      if e.parent != x.root, e.event == x.root, tracked[e.window] != nil {
+        // A top-level went into a window manager's frame: follow it there.
+        var m: [UInt32] = [XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue | XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
+        xcb_change_window_attributes(x.conn, e.window, XCB_CW_EVENT_MASK.rawValue, &m)
+      }
     case XCB_DESTROY_NOTIFY:
       let e = raw.load(as: xcb_destroy_notify_event_t.self)
-      if e.event == e.window { windowGone(e.window) }
+      if e.event == e.window || e.event == x.root { windowGone(e.window) }
     case XCB_MAP_NOTIFY:
       let e = raw.load(as: xcb_map_notify_event_t.self)
-      if e.event == e.window, var info = tracked[e.window] {
+      if e.event == e.window || e.event == x.root, var info = tracked[e.window], !(info.mapped && info.propertiesKnown)
+      {
         info.mapped = true
         info.propertiesKnown = true
         tracked[e.window] = info
@@ -672,7 +686,7 @@ final class WatcherLoop {
       }
     case XCB_UNMAP_NOTIFY:
       let e = raw.load(as: xcb_unmap_notify_event_t.self)
-      if e.event == e.window, var info = tracked[e.window] {
+      if e.event == e.window || e.event == x.root, var info = tracked[e.window] {
         info.mapped = false
         tracked[e.window] = info
       }
