@@ -67,7 +67,11 @@ struct CaptureTests {
       let recorded = try #require(request["exe"] as? String, "\(request)")
       #expect(recorded.hasSuffix("/" + exe) || recorded.contains(exe), "\(request)")
     } else {
-      #expect(request["pid"] as? Int == Int(getpid()), "\(request)")
+      // An in-process client can connect, capture and disconnect within a millisecond or
+      // two; when it is gone before the daemon's X-Resource lookup, the record says why
+      // the identity is unknown (and unknown identity still counts as capturing).
+      let identified = request["pid"] as? Int == Int(getpid())
+      #expect(identified || request["identity"] != nil, "\(request)")
     }
     // Shielded while the session lingers (the state is published within ~50 ms).
     try await daemon.waitShielded(window.id, true, timeout: .seconds(5))
