@@ -239,7 +239,6 @@ public struct Engine: Sendable {
       clients[id] = ClientState(
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
-      all = true
       touched += redecide(client: id, onlyUnknown: false, except: nil)
       if cls == .known {
         startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
@@ -249,7 +248,6 @@ public struct Engine: Sendable {
 
     case .clientIdentified(let id, let identity):
       stateChanged = true
-      all = true
       if clients[id] == nil {
         clients[id] = ClientState(
           id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
@@ -257,7 +255,7 @@ public struct Engine: Sendable {
       }
       clients[id]!.identity = identity
       reclassify(id, fx: &fx)
-      _ = redecide(client: id, onlyUnknown: false, except: nil)
+      touched += redecide(client: id, onlyUnknown: false, except: nil)
 
     case .captureRequest(let id, let req):
       if clients[id] == nil {
@@ -302,7 +300,6 @@ public struct Engine: Sendable {
         startSession(client: id, kind: .request, pinned: false, expires: expires, firstRequest: req.kind, fx: &fx)
         if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
         stateChanged = true
-        all = true
       }
 
     case .clientGone(let id):
@@ -319,7 +316,6 @@ public struct Engine: Sendable {
         if s.expires.map({ $0 < lingerEnd }) ?? true { sessions[sid]!.expires = lingerEnd }
       }
       if compositor == id { compositor = nil }
-      all = true
 
     case .compositorChanged(let id):
       guard id != compositor else { break }
@@ -415,6 +411,9 @@ public struct Engine: Sendable {
 
     expireDeadlines(fx: &fx, all: &all, stateChanged: &stateChanged)
 
+    // Only a change of `shieldsActive` (or of the policy, a tick, a pause) moves every
+    // window's baseline; other events re-decide just the windows they touch, so a client
+    // connecting or exiting costs nothing per window.
     let active = shieldsActive
     if active != lastActive {
       lastActive = active
