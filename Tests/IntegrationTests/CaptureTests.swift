@@ -139,18 +139,21 @@ struct CaptureTests {
       let counts = try await method.capture(window: window.id, on: server).counts(of: Self.red)
       if counts.contains(where: { $0 > 0 }) { leaks.append("run \(run): \(counts)") }
     }
-    // The goal is 0 of 10, and it is not reached: quarantine races the tool's first
-    // request (scrot grabs the server right after connecting, and the shield's MapWindow
-    // then waits for the ungrab). Measured: xwd, import, maim 0-2 of 10, scrot 0-4 of 10.
-    // Without quarantine all 10 first frames leak, so this bound still fails if quarantine
-    // stops working. The issue stays open on this point.
+    // The goal is 0 of 10. Quarantine races the tool's first request (scrot grabs the
+    // server right after connecting, and the shield's MapWindow then waits for the ungrab).
+    // Measured with the release binary (make test), per trial of 10: xwd, import, maim and
+    // scrot 0-1 mostly, up to 4 (maim) under an unlucky schedule. Without quarantine all 10
+    // first frames leak, so the bound still fails if quarantine stops working.
+    // Our own unshield seen after the next quarantine had mapped the shield again once
+    // looked like tampering and made the shield flap: nobody tampers here.
+    #expect(daemon.auditEvents("shield-tampered").isEmpty, "\(daemon.auditEvents("shield-tampered").prefix(3))")
     let dark = daemon.auditEvents("session-end").filter { $0["kind"] as? String == "quarantine" }
       .compactMap { $0["seconds"] as? Double }.sorted()
     let median = dark.isEmpty ? 0 : dark[dark.count / 2]
     print(
       "quarantine \(method): \(leaks.count) of 10 runs leaked \(leaks); secure windows dark per client launch:"
         + " median \(Int(median * 1000)) ms over \(dark.count) quarantines")
-    #expect(leaks.count <= 6, "\(method) leaked in \(leaks.count) of 10 runs: \(leaks)")
+    #expect(leaks.count <= 5, "\(method) leaked in \(leaks.count) of 10 runs: \(leaks)")
     await daemon.stop()
     window.close()
     await server.stop()

@@ -31,6 +31,13 @@ final class ShieldDriver {
   let atomCardinal: xcb_atom_t = 6  // XA_CARDINAL
   /// Registry of shields on the root, so a restarted daemon finds and adopts them.
   private var registryDirty = true
+  /// Sequence numbers (low 16 bits, as events carry them) of our UnmapWindow requests of
+  /// each shield whose UnmapNotify has not come yet. Each such event carries exactly its
+  /// request's number; an unmap by another client carries another one. Without this, our
+  /// own unmap seen after we had mapped the shield again (a session ending and the next
+  /// starting within one round trip) looked like tampering, and the "re-assert" map made
+  /// the shield flap.
+  private var ownUnmaps: [xcb_window_t: [UInt16]] = [:]
 
   /// Something a shield event means for the engine.
   enum Report {
@@ -262,7 +269,7 @@ final class ShieldDriver {
   func unshield(_ target: WindowID) {
     guard let s = shields[target], !hidden.contains(target) else { return }
     hidden.insert(target)
-    xcb_unmap_window(x.conn, s)
+    ownUnmaps[s, default: []].append(UInt16(truncatingIfNeeded: xcb_unmap_window(x.conn, s).sequence))
   }
 
   /// Destroys a shield put up by `shieldAtOnce` that turned out not to be wanted.
@@ -276,6 +283,7 @@ final class ShieldDriver {
     plain.remove(target)
     hidden.remove(target)
     targetOf[s] = nil
+    ownUnmaps[s] = nil
     xcb_destroy_window(x.conn, s)
     var none: [UInt32] = [0]
     xcb_change_window_attributes(x.conn, target, XCB_CW_EVENT_MASK.rawValue, &none)
@@ -290,10 +298,14 @@ final class ShieldDriver {
 
   /// Forgets a target that was destroyed (its shield died with it).
   func forget(_ target: WindowID) {
-    if let s = shields.removeValue(forKey: target) { targetOf[s] = nil }
+    depthOf[target] = nil
+    // Every destroyed window passes here: only one that had a shield changes the registry
+    // (rewriting it for each would be a request and a root PropertyNotify per window).
+    guard let s = shields.removeValue(forKey: target) else { return }
+    targetOf[s] = nil
+    ownUnmaps[s] = nil
     plain.remove(target)
     hidden.remove(target)
-    depthOf[target] = nil
     registryDirty = true
   }
 
@@ -317,6 +329,11 @@ final class ShieldDriver {
       if e.count == 0, let t = targetOf[e.window] { drawLabel(shield: e.window, depth: depthOf[t] ?? x.rootDepth) }
     case XCB_UNMAP_NOTIFY:
       let e = raw.load(as: xcb_unmap_notify_event_t.self)
+      if e.event == targetOf[e.window], let mine = ownUnmaps[e.window], let i = mine.firstIndex(of: e.sequence) {
+        // Our own unshield (events come in request order: earlier entries are stale).
+        ownUnmaps[e.window] = i + 1 < mine.count ? Array(mine[(i + 1)...]) : nil
+        return nil
+      }
       if let t = targetOf[e.window], e.event == t, !hidden.contains(t) {
         xcb_map_window(x.conn, e.window)  // re-assert at once
         return .lost(t, how: "unmapped by another client")
@@ -328,6 +345,7 @@ final class ShieldDriver {
       // a stale DestroyNotify of a target must not touch a newer window's shield).
       if let t = targetOf[e.window], e.event == t {
         targetOf[e.window] = nil
+        ownUnmaps[e.window] = nil
         if shields[t] == e.window { shields[t] = nil }
         let wasHidden = hidden.remove(t) != nil
         plain.remove(t)
