@@ -94,6 +94,15 @@ final class WatcherLoop {
   var promptRecordsUntil = MonotonicTime(nanoseconds: 0)
   var lastPoke = MonotonicTime(nanoseconds: 0)
   let pokeInterval = PolicyDuration.milliseconds(20)
+  /// See `batchingUntil`.
+  var lastMainEvents = MonotonicTime(nanoseconds: 0)
+  /// New top-levels not tracked yet (see `deferNewWindows`), in creation order, and since when.
+  var pendingCreates: [WindowID] = []
+  var pendingSet: Set<WindowID> = []
+  var pendingSince: MonotonicTime?
+  let batchInterval = PolicyDuration.milliseconds(10)
+  /// When the RECORD stream last brought anything (see `recordBatchingUntil`).
+  var lastRecords = MonotonicTime(nanoseconds: 0)
   // MARK: Copied-text guard hook
   /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
   /// could not start). Its failures are logged, never fatal.
@@ -179,11 +188,23 @@ final class WatcherLoop {
       pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
     ]
     while !shuttingDown {
-      let timeout = pollTimeout()
+      var timeout = pollTimeout()
+      let now = Clock.now()
+      // Descriptors read in batches (see batchingUntil/recordBatchingUntil) are left out of
+      // this poll; the timeout brings us back when their batch is due.
+      for (i, until) in [(0, batchingUntil(now)), (3, recordBatchingUntil(now))] {
+        if let until {
+          fds[i].events = 0
+          timeout = min(timeout, Int32((until.nanoseconds - now.nanoseconds) / 1_000_000 + 1))
+        } else {
+          fds[i].events = Int16(POLLIN)
+        }
+      }
       _ = poll(&fds, nfds_t(fds.count), timeout)
       if fds[2].revents != 0 { handleSignals() }
-      drainEvents()
+      // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
+      drainEvents()
       if detector?.hasError == true {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
         return WatchExit.xServerGone
@@ -195,6 +216,8 @@ final class WatcherLoop {
       }
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
       drainClipboard()  // copied-text guard hook
+      drainEvents()  // events queued while we waited for replies above
+      if let since = pendingSince, !deferNewWindows || Clock.now() >= since + batchInterval { trackPending() }
       publishIfDue()
       flushAll()
     }
@@ -210,6 +233,10 @@ final class WatcherLoop {
     if wantsPokes(now) {
       let due = lastPoke + pokeInterval
       ms = min(ms, Int64(due.nanoseconds > now.nanoseconds ? (due.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
+    }
+    if let since = pendingSince {
+      let d = since + batchInterval
+      ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
     }
     if let d = clipboard?.nextDeadline {  // copied-text guard hook
       ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
@@ -227,19 +254,89 @@ final class WatcherLoop {
     driver.x.flush()
   }
 
+  /// Handles every event of both connections, including those xcb queued while we waited
+  /// for a reply (poll() does not see those), until none is left.
   func drainEvents() {
-    while let ev = xcb_poll_for_event(x.conn) {
-      handleMainEvent(ev)
-      free(ev)
-    }
-    while let ev = xcb_poll_for_event(driver.x.conn) {
-      if let report = driver.handle(ev) {
-        switch report {
-        case .lost(let t, let how): apply(.shieldLost(t, how: how))
-        }
+    // One read of each socket per call (xcb_poll_for_event reads when its queue is empty);
+    // later passes take only what libxcb queued meanwhile. Reading again and again would
+    // chase a busy client's event stream one event at a time.
+    var first = true
+    while true {
+      func next(_ c: OpaquePointer) -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        first ? xcb_poll_for_event(c) : xcb_poll_for_queued_event(c)
       }
-      free(ev)
+      // Read the whole batch first: a window created and destroyed within it needs no
+      // requests at all (menus, tooltips, busy apps).
+      var batch: [UnsafeMutablePointer<xcb_generic_event_t>] = []
+      if let ev = next(x.conn) {
+        batch.append(ev)
+        while let ev = xcb_poll_for_queued_event(x.conn) { batch.append(ev) }
+      }
+      var shieldEvents = 0
+      while let ev = next(driver.x.conn) {
+        shieldEvents += 1
+        if let report = driver.handle(ev) {
+          switch report {
+          case .lost(let t, let how): apply(.shieldLost(t, how: how))
+          }
+        }
+        free(ev)
+      }
+      first = false
+      if batch.isEmpty && shieldEvents == 0 { return }
+      if !batch.isEmpty { lastMainEvents = Clock.now() }
+      var destroyedAt: [WindowID: Int] = [:]
+      for (i, ev) in batch.enumerated() where Int32(CXCB_event_type(ev)) == XCB_DESTROY_NOTIFY {
+        destroyedAt[UnsafeRawPointer(ev).load(as: xcb_destroy_notify_event_t.self).window] = i
+      }
+      for (i, ev) in batch.enumerated() {
+        handleMainEvent(ev, destroyedLater: { w in (destroyedAt[w] ?? -1) > i })
+        free(ev)
+      }
     }
+  }
+
+  /// While the desktop is busy and nothing is at stake, the main connection's events are
+  /// read in batches: the socket is not polled until `batchInterval` after the last batch,
+  /// so a burst of window traffic wakes the daemon (and makes the X server wake it) once per
+  /// interval instead of once per event (see `deferNewWindows` for when nothing is at
+  /// stake). Whatever the main socket holds is read before any capture record is acted on.
+  /// Idle desktops are unaffected: the first event after a quiet interval is read at once.
+  func batchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
+    guard deferNewWindows else { return nil }
+    let until = lastMainEvents + batchInterval
+    return now < until ? until : nil
+  }
+
+  /// The RECORD stream, likewise, while nothing is at stake and quarantine is off: a busy
+  /// client whose recorded requests all turn out harmless (GetImage of its own pixmaps)
+  /// would otherwise wake the daemon, and make the server wake it, for every request. The
+  /// price: a capture that begins within `batchInterval` of such a harmless record is seen
+  /// up to `batchInterval` later (README, Known limitations). Quarantine needs every
+  /// ClientStarted at once, so it turns this off; an idle stream is always read at once.
+  func recordBatchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
+    guard deferNewWindows, engine.policy.quarantine == nil else { return nil }
+    let until = lastRecords + batchInterval
+    return now < until ? until : nil
+  }
+
+  /// Nothing is at stake: capture detection runs, shields are only wanted while capturing,
+  /// and none is up. Then a new top-level is tracked (its event selection and facts: a
+  /// round trip) up to `batchInterval` after its CreateNotify, and not at all if it is
+  /// destroyed by then. Everything pending is tracked at once before any capture record,
+  /// command or policy change is acted on, so a decision never misses a window.
+  var deferNewWindows: Bool {
+    detector != nil && engine.policy.when == .capturing && !engine.shieldsActive
+  }
+
+  /// Tracks the windows whose tracking was deferred.
+  func trackPending() {
+    guard !pendingCreates.isEmpty else { return }
+    let windows = pendingCreates.filter { pendingSet.contains($0) }
+    pendingCreates = []
+    pendingSet = []
+    pendingSince = nil
+    track(windows, initial: false)
   }
 
   /// Another client killed our shield connection (XKillClient): its shields are gone
@@ -270,26 +367,45 @@ final class WatcherLoop {
       d.poke()
       lastPoke = now
     }
+    let readBefore = d.repliesRead
+    defer { if d.repliesRead != readBefore { lastRecords = Clock.now() } }
     repeat {
-      let events = d.drain(isSecure: { [engine] w in engine.windows[w]?.reason.isSecure ?? false })
+      // A window not tracked yet might be secure: a manual redirection of it counts.
+      // (No capture list: capturing `engine` would copy the whole engine on every drain.)
+      let events = d.drain(isSecure: { w in self.engine.windows[w]?.reason.isSecure ?? self.pendingSet.contains(w) })
+      // Decide with every window known: read the window events that came before and track
+      // the windows whose tracking was deferred (once per batch of records).
+      var windowsKnown = false
+      func knowWindows() {
+        guard !windowsKnown else { return }
+        windowsKnown = true
+        drainEvents()
+        trackPending()
+      }
       for e in events {
         switch e {
         case .clientStarted(let c):
           promptRecordsUntil = Clock.now() + .seconds(2)
           if engine.policy.quarantine != nil {
-            // Quarantine: shield first, identify after (the lookup is a round trip).
+            // Quarantine: shield the windows we know first (one MapWindow each, no round
+            // trip: every microsecond counts against a tool that grabs the server right
+            // after connecting), then identify (a round trip), then the rest.
             apply(.clientConnected(c, nil))
             flushAll()
             let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
             identities[c.base] = id
+            knowWindows()
             apply(.clientIdentified(c, id))
           } else {
-            // Identify now: short-lived tools are gone by the time anyone asks later.
+            // Identify first: short-lived tools are gone by the time anyone asks later, and a
+            // lookup behind another request can get stuck behind the tool's GrabServer.
             let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
             identities[c.base] = id
+            knowWindows()
             apply(.clientConnected(c, id))
           }
         case .clientDied(let c):
+          knowWindows()
           identities[c.base] = nil
           apply(.clientGone(c))
         case .request(let c, let req):
@@ -297,8 +413,10 @@ final class WatcherLoop {
             // Connected before we started, or its ClientStarted was missed: identify now.
             let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
             identities[c.base] = id
+            knowWindows()
             apply(.clientConnected(c, id))
           }
+          knowWindows()
           apply(.captureRequest(c, req))
         }
       }
@@ -395,6 +513,7 @@ final class WatcherLoop {
   }
 
   func reloadPolicy(by: String) {
+    trackPending()
     do {
       let p = try Watcher.loadPolicy(policyPaths)
       let hadTitles = policyUsesTitle
@@ -416,7 +535,20 @@ final class WatcherLoop {
 
   func apply(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
-    for e in effects { perform(e) }
+    // Shields going up first, and on the wire at once: the audit lines (date formatting, a
+    // write) and the rest come after. A tool that grabs the server right after connecting
+    // leaves quarantine a few hundred microseconds. (Taking shields down is not urgent: it
+    // stays in order, after the records that explain it.)
+    var raised = false
+    for case .shield(let w) in effects {
+      perform(.shield(w))
+      raised = true
+    }
+    if raised { driver.x.flush() }
+    for e in effects {
+      if case .shield = e { continue }
+      perform(e)
+    }
     // With quarantine on, keep an unmapped shield ready in every secure window, so that
     // a new client's quarantine costs one MapWindow per window and no round trip.
     if engine.policy.quarantine != nil {
@@ -652,21 +784,33 @@ final class WatcherLoop {
     }
   }
 
-  func handleMainEvent(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) {
+  /// `destroyedLater(w)`: whether a DestroyNotify of `w` follows in the batch being handled.
+  func handleMainEvent(
+    _ ev: UnsafeMutablePointer<xcb_generic_event_t>, destroyedLater: (WindowID) -> Bool = { _ in false }
+  ) {
     let raw = UnsafeRawPointer(ev)
     switch Int32(CXCB_event_type(ev)) {
     case 0:
       break  // an X error: a window vanished between two requests. Expected, never fatal.
     case XCB_CREATE_NOTIFY:
       let e = raw.load(as: xcb_create_notify_event_t.self)
-      guard e.parent == x.root, !isOwn(e.window) else { return }
+      guard e.parent == x.root, !isOwn(e.window), !destroyedLater(e.window) else { return }
       // While shields are up, every new top-level gets a shield before anything else
       // (the engine keeps it provisionally until the window's facts are known).
-      if engine.shieldsActive { driver.shieldAtOnce(e.window) }
+      if engine.shieldsActive {
+        driver.shieldAtOnce(e.window)
+      } else if deferNewWindows {
+        if pendingSet.insert(e.window).inserted { pendingCreates.append(e.window) }
+        if pendingSince == nil { pendingSince = Clock.now() }
+        return
+      }
       track([e.window], initial: false)
     case XCB_REPARENT_NOTIFY:
       let e = raw.load(as: xcb_reparent_notify_event_t.self)
-      if e.parent == x.root, e.event == x.root, !isOwn(e.window) { track([e.window], initial: false) }
+      if pendingSet.contains(e.window) { trackPending() }  // follow it into a frame
+      if e.parent == x.root, e.event == x.root, !isOwn(e.window), !destroyedLater(e.window) {
+        track([e.window], initial: false)
+      }
       if e.parent != x.root, e.event == x.root, tracked[e.window] != nil {
         // A top-level went into a window manager's frame: follow it there.
         var m: [UInt32] = [XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue | XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
@@ -674,6 +818,7 @@ final class WatcherLoop {
       }
     case XCB_DESTROY_NOTIFY:
       let e = raw.load(as: xcb_destroy_notify_event_t.self)
+      if pendingSet.remove(e.window) != nil { return }  // never tracked: nothing to undo
       if e.event == e.window || e.event == x.root { windowGone(e.window) }
     case XCB_MAP_NOTIFY:
       let e = raw.load(as: xcb_map_notify_event_t.self)
@@ -732,6 +877,7 @@ final class WatcherLoop {
   }
 
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
+    trackPending()
     switch cmd {
     case .shield(let w): apply(.manualOverride(w, shielded: true, by: sender))
     case .unshield(let w): apply(.manualOverride(w, shielded: false, by: sender))
