@@ -107,7 +107,9 @@ func runOverheadBenchmark(
     let cal = try XClient(display: display)
     _ = workload(cal, iterations: 30)
     let per = workload(cal, iterations: 200) / 200
-    let iterations = max(200, min(50_000, Int(0.25 / per)))
+    // OVERHEAD_ITERATIONS fixes the count (for instruction counts under callgrind).
+    let iterations =
+      Int(ProcessInfo.processInfo.environment["OVERHEAD_ITERATIONS"] ?? "") ?? max(200, min(50_000, Int(0.25 / per)))
 
     /// Throughput (iterations/s), the X server's CPU time per iteration (µs, schedstat) and
     /// the daemon's.
@@ -130,7 +132,9 @@ func runOverheadBenchmark(
     var serverWith: [Double] = []
     var daemonCPU: [Double] = []
     for k in 0..<(2 * alternations + 1) {
-      if k % 2 == 1 {
+      // OVERHEAD_MODE=with|without runs only that kind (scripts/profile-overhead.sh).
+      let only = ProcessInfo.processInfo.environment["OVERHEAD_MODE"]
+      if only == "with" || (only == nil && k % 2 == 1) {
         let daemon = try Daemon(
           shieldctl: shieldctl, display: display, policy: policyPath, logPath: scratch + "/daemon-overhead.log")
         defer { daemon.stop() }
@@ -147,6 +151,7 @@ func runOverheadBenchmark(
         serverWithout.append(us)
       }
     }
+    if with.isEmpty || without.count < 2 { continue }
     let bracketed = with.indices.map { i in with[i] / ((without[i] + without[i + 1]) / 2) }
     let serverBracketed = serverWith.indices.map { i in
       ((serverWithout[i] + serverWithout[i + 1]) / 2) / serverWith[i]

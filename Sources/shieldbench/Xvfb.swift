@@ -159,9 +159,17 @@ final class Xvfb {
     close(p[1])
     logPath = directory + "/xvfb-\(UUID().uuidString.prefix(8)).log"
     do {
-      child = try Child(
-        path, ["-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "\(width)x\(height)x24"],
-        display: nil, stderr: logPath, passFD: w)
+      // BENCH_XVFB_WRAPPER: a command the server runs under (scripts/profile-overhead.sh
+      // runs it under callgrind), split on spaces; its first word is looked up in PATH.
+      let args = ["-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "\(width)x\(height)x24"]
+      let wrapper = (ProcessInfo.processInfo.environment["BENCH_XVFB_WRAPPER"] ?? "").split(separator: " ").map(
+        String.init)
+      if let first = wrapper.first {
+        guard let tool = findExecutable(first) else { throw BenchError("\(first) is not installed") }
+        child = try Child(tool, Array(wrapper.dropFirst()) + [path] + args, display: nil, stderr: logPath, passFD: w)
+      } else {
+        child = try Child(path, args, display: nil, stderr: logPath, passFD: w)
+      }
     } catch {
       close(p[0])
       close(w)
@@ -170,7 +178,7 @@ final class Xvfb {
     close(w)
     defer { close(p[0]) }
     var text = ""
-    let deadline = monotonicNow() + 15
+    let deadline = monotonicNow() + 60
     var buf = [UInt8](repeating: 0, count: 64)
     while !text.contains("\n") {
       var pfd = pollfd(fd: p[0], events: Int16(POLLIN), revents: 0)

@@ -57,7 +57,7 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
     var r = try body(xvfb, scratch, shieldctl)
     r["bench_seconds"] = monotonicNow() - t0
     figures[key] = r
-    try? FileManager.default.removeItem(atPath: scratch)
+    if env["BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) }
   } catch {
     print("\n\(key): FAILED: \(error)")
     figures[key] = ["error": "\(error)"]
@@ -74,7 +74,8 @@ onXvfb("idle", "2 idle") { xvfb, scratch, shieldctl in
 }
 onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
   return try runOverheadBenchmark(
-    xvfb: xvfb, scratch: scratch, shieldctl: shieldctl, alternations: 12, table: &table)
+    xvfb: xvfb, scratch: scratch, shieldctl: shieldctl, alternations: Int(env["OVERHEAD_RUNS"] ?? "") ?? 12,
+    table: &table)
 }
 onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
   return try runScaleBenchmark(
