@@ -15,9 +15,13 @@ build:
 	@scripts/install-deps.sh build
 	$(SWIFT) build
 
+## Release builds link the Swift runtime and Foundation statically: the installed binary
+## needs no Swift toolchain on the desktop, and the daemon maps ~5 MB less.
+RELEASE_BUILD = $(SWIFT) build -c release --static-swift-stdlib
+
 release:
 	@scripts/install-deps.sh build
-	$(SWIFT) build -c release
+	$(RELEASE_BUILD)
 
 ## The whole test suite: installs what it needs, checks formatting, builds with no
 ## warnings, runs unit and integration tests (integration tests start their own Xvfb),
@@ -28,7 +32,7 @@ test:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	@scripts/build-no-warnings.sh
 	@# the install test's release build, done now so it does not load the machine mid-run
-	$(SWIFT) build -c release --scratch-path .build/install-test
+	$(RELEASE_BUILD) --scratch-path .build/install-test
 	$(SWIFT) test --filter CaptureShieldTests
 	@# integration tests one at a time: each starts its own Xvfb, daemon and capture tools,
 	@# and detection timing is what they check, so they must not starve each other. They
@@ -49,12 +53,12 @@ format:
 ## private Xvfb that writes screenshots and a report to ./demo-out.
 demo:
 	@scripts/install-deps.sh demo
-	$(SWIFT) build -c release
+	$(RELEASE_BUILD)
 	@scripts/demo.sh
 
 bench:
 	@scripts/install-deps.sh bench
-	$(SWIFT) build -c release
+	$(RELEASE_BUILD)
 	.build/release/shieldbench
 
 ## libFuzzer over the policy parser and the capture/property decoders (FUZZ_SECONDS per
@@ -81,7 +85,7 @@ clean:
 SYSCONFDIR ?= /etc
 INSTALL_BUILD_FLAGS ?=
 INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)"
-INSTALL_BUILD = $(SWIFT) build -c release $(INSTALL_BUILD_FLAGS)
+INSTALL_BUILD = $(RELEASE_BUILD) $(INSTALL_BUILD_FLAGS)
 INSTALL_BIN = "$$($(INSTALL_BUILD) --show-bin-path)/shieldctl"
 
 .PHONY: install uninstall man
