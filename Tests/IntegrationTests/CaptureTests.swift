@@ -153,7 +153,7 @@ struct CaptureTests {
     print(
       "quarantine \(method): \(leaks.count) of 10 runs leaked \(leaks); secure windows dark per client launch:"
         + " median \(Int(median * 1000)) ms over \(dark.count) quarantines")
-    #expect(leaks.count <= 5, "\(method) leaked in \(leaks.count) of 10 runs: \(leaks)")
+    #expect(leaks.count <= 3, "\(method) leaked in \(leaks.count) of 10 runs: \(leaks)")
     await daemon.stop()
     window.close()
     await server.stop()

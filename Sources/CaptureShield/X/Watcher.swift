@@ -101,8 +101,12 @@ final class WatcherLoop {
   var pendingSet: Set<WindowID> = []
   var pendingSince: MonotonicTime?
   let batchInterval = PolicyDuration.milliseconds(10)
-  /// When the RECORD stream last brought anything (see `recordBatchingUntil`).
+  /// When the RECORD stream last brought anything, and how many records came in the current
+  /// run of reads each within `batchInterval` of the one before (see `recordBatchingUntil`).
   var lastRecords = MonotonicTime(nanoseconds: 0)
+  var recordRun = 0
+  /// Records in one run that make a burst (a busy client's harmless requests).
+  let burstRecords = 32
   // MARK: Copied-text guard hook
   /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
   /// could not start). Its failures are logged, never fatal.
@@ -224,27 +228,19 @@ final class WatcherLoop {
     return shutdown()
   }
 
+  /// Milliseconds until the earliest deadline the loop must wake for (60 s at most).
   func pollTimeout() -> Int32 {
-    var ms: Int64 = 60_000
     let now = Clock.now()
-    if let d = engine.nextDeadline {
-      ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
+    var ms: UInt64 = 60_000
+    func wake(at d: MonotonicTime?) {
+      guard let d else { return }
+      ms = min(ms, d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0)
     }
-    if wantsPokes(now) {
-      let due = lastPoke + pokeInterval
-      ms = min(ms, Int64(due.nanoseconds > now.nanoseconds ? (due.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
-    }
-    if let since = pendingSince {
-      let d = since + batchInterval
-      ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
-    }
-    if let d = clipboard?.nextDeadline {  // copied-text guard hook
-      ms = min(ms, Int64(d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
-    }
-    if stateDirty {
-      let due = lastPublish + publishInterval
-      ms = min(ms, Int64(due.nanoseconds > now.nanoseconds ? (due.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0))
-    }
+    wake(at: engine.nextDeadline)
+    wake(at: pendingSince.map { $0 + batchInterval })
+    if wantsPokes(now) { wake(at: lastPoke + pokeInterval) }
+    wake(at: clipboard?.nextDeadline)  // copied-text guard hook
+    if stateDirty { wake(at: lastPublish + publishInterval) }
     return Int32(ms)
   }
 
@@ -308,14 +304,16 @@ final class WatcherLoop {
     return now < until ? until : nil
   }
 
-  /// The RECORD stream, likewise, while nothing is at stake and quarantine is off: a busy
-  /// client whose recorded requests all turn out harmless (GetImage of its own pixmaps)
+  /// The RECORD stream, likewise, during a burst (`burstRecords` records, each within
+  /// `batchInterval` of the one before) while nothing is at stake and quarantine is off: a
+  /// busy client whose recorded requests all turn out harmless (GetImage of its own pixmaps)
   /// would otherwise wake the daemon, and make the server wake it, for every request. The
-  /// price: a capture that begins within `batchInterval` of such a harmless record is seen
-  /// up to `batchInterval` later (README, Known limitations). Quarantine needs every
-  /// ClientStarted at once, so it turns this off; an idle stream is always read at once.
+  /// price, during such a burst only: a capture that begins is seen up to `batchInterval`
+  /// later, and a client that connects and exits within that time is not identified (so
+  /// never allowed) (README, Known limitations). Quarantine needs every ClientStarted at
+  /// once, so it turns this off; sporadic records are always read at once.
   func recordBatchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
-    guard deferNewWindows, engine.policy.quarantine == nil else { return nil }
+    guard deferNewWindows, engine.policy.quarantine == nil, recordRun >= burstRecords else { return nil }
     let until = lastRecords + batchInterval
     return now < until ? until : nil
   }
@@ -332,9 +330,9 @@ final class WatcherLoop {
   /// Tracks the windows whose tracking was deferred.
   func trackPending() {
     guard !pendingCreates.isEmpty else { return }
-    let windows = pendingCreates.filter { pendingSet.contains($0) }
+    // Each once (an id reused after a DestroyNotify can be listed twice).
+    let windows = pendingCreates.filter { pendingSet.remove($0) != nil }
     pendingCreates = []
-    pendingSet = []
     pendingSince = nil
     track(windows, initial: false)
   }
@@ -368,7 +366,13 @@ final class WatcherLoop {
       lastPoke = now
     }
     let readBefore = d.repliesRead
-    defer { if d.repliesRead != readBefore { lastRecords = Clock.now() } }
+    defer {
+      if d.repliesRead != readBefore {
+        let now = Clock.now()
+        recordRun = (now < lastRecords + batchInterval ? recordRun : 0) + (d.repliesRead - readBefore)
+        lastRecords = now
+      }
+    }
     repeat {
       // A window not tracked yet might be secure: a manual redirection of it counts.
       // (No capture list: capturing `engine` would copy the whole engine on every drain.)
