@@ -5,7 +5,10 @@
 // 1. reaction per capture tool (and with quarantine), 3. a /proc name scanner on the same runs,
 // 2. idle cost, 4. overhead on the X server, 5. scale.
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl).
+// scale, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
+// command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
+// OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
 import Foundation
 
 #if canImport(Glibc)
