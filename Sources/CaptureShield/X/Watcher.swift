@@ -220,7 +220,7 @@ final class WatcherLoop {
       }
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
       drainClipboard()  // copied-text guard hook
-      drainEvents()  // events queued while we waited for replies above
+      drainEvents(readSockets: false)  // events queued while we waited for replies above
       if let since = pendingSince, !deferNewWindows || Clock.now() >= since + batchInterval { trackPending() }
       publishIfDue()
       flushAll()
@@ -251,12 +251,13 @@ final class WatcherLoop {
   }
 
   /// Handles every event of both connections, including those xcb queued while we waited
-  /// for a reply (poll() does not see those), until none is left.
-  func drainEvents() {
+  /// for a reply (poll() does not see those), until none is left. `readSockets: false`
+  /// takes only those queued events (what arrives on a socket wakes the next poll anyway).
+  func drainEvents(readSockets: Bool = true) {
     // One read of each socket per call (xcb_poll_for_event reads when its queue is empty);
     // later passes take only what libxcb queued meanwhile. Reading again and again would
     // chase a busy client's event stream one event at a time.
-    var first = true
+    var first = readSockets
     while true {
       func next(_ c: OpaquePointer) -> UnsafeMutablePointer<xcb_generic_event_t>? {
         first ? xcb_poll_for_event(c) : xcb_poll_for_queued_event(c)

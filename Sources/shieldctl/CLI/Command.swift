@@ -23,6 +23,20 @@ protocol Command: HelpTopic {
   func run() throws -> Int32
 }
 
+/// A command whose only option is `--display` and that takes no other argument
+/// (`reload`, `resume`, `clipboard clear`): `parse` comes with it.
+protocol DisplayOnlyCommand: Command {
+  init(display: String?)
+}
+
+extension DisplayOnlyCommand {
+  static func parse(_ args: [String]) throws(UsageError) -> Self {
+    let p = try ArgumentScanner.scan(args, options: [.value("--display")])
+    try p.expectPositionals(max: 0)
+    return Self(display: try Common.display(p))
+  }
+}
+
 /// A command made of subcommands (`shieldctl policy check`, ...).
 protocol CommandGroup: HelpTopic {
   static var subcommands: [any Command.Type] { get }

@@ -1,5 +1,5 @@
 /// `shieldctl clipboard clear`.
-struct ClipboardClearCommand: Command {
+struct ClipboardClearCommand: DisplayOnlyCommand {
   static let name = "clipboard clear"
   static let abstract = "Clear the guarded text now."
   static let usage = "shieldctl clipboard clear [--display D]"
@@ -23,12 +23,6 @@ struct ClipboardClearCommand: Command {
     """
 
   var display: String?
-
-  static func parse(_ args: [String]) throws(UsageError) -> ClipboardClearCommand {
-    let p = try ArgumentScanner.scan(args, options: [.value("--display")])
-    try p.expectPositionals(max: 0)
-    return ClipboardClearCommand(display: try Common.display(p))
-  }
 
   func run() throws -> Int32 {
     try DaemonRequest.send(.clipboardClear, display: display, done: "asked the daemon to clear the guarded clipboard")

@@ -38,17 +38,7 @@ struct ClipboardStatusCommand: Command {
   }
 
   func run() throws -> Int32 {
-    let x: XControl
-    do {
-      x = try XControl(display: display)
-    } catch {
-      if json { print(StatusCommand.notRunningJSON) }
-      throw error
-    }
-    guard let state = try x.readState() else {
-      print(json ? StatusCommand.notRunningJSON : "CaptureShield: not running on display \(x.displayName)")
-      return ExitCode.failure
-    }
+    guard let state = try StatusCommand.publishedState(display: display, json: json) else { return ExitCode.failure }
     if json {
       if let c = state.clipboard { try Output.json(c) } else { print(#"{"enabled":false}"#) }
     } else {

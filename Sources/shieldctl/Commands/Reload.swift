@@ -1,5 +1,5 @@
 /// `shieldctl reload`.
-struct ReloadCommand: Command {
+struct ReloadCommand: DisplayOnlyCommand {
   static let name = "reload"
   static let abstract = "Ask the daemon to reload its policy files."
   static let usage = "shieldctl reload [--display D]"
@@ -24,12 +24,6 @@ struct ReloadCommand: Command {
     """
 
   var display: String?
-
-  static func parse(_ args: [String]) throws(UsageError) -> ReloadCommand {
-    let p = try ArgumentScanner.scan(args, options: [.value("--display")])
-    try p.expectPositionals(max: 0)
-    return ReloadCommand(display: try Common.display(p))
-  }
 
   func run() throws -> Int32 {
     try DaemonRequest.send(.reload, display: display, done: "asked the daemon to reload its policy")

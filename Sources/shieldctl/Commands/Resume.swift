@@ -1,5 +1,5 @@
 /// `shieldctl resume`.
-struct ResumeCommand: Command {
+struct ResumeCommand: DisplayOnlyCommand {
   static let name = "resume"
   static let abstract = "End a pause: shield again."
   static let usage = "shieldctl resume [--display D]"
@@ -22,12 +22,6 @@ struct ResumeCommand: Command {
     """
 
   var display: String?
-
-  static func parse(_ args: [String]) throws(UsageError) -> ResumeCommand {
-    let p = try ArgumentScanner.scan(args, options: [.value("--display")])
-    try p.expectPositionals(max: 0)
-    return ResumeCommand(display: try Common.display(p))
-  }
 
   func run() throws -> Int32 {
     try DaemonRequest.send(.resume, display: display, done: "asked the daemon to resume shielding")

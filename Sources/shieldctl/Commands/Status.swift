@@ -42,18 +42,25 @@ struct StatusCommand: Command {
 
   static let notRunningJSON = #"{"running":false}"#
 
-  func run() throws -> Int32 {
+  /// The daemon's published state, or nil after saying that no daemon runs (plain or
+  /// JSON). Throws when the display cannot be reached (after the JSON answer, with --json).
+  static func publishedState(display: String?, json: Bool) throws -> DaemonState? {
     let x: XControl
     do {
       x = try XControl(display: display)
     } catch {
-      if json { print(Self.notRunningJSON) }
+      if json { print(notRunningJSON) }
       throw error
     }
     guard let state = try x.readState() else {
-      print(json ? Self.notRunningJSON : "CaptureShield: not running on display \(x.displayName)")
-      return ExitCode.failure
+      print(json ? notRunningJSON : "CaptureShield: not running on display \(x.displayName)")
+      return nil
     }
+    return state
+  }
+
+  func run() throws -> Int32 {
+    guard let state = try Self.publishedState(display: display, json: json) else { return ExitCode.failure }
     if json {
       try Output.json(state)
     } else {
