@@ -1393,4 +1393,60 @@ private let provisionalScenarios: [Scenario] = [
     #expect(alternation.matches("Banking"))
     #expect(lazy.matches("My Bank account"))
   }
+  /// The RECORD pump maps `quarantineTargets` the moment it reads a ClientStarted, before
+  /// the engine hears of the client: they must be exactly the windows the engine then
+  /// shields for it, but for windows whose facts are still unknown (those become
+  /// provisional and are shielded by the loop, which creates their shields anyway).
+  @Test("quarantine targets are what a new client's connection shields", arguments: quarantineTargetCases)
+  func quarantineTargetsMatchTheEngine(_ c: QuarantineTargetCase) {
+    var e = Engine(policy: c.policy)
+    for ev in c.setup { _ = e.handle(ev, now: t(0)) }
+    let targets = e.quarantineTargets
+    #expect(targets == c.expected, "\(c.name)")
+    let fx = e.handle(.clientConnected(ClientID(0xe0_0000), nil), now: t(0.5))
+    let shielded = fx.compactMap { if case .shield(let w) = $0 { return w } else { return nil } }
+    let unknown = Set(e.windows.values.filter { !$0.info.propertiesKnown }.map(\.info.id))
+    #expect(Set(targets).isSubset(of: shielded), "\(c.name): armed \(targets), engine shields \(shielded)")
+    #expect(Set(shielded).subtracting(targets).isSubset(of: unknown), "\(c.name): \(shielded) vs \(targets)")
+  }
 }
+
+struct QuarantineTargetCase: Sendable, CustomTestStringConvertible {
+  var name: String
+  var policy: Policy
+  var setup: [Engine.Event]
+  var expected: [WindowID]
+  var testDescription: String { name }
+}
+
+private let unknownWindow = window(w3, client: ff, known: false)
+private let bankWindow = window(w4, class: "Firefox", title: "My Bank")
+
+private let quarantineTargetCases: [QuarantineTargetCase] = [
+  QuarantineTargetCase(
+    name: "idle desktop: every secure window (tag and rule)",
+    policy: policy(secure: [bankRule], quarantine: .seconds(1)),
+    setup: desk + [.windowAppeared(bankWindow)], expected: [w1, w2, w4]),
+  QuarantineTargetCase(
+    name: "a window whose facts are unknown is not armed (shielded as provisional)",
+    policy: policy(quarantine: .seconds(1)),
+    setup: desk + [.windowAppeared(unknownWindow)], expected: [w1]),
+  QuarantineTargetCase(
+    name: "manually unshielded window is armed (a session clears the override)",
+    policy: policy(quarantine: .seconds(1)),
+    setup: desk + [.manualOverride(w1, shielded: false, by: "test")], expected: [w1]),
+  QuarantineTargetCase(
+    name: "quarantine off: nothing", policy: policy(), setup: desk, expected: []),
+  QuarantineTargetCase(
+    name: "shields already up (someone captures): nothing", policy: policy(quarantine: .seconds(1)),
+    setup: desk + [.captureRequest(grab, CaptureRequest(kind: "GetImage"))], expected: []),
+  QuarantineTargetCase(
+    name: "paused: nothing", policy: policy(quarantine: .seconds(1)),
+    setup: desk + [.pause(until: nil, by: "test")], expected: []),
+  QuarantineTargetCase(
+    name: "when: always (shields up anyway): nothing", policy: policy(when: .always, quarantine: .seconds(1)),
+    setup: desk, expected: []),
+  QuarantineTargetCase(
+    name: "no secure window: nothing", policy: policy(quarantine: .seconds(1)),
+    setup: [.windowAppeared(plainWindow)], expected: []),
+]

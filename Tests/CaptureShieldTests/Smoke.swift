@@ -1,3 +1,5 @@
 import Testing
+
 @testable import CaptureShield
+
 @Test func versionIsSet() { #expect(!CaptureShieldVersion.string.isEmpty) }

@@ -156,6 +156,18 @@ public struct Engine: Sendable {
     return d
   }
 
+  /// The windows that a new client's connection (`clientConnected` without an identity yet)
+  /// would shield right now under `capture.quarantine`: every secure window, while no
+  /// shield is up, capture detection decides (`when: capturing`) and nothing is paused;
+  /// otherwise none. The shell puts these up the moment it reads a ClientStarted, before
+  /// the engine is even told (see `RecordPump`); the engine's own answer to the event then
+  /// shields the same windows, plus windows whose facts are not known yet (provisional
+  /// while shields are up).
+  public var quarantineTargets: [WindowID] {
+    guard policy.quarantine != nil, policy.when == .capturing, !isPaused, !shieldsActive else { return [] }
+    return windows.values.filter { $0.reason.isSecure }.map(\.info.id).sorted()
+  }
+
   /// Whether RECORD records should be fetched promptly (cheap round trips): while a
   /// session is live or a client is not yet identified. Idle otherwise.
   public var wantsPromptRecords: Bool {

@@ -35,7 +35,8 @@ public enum DetectorEvent: Sendable, Hashable {
 }
 
 /// Watches every client's capture requests through RECORD. Not thread-safe: one owner, one
-/// thread (the daemon's poll loop).
+/// thread (the daemon's poll loop); the optional pump (`startPump`) reads the data
+/// connection on a thread of its own and hands the records over.
 ///
 ///     let detector = try CaptureDetector(display: ":0")
 ///     // poll() on detector.fileDescriptor, call poke() every 20 ms, and:
@@ -51,7 +52,13 @@ public final class CaptureDetector {
   public let resourceMask: UInt32
   /// Clients whose records are dropped: the detector's own two connections, plus whatever
   /// the owner adds (its other connections).
-  public var excludedClients: Set<ClientID>
+  public var excludedClients: Set<ClientID> {
+    didSet { for c in excludedClients.subtracting(oldValue) { pump?.exclude(c.base) } }
+  }
+  /// While quarantine is on, the thread that reads the data connection (see `RecordPump`).
+  private(set) var pump: RecordPump?
+  /// Targets whose shields the pump put up on a ClientStarted handed out by the last `drain`.
+  private(set) var lastFired: Set<WindowID> = []
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
   /// `init` just returned): call `drain` again without waiting for the descriptor, which
   /// already-read records do not make readable.
@@ -147,13 +154,32 @@ public final class CaptureDetector {
   }
 
   deinit {
+    pump?.stop()
     xcb_record_disable_context(control.conn, context)
     xcb_record_free_context(control.conn, context)
     control.flush()
   }
 
-  /// The data connection's descriptor: readable when records arrived.
-  public var fileDescriptor: Int32 { data.fileDescriptor }
+  /// Readable when records arrived: the data connection's descriptor, or, while the pump
+  /// runs, the pump's wake-up pipe.
+  public var fileDescriptor: Int32 { pump?.wakeRead ?? data.fileDescriptor }
+
+  /// Hands the data connection to a pump thread (quarantine: see `RecordPump`).
+  func startPump() {
+    guard pump == nil, !contextEnded else { return }
+    pump = RecordPump(
+      data: data.conn, enableSequence: enableSequence, excluded: Set(excludedClients.map(\.base)))
+  }
+
+  /// Stops the pump; what it read and nobody took is handed out by the next `drain`.
+  func stopPump() {
+    guard let p = pump else { return }
+    p.stop()
+    pump = nil
+    let left = p.take()
+    stashed += left.replies
+    moreAvailable = !stashed.isEmpty
+  }
 
   /// Every record available now (non-blocking), parsed. Requests of excluded clients and
   /// requests that are not captures (own drawables, not in the catalog) are dropped.
@@ -167,9 +193,23 @@ public final class CaptureDetector {
   public func drainWithServerTime(isSecure: (UInt32) -> Bool) -> [(event: DetectorEvent, serverTime: UInt32)] {
     var out: [(event: DetectorEvent, serverTime: UInt32)] = []
     moreAvailable = false
+    lastFired = []
     if !stashed.isEmpty {
       for raw in stashed { raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) } }
       stashed = []
+    }
+    if let pump {
+      let (replies, fired) = pump.take()
+      lastFired = fired
+      for raw in replies where !contextEnded {
+        if raw.isEmpty {
+          contextEnded = true  // an error reply, or the request is over
+        } else {
+          raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) }
+        }
+      }
+      drainControl()
+      return out
     }
     var budget = maxRepliesPerDrain
     while !contextEnded {

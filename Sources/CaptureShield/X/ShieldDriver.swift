@@ -38,6 +38,10 @@ final class ShieldDriver {
   /// starting within one round trip) looked like tampering, and the "re-assert" map made
   /// the shield flap.
   private var ownUnmaps: [xcb_window_t: [UInt16]] = [:]
+  /// Shields taken down in the model whose UnmapWindow is not sent yet: removals go out in
+  /// `commitUnmaps` (with quarantine on, only when no new client's record is waiting; see
+  /// `RecordPump`). A shield put up again before that is simply left up.
+  private var pendingUnmaps: Set<WindowID> = []
 
   /// Something a shield event means for the engine.
   enum Report {
@@ -163,6 +167,7 @@ final class ShieldDriver {
   private func place(_ target: WindowID, mapped: Bool) -> Bool {
     if let s = shields[target] {
       hidden.remove(target)
+      pendingUnmaps.remove(target)
       if plain.contains(target) {
         // Put up at CreateNotify without a round trip: now give it the striped tile.
         guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, target), nil) else { return false }
@@ -264,12 +269,44 @@ final class ShieldDriver {
     xcb_configure_window(x.conn, s, UInt16(XCB_CONFIG_WINDOW_STACK_MODE.rawValue), &v)
   }
 
-  /// Takes the shield down (destroys it).
-  /// Takes the shield down: unmaps it and keeps it for the next time (a MapWindow).
+  /// Takes the shield down: unmaps it (at the next `commitUnmaps`) and keeps it for the
+  /// next time (a MapWindow).
   func unshield(_ target: WindowID) {
-    guard let s = shields[target], !hidden.contains(target) else { return }
+    guard shields[target] != nil, !hidden.contains(target) else { return }
     hidden.insert(target)
-    ownUnmaps[s, default: []].append(UInt16(truncatingIfNeeded: xcb_unmap_window(x.conn, s).sequence))
+    pendingUnmaps.insert(target)
+  }
+
+  /// Whether `commitUnmaps` has anything to send.
+  var hasPendingUnmaps: Bool { !pendingUnmaps.isEmpty }
+
+  /// Sends the UnmapWindow requests of the shields taken down since the last call.
+  func commitUnmaps() {
+    for t in pendingUnmaps.sorted() {
+      guard let s = shields[t] else { continue }
+      ownUnmaps[s, default: []].append(UInt16(truncatingIfNeeded: xcb_unmap_window(x.conn, s).sequence))
+    }
+    pendingUnmaps = []
+  }
+
+  /// The prepared shields of `targets` that are down (or go down at the next
+  /// `commitUnmaps`): what a new client's record may put up from the pump thread without
+  /// asking anyone (see `RecordPump`).
+  func armable(_ targets: [WindowID]) -> (shields: [UInt32], targets: [WindowID]) {
+    var out: (shields: [UInt32], targets: [WindowID]) = ([], [])
+    for t in targets {
+      guard let s = shields[t], hidden.contains(t) else { continue }
+      out.shields.append(s)
+      out.targets.append(t)
+    }
+    return out
+  }
+
+  /// The pump mapped `target`'s shield: it is up on the server (unless a removal of ours
+  /// is still to be sent, which then takes it down again).
+  func markMapped(_ target: WindowID) {
+    guard shields[target] != nil, !pendingUnmaps.contains(target) else { return }
+    hidden.remove(target)
   }
 
   /// Destroys a shield put up by `shieldAtOnce` that turned out not to be wanted.
@@ -282,6 +319,7 @@ final class ShieldDriver {
     guard let s = shields.removeValue(forKey: target) else { return }
     plain.remove(target)
     hidden.remove(target)
+    pendingUnmaps.remove(target)
     targetOf[s] = nil
     ownUnmaps[s] = nil
     xcb_destroy_window(x.conn, s)
@@ -306,6 +344,7 @@ final class ShieldDriver {
     ownUnmaps[s] = nil
     plain.remove(target)
     hidden.remove(target)
+    pendingUnmaps.remove(target)
     registryDirty = true
   }
 
@@ -349,6 +388,7 @@ final class ShieldDriver {
         if shields[t] == e.window { shields[t] = nil }
         let wasHidden = hidden.remove(t) != nil
         plain.remove(t)
+        pendingUnmaps.remove(t)
         registryDirty = true
         // Destroyed with its parent (no tampering) when the parent is gone too.
         guard let geo = xcb_get_geometry_reply(x.conn, xcb_get_geometry(x.conn, t), nil) else { return nil }

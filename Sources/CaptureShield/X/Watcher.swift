@@ -79,6 +79,8 @@ final class WatcherLoop {
   var netNamed: Set<WindowID> = []
   var identities: [UInt32: ClientIdentity] = [:]
   var stateDirty = true
+  /// `flushAll` is running (it may handle records, which must not flush again).
+  var flushing = false
   var lastPublish = MonotonicTime(nanoseconds: 0)
   let publishInterval = PolicyDuration.milliseconds(50)
   var signalRead: Int32 = -1
@@ -182,6 +184,7 @@ final class WatcherLoop {
     scanExistingWindows()
     // Shields the engine did not claim after the initial scan are stale: remove them.
     for t in adopted where !engine.shielded.contains(t) { driver.destroy(t) }
+    updatePump()
     flushAll()
 
     fds = [
@@ -244,10 +247,46 @@ final class WatcherLoop {
     return Int32(ms)
   }
 
+  /// Sends what is buffered. Shield removals go out here, and with quarantine on only
+  /// when every ClientStarted the pump read has been handled: a shield is never taken down
+  /// between a new client's connection and our decision about it. Then the pump is armed
+  /// with the shields a new client's connection would put up (`Engine.quarantineTargets`).
   func flushAll() {
+    guard !flushing else { return }
+    flushing = true
+    defer { flushing = false }
     driver.writeRegistry()
     x.flush()
+    guard let pump = detector?.pump else {
+      driver.commitUnmaps()
+      driver.x.flush()
+      return
+    }
+    while true {
+      let arm = driver.armable(engine.quarantineTargets)
+      if pump.commit(
+        removesShields: driver.hasPendingUnmaps, arm: (driver.x.conn, arm.shields, arm.targets),
+        submit: { driver.commitUnmaps() })
+      {
+        break
+      }
+      drainDetector()
+      driver.writeRegistry()
+      x.flush()
+    }
     driver.x.flush()
+  }
+
+  /// Quarantine on: the RECORD pump thread reads records and fires armed shields; off: the
+  /// loop reads them itself (no thread, and records can be read in batches).
+  func updatePump() {
+    guard let d = detector else { return }
+    if engine.policy.quarantine != nil {
+      d.startPump()
+    } else {
+      d.stopPump()
+    }
+    if fds.count > 3 { fds[3].fd = d.fileDescriptor }
   }
 
   /// Handles every event of both connections, including those xcb queued while we waited
@@ -342,6 +381,7 @@ final class WatcherLoop {
   /// (open mode) or orphaned (closed mode). Reconnect and put every shield back.
   func replaceShieldConnection() {
     guard let conn = try? XConnection(display: x.displayName) else { return }
+    detector?.pump?.disarm()  // it must not touch the old connection once that is gone
     let p = engine.policy
     driver = ShieldDriver(connection: conn, failMode: p.failMode, input: p.input, label: p.label)
     fds[1].fd = conn.fileDescriptor
@@ -378,6 +418,14 @@ final class WatcherLoop {
       // A window not tracked yet might be secure: a manual redirection of it counts.
       // (No capture list: capturing `engine` would copy the whole engine on every drain.)
       let events = d.drain(isSecure: { w in self.engine.windows[w]?.reason.isSecure ?? self.pendingSet.contains(w) })
+      // Shields the pump put up on a ClientStarted among these records: up on the server.
+      let fired = d.lastFired
+      for t in fired { driver.markMapped(t) }
+      defer {
+        // Put up for a client the engine then did not quarantine (say, it had gone again):
+        // down again, as the engine wants.
+        for t in fired.sorted() where !engine.shielded.contains(t) { driver.unshield(t) }
+      }
       // Decide with every window known: read the window events that came before and track
       // the windows whose tracking was deferred (once per batch of records).
       var windowsKnown = false
@@ -392,11 +440,10 @@ final class WatcherLoop {
         case .clientStarted(let c):
           promptRecordsUntil = Clock.now() + .seconds(2)
           if engine.policy.quarantine != nil {
-            // Quarantine: shield the windows we know first (one MapWindow each, no round
-            // trip: every microsecond counts against a tool that grabs the server right
-            // after connecting), then identify (a round trip), then the rest.
+            // Quarantine: the pump has put the armed shields up already; shield whatever
+            // else the engine wants (one MapWindow each, no round trip, flushed by apply),
+            // then identify (a round trip), then the rest.
             apply(.clientConnected(c, nil))
-            flushAll()
             let id = ProcessInfoReader.identity(pid: x.clientPID(of: c.base))
             identities[c.base] = id
             knowWindows()
@@ -467,6 +514,7 @@ final class WatcherLoop {
   }
 
   func shutdown() -> Int32 {
+    detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if engine.policy.failMode == .open {
       driver.removeAll()
@@ -527,6 +575,7 @@ final class WatcherLoop {
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
       }
+      updatePump()
       driver.setFailMode(p.failMode)
       driver.input = p.input
       driver.label = p.label
