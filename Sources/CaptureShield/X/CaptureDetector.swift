@@ -59,6 +59,8 @@ public final class CaptureDetector {
   private(set) var pump: RecordPump?
   /// Targets whose shields the pump put up on a ClientStarted handed out by the last `drain`.
   private(set) var lastFired: Set<WindowID> = []
+  /// Fired by a pump that was then stopped, reported by the next `drain`.
+  private var stashedFired: Set<WindowID> = []
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
   /// `init` just returned): call `drain` again without waiting for the descriptor, which
   /// already-read records do not make readable.
@@ -178,6 +180,7 @@ public final class CaptureDetector {
     pump = nil
     let left = p.take()
     stashed += left.replies
+    stashedFired.formUnion(left.fired)
     moreAvailable = !stashed.isEmpty
   }
 
@@ -193,14 +196,15 @@ public final class CaptureDetector {
   public func drainWithServerTime(isSecure: (UInt32) -> Bool) -> [(event: DetectorEvent, serverTime: UInt32)] {
     var out: [(event: DetectorEvent, serverTime: UInt32)] = []
     moreAvailable = false
-    lastFired = []
+    lastFired = stashedFired
+    stashedFired = []
     if !stashed.isEmpty {
       for raw in stashed { raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) } }
       stashed = []
     }
     if let pump {
       let (replies, fired) = pump.take()
-      lastFired = fired
+      lastFired.formUnion(fired)
       for raw in replies where !contextEnded {
         if raw.isEmpty {
           contextEnded = true  // an error reply, or the request is over

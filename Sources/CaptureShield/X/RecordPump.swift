@@ -146,12 +146,14 @@ final class RecordPump: @unchecked Sendable {
     return true
   }
 
-  /// Nothing fires until the next `commit` (the shield connection is about to go).
+  /// Nothing fires until the next `commit`, and what fired is forgotten: the shield
+  /// connection is about to go, and its shields with it.
   func disarm() {
     lock.lock()
     armedConn = nil
     armedShields = []
     armedTargets = []
+    fired = []
     lock.unlock()
   }
 
