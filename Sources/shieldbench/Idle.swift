@@ -61,7 +61,36 @@ func runIdleBenchmark(display: String, scratch: String, shieldctl: String, table
   }
   let idle30 = try measure(secureCount: 5, seconds: 30)
   result["idle_30s_50_windows"] = idle30
+
+  // (c) What each short-lived X client costs the daemon: 300 clients, one every 10 ms, each
+  // connecting, reading the daemon's state (one round trip) and disconnecting, as a status
+  // poller or a panel applet does. Without and with quarantine (which also shields and
+  // unshields for each).
+  var perClient: [String: Double] = [:]
+  for (key, text) in [("off", "{ version: 1 }\n"), ("on", "{ version: 1, capture: { quarantine: \"300ms\" } }\n")] {
+    let path = scratch + "/policy-churn-\(key).json5"
+    try writePolicy(text, to: path)
+    let daemon = try Daemon(
+      shieldctl: shieldctl, display: display, policy: path, logPath: scratch + "/daemon-churn.log")
+    defer { daemon.stop() }
+    try daemon.waitUntil(probe) { $0.windows.filter(\.secure).count == 5 && !$0.shieldsActive }
+    sleepSeconds(2.5)
+    let clients = 300
+    guard let a = ProcSample.read(pid: daemon.pid) else { throw BenchError("cannot read /proc/\(daemon.pid)") }
+    let state = probe.atom("_CAPTURE_SHIELD_STATE")
+    for _ in 0..<clients {
+      let c = try XClient(display: display)
+      _ = c.property(c.root, state)
+      withExtendedLifetime(c) {}
+      sleepSeconds(0.01)
+    }
+    sleepSeconds(1)  // the last quarantine and its audit lines
+    guard let b = ProcSample.read(pid: daemon.pid) else { throw BenchError("the daemon is gone") }
+    perClient[key] = Double(b.runNanoseconds - a.runNanoseconds) / 1e3 / Double(clients)
+  }
   withExtendedLifetime(apps) {}
+  result["cpu_us_per_client_quarantine_off"] = perClient["off"]
+  result["cpu_us_per_client_quarantine_on"] = perClient["on"]
 
   func d(_ m: [String: Any], _ k: String) -> Double { (m[k] as? Double) ?? Double((m[k] as? Int) ?? 0) }
   let cpu30 = d(idle30, "cpu_ms_ticks")
@@ -78,6 +107,14 @@ func runIdleBenchmark(display: String, scratch: String, shieldctl: String, table
       value: String(
         format: "%.0f ms / %.2f ms, %d", d(idle10, "cpu_ms_ticks"), d(idle10, "cpu_ms_schedstat"),
         Int(d(idle10, "voluntary_switches"))), target: "-", met: nil))
+  print(
+    "  per short-lived X client (300, one every 10 ms): daemon CPU \(String(format: "%.0f", perClient["off"] ?? 0)) us"
+      + " (quarantine off), \(String(format: "%.0f", perClient["on"] ?? 0)) us (quarantine on)")
+  table.append(
+    TableRow(
+      row: "2 idle", figure: "daemon CPU per short-lived X client (quarantine off / on)",
+      value: String(format: "%.0f us / %.0f us", perClient["off"] ?? 0, perClient["on"] ?? 0), target: "-",
+      met: nil))
   table.append(
     TableRow(
       row: "2 idle", figure: "30 s idle, 50 windows (5 secure): CPU (ticks / schedstat), wake-ups",

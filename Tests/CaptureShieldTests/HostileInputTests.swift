@@ -8,7 +8,7 @@ import Testing
 @testable import CaptureShield
 
 /// A small deterministic PRNG (SplitMix64), so every random case can be reproduced.
-private struct SplitMix64: RandomNumberGenerator {
+struct SplitMix64: RandomNumberGenerator {
   var state: UInt64
   init(seed: UInt64) { state = seed }
   mutating func next() -> UInt64 {

@@ -206,27 +206,61 @@ final class XConnection {
   }
 }
 
-/// Reads `/proc` for a PID: executable, process name, uid, command line.
+/// Reads `/proc` for a PID: executable, process name, uid, command line. Plain `readlink`
+/// and `read` (no Foundation file APIs): it runs for every client that connects, and the
+/// Foundation path cost a third of the daemon's time per client.
 enum ProcessInfoReader {
   static func identity(pid: Int?, failure: String? = nil) -> ClientIdentity {
     guard let pid else { return ClientIdentity(failure: failure ?? "no PID (remote or unknown client)") }
-    var id = ClientIdentity(pid: pid)
     let base = "/proc/\(pid)"
-    if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: base + "/exe") {
-      id.exe = exe
+    return parse(
+      pid: pid, exe: readLink(base + "/exe"), comm: readSmallFile(base + "/comm"),
+      status: readSmallFile(base + "/status"), cmdline: readSmallFile(base + "/cmdline", limit: 64 * 1024))
+  }
+
+  /// Builds the identity from the raw contents of `/proc/PID/{exe,comm,status,cmdline}`
+  /// (nil: could not be read).
+  static func parse(pid: Int, exe: String?, comm: [UInt8]?, status: [UInt8]?, cmdline: [UInt8]?) -> ClientIdentity {
+    var id = ClientIdentity(pid: pid)
+    id.exe = exe
+    if let comm {
+      id.comm = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
     }
-    if let comm = try? String(contentsOfFile: base + "/comm", encoding: .utf8) {
-      id.comm = comm.trimmingCharacters(in: .newlines)
+    if let status {
+      // "Uid:\t<real>\t<effective>\t<saved>\t<fs>"
+      for line in status.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("Uid:".utf8)) {
+        let fields = line.dropFirst(4).split(whereSeparator: { $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: " ") })
+        id.uid = fields.first.flatMap { Int(String(decoding: $0, as: UTF8.self)) }
+        break
+      }
     }
-    if let status = try? String(contentsOfFile: base + "/status", encoding: .utf8),
-      let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") })
-    {
-      id.uid = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { Int($0) }
-    }
-    if let data = FileManager.default.contents(atPath: base + "/cmdline") {
-      id.cmdline = data.split(separator: 0).prefix(64).map { String(decoding: $0.prefix(1024), as: UTF8.self) }
+    if let cmdline {
+      id.cmdline = cmdline.split(separator: 0).prefix(64).map { String(decoding: $0.prefix(1024), as: UTF8.self) }
     }
     if id.exe == nil && id.comm == nil { id.failure = "process \(pid) exited before it could be identified" }
     return id
+  }
+
+  static func readLink(_ path: String) -> String? {
+    var buf = [CChar](repeating: 0, count: 4096)
+    let n = readlink(path, &buf, buf.count - 1)
+    guard n > 0 else { return nil }
+    return String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  /// The whole file, up to `limit` bytes (/proc files report size 0: read until EOF).
+  static func readSmallFile(_ path: String, limit: Int = 16 * 1024) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while out.count < limit {
+      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, min($0.count, limit - out.count)) }
+      if n < 0 { return out.isEmpty ? nil : out }
+      if n == 0 { break }
+      out += chunk[0..<n]
+    }
+    return out
   }
 }
