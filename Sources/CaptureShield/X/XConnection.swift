@@ -224,7 +224,10 @@ enum ProcessInfoReader {
     var id = ClientIdentity(pid: pid)
     id.exe = exe
     if let comm {
-      id.comm = String(decoding: comm, as: UTF8.self).trimmingCharacters(in: .newlines)
+      // The kernel ends it with one newline (Foundation's trimming was a tenth of the lookup).
+      var end = comm.count
+      while end > 0, comm[end - 1] == UInt8(ascii: "\n") || comm[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+      id.comm = String(decoding: comm[..<end], as: UTF8.self)
     }
     if let status {
       // "Uid:\t<real>\t<effective>\t<saved>\t<fs>"
