@@ -252,12 +252,17 @@ func runReactionBenchmark(
   for mode in modes {
     let policyPath = scratch + "/policy-\(mode.key).json5"
     try writePolicy(mode.policy, to: policyPath)
+    let startIndex = try recorder.mark()
     let daemon = try Daemon(
       shieldctl: shieldctl, display: display, policy: policyPath, logPath: scratch + "/daemon-\(mode.key).log")
     defer { daemon.stop() }
     try daemon.waitUntil(probe) { s in
       s.windows.contains { $0.id == secure && $0.secure } && s.sessions.isEmpty && !s.shieldsActive
     }
+    // And from the server's side: with quarantine on, the daemon quarantines the clients it
+    // finds at start-up (ours), and a first run inside that window would find the shield
+    // already up and count as "no shield came".
+    try bench.waitForShieldDown(since: startIndex, exitAt: monotonicNow())
     sleepSeconds(0.2)
     var byTool: [String: [RunOutcome]] = [:]
     for _ in 0..<runs {
