@@ -6,7 +6,8 @@ import Foundation
 /// its own X connection so that, in `closed` fail mode, the shields outlive the daemon
 /// (SetCloseDownMode RetainPermanent) without also keeping the daemon's other windows.
 ///
-/// This and `XEffects` are the only places that send state-changing requests to X.
+/// This and `XEffects` are the only places that send state-changing requests to X (and
+/// `RecordPump`, which maps the shields the engine named in advance when a client connects).
 final class ShieldDriver {
   /// The largest size X allows; the parent clips it.
   static let shieldSize: UInt16 = 32767
