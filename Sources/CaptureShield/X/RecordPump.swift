@@ -46,14 +46,13 @@ final class RecordPump: @unchecked Sendable {
   private var queue: [[UInt8]] = []
   /// ClientStarted records in `queue` (not taken yet).
   private var startsQueued = 0
-  /// What fires on the next ClientStarted: shield windows on `shieldConn`, and their targets.
+  /// What fires on the next ClientStarted: shield windows on `armedConn` (the shield
+  /// driver's connection), and their targets.
   private var armedConn: OpaquePointer?
   private var armedShields: [UInt32] = []
   private var armedTargets: [WindowID] = []
   /// Targets whose shields were mapped by the pump and not yet reported to the loop.
   private var fired: Set<WindowID> = []
-  /// How often the pump fired (diagnostics and tests).
-  private var fires = 0
   private var running = true
   private let finished = DispatchSemaphore(value: 0)
   /// The loop polls `wakeRead`; the pump writes a byte there when it queues something.
@@ -63,7 +62,8 @@ final class RecordPump: @unchecked Sendable {
   private let stopRead: Int32
   private let stopWrite: Int32
 
-  /// Starts the pump thread on `data` (the RECORD data connection, enabled as `sequence`).
+  /// Starts the pump thread on `data` (the RECORD data connection, whose EnableContext
+  /// request was `enableSequence`).
   init(data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>) {
     self.data = data
     self.enableSequence = enableSequence
@@ -112,13 +112,6 @@ final class RecordPump: @unchecked Sendable {
     fired = []
     startsQueued = 0
     return out
-  }
-
-  /// How many ClientStarted records fired armed shields so far.
-  var firedCount: Int {
-    lock.lock()
-    defer { lock.unlock() }
-    return fires
   }
 
   func exclude(_ base: UInt32) {
@@ -210,7 +203,6 @@ final class RecordPump: @unchecked Sendable {
           for s in armedShields { xcb_map_window(c, s) }
           xcb_flush(c)
           fired.formUnion(armedTargets)
-          fires += 1
           // Up now: nothing to fire until the loop arms again.
           armedShields = []
           armedTargets = []
