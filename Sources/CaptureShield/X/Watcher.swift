@@ -81,6 +81,8 @@ final class WatcherLoop {
   var stateDirty = true
   /// `flushAll` is running (it may handle records, which must not flush again).
   var flushing = false
+  /// `engine.quarantineTargets` since the engine last handled an event (nil: ask again).
+  var quarantineTargets: [WindowID]?
   var lastPublish = MonotonicTime(nanoseconds: 0)
   let publishInterval = PolicyDuration.milliseconds(50)
   var signalRead: Int32 = -1
@@ -263,7 +265,9 @@ final class WatcherLoop {
       return
     }
     while true {
-      let arm = driver.armable(engine.quarantineTargets)
+      // The engine's answer changes only when it handles an event (it scans every window).
+      if quarantineTargets == nil { quarantineTargets = engine.quarantineTargets }
+      let arm = driver.armable(quarantineTargets ?? [])
       if pump.commit(
         removesShields: driver.hasPendingUnmaps, arm: (driver.x.conn, arm.shields, arm.targets),
         submit: { driver.commitUnmaps() })
@@ -589,6 +593,7 @@ final class WatcherLoop {
 
   func apply(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
+    quarantineTargets = nil
     // Shields going up first, and on the wire at once: the audit lines (date formatting, a
     // write) and the rest come after. A tool that grabs the server right after connecting
     // leaves quarantine a few hundred microseconds. (Taking shields down is not urgent: it
