@@ -199,7 +199,13 @@ public final class CaptureDetector {
     lastFired = stashedFired
     stashedFired = []
     if !stashed.isEmpty {
-      for raw in stashed { raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) } }
+      for raw in stashed where !contextEnded {
+        if raw.isEmpty {
+          contextEnded = true  // the pump's end-of-context mark (see `RecordPump`)
+        } else {
+          raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) }
+        }
+      }
       stashed = []
     }
     if let pump {
