@@ -196,28 +196,24 @@ public final class CaptureDetector {
   public func drainWithServerTime(isSecure: (UInt32) -> Bool) -> [(event: DetectorEvent, serverTime: UInt32)] {
     var out: [(event: DetectorEvent, serverTime: UInt32)] = []
     moreAvailable = false
+    // Replies read ahead of this call: by `init`, by a pump since stopped, by the pump.
+    var ahead = stashed
+    stashed = []
     lastFired = stashedFired
     stashedFired = []
-    if !stashed.isEmpty {
-      for raw in stashed where !contextEnded {
-        if raw.isEmpty {
-          contextEnded = true  // the pump's end-of-context mark (see `RecordPump`)
-        } else {
-          raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) }
-        }
-      }
-      stashed = []
-    }
     if let pump {
       let (replies, fired) = pump.take()
+      ahead += replies
       lastFired.formUnion(fired)
-      for raw in replies where !contextEnded {
-        if raw.isEmpty {
-          contextEnded = true  // an error reply, or the request is over
-        } else {
-          raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) }
-        }
+    }
+    for raw in ahead where !contextEnded {
+      if raw.isEmpty {
+        contextEnded = true  // the pump's mark: an error reply, or the request is over
+      } else {
+        raw.withUnsafeBytes { handle($0, into: &out, isSecure: isSecure) }
       }
+    }
+    if pump != nil {
       drainControl()
       return out
     }
