@@ -71,6 +71,43 @@ import Testing
     #expect(id.failure == nil)
   }
 
+  /// The launch watch matches a client to a launch by how young its process is.
+  @Test func procReaderGivesTheProcessAge() throws {
+    let id = ProcessInfoReader.identity(pid: Int(getpid()))
+    let age = try #require(id.processAge)
+    // This test process started before the test ran, and not hours ago.
+    #expect(age > 0 && age < 3600, "\(age)")
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: "/bin/sleep")
+    child.arguments = ["5"]
+    try child.run()
+    defer { child.terminate() }
+    let childAge = try #require(ProcessInfoReader.identity(pid: Int(child.processIdentifier)).processAge)
+    #expect(childAge < 1.0 && childAge < age, "\(childAge) vs \(age)")
+  }
+
+  struct StatCase: Sendable, CustomTestStringConvertible {
+    var stat: String
+    var ticks: UInt64?
+    var testDescription: String { stat }
+  }
+
+  @Test(
+    "start time (field 22) of /proc/PID/stat",
+    arguments: [
+      StatCase(
+        stat: "4242 (xwd) S 1 4242 4242 0 -1 4194560 120 0 0 0 0 0 0 0 20 0 1 0 987654 1000 200\n", ticks: 987654),
+      // The command name may hold spaces and parentheses: fields count after the last ')'.
+      StatCase(
+        stat: "7 (a) b (c) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 123 1000 200\n", ticks: 123),
+      StatCase(stat: "7 (x) R 1 7", ticks: nil),
+      StatCase(stat: "no parenthesis", ticks: nil),
+      StatCase(stat: "7 (x) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 abc 1\n", ticks: nil),
+    ])
+  func statStartTicks(_ c: StatCase) {
+    #expect(ProcessInfoReader.startTicks(stat: Array(c.stat.utf8)) == c.ticks)
+  }
+
   @Test func procReaderOnAGoneProcess() {
     // PIDs above pid_max do not exist.
     let id = ProcessInfoReader.identity(pid: 1 << 30)
@@ -99,5 +136,71 @@ import Testing
     #expect(id.uid == c.uid)
     #expect(id.comm == "x")
     #expect(id.cmdline == ["x", "-y"])
+  }
+}
+
+@Suite struct LaunchWatchTests {
+  struct MapsCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var maps: String
+    var expected: String?
+    var testDescription: String { name }
+  }
+
+  @Test(
+    "the core libxcb among /proc/self/maps lines",
+    arguments: [
+      MapsCase(
+        name: "core library after an extension library",
+        maps: """
+          7f00 r--p 00000000 08:01 100 /usr/lib/x86_64-linux-gnu/libxcb-record.so.0.0.0
+          7f01 r-xp 00000000 08:01 101 /usr/lib/x86_64-linux-gnu/libxcb.so.1.1.0
+          7f02 rw-p 00000000 00:00 0 [heap]
+          """,
+        expected: "/usr/lib/x86_64-linux-gnu/libxcb.so.1.1.0"),
+      MapsCase(
+        name: "no libxcb", maps: "7f00 r--p 00000000 08:01 100 /usr/lib/libc.so.6\n7f02 rw-p 0 00:00 0 [stack]",
+        expected: nil),
+      MapsCase(name: "libxcb-shm only", maps: "7f00 r--p 0 08:01 1 /lib/libxcb-shm.so.0", expected: nil),
+      MapsCase(name: "empty", maps: "", expected: nil),
+    ])
+  func mappedLibxcb(_ c: MapsCase) {
+    #expect(LaunchWatch.mappedLibxcb(maps: c.maps) == c.expected)
+  }
+
+  /// The watch counts opens of its file (what the loader does at a launch) and nothing else.
+  @Test func countsOpensOfTheWatchedFile() throws {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("launchwatch-\(getpid())")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let lib = dir.appendingPathComponent("libfake.so.1").path
+    let other = dir.appendingPathComponent("other").path
+    #expect(FileManager.default.createFile(atPath: lib, contents: Data([1, 2, 3])))
+    #expect(FileManager.default.createFile(atPath: other, contents: Data([1])))
+    let watch = try LaunchWatch(path: lib)
+    #expect(watch.readLaunches() == 0)
+    var seen = 0
+    for _ in 0..<3 {
+      close(open(lib, O_RDONLY))
+      seen += watch.readLaunches()
+    }
+    close(open(other, O_RDONLY))
+    #expect(seen == 3)
+    #expect(watch.readLaunches() == 0)
+    // The kernel merges identical events not read yet: opens in a burst count as one.
+    for _ in 0..<3 { close(open(lib, O_RDONLY)) }
+    #expect(watch.readLaunches() == 1)
+    // Replaced by an upgrade (new inode at the same path): the watch follows the path, and
+    // the replacement itself counts as a launch (one may have been missed: fail safe).
+    try FileManager.default.removeItem(atPath: lib)
+    #expect(FileManager.default.createFile(atPath: lib, contents: Data([4])))
+    #expect(watch.readLaunches() >= 1)
+    #expect(!watch.lost)
+    close(open(lib, O_RDONLY))
+    #expect(watch.readLaunches() == 1)
+  }
+
+  @Test func aMissingFileIsAnError() {
+    #expect(throws: LaunchWatch.SetupError.self) { try LaunchWatch(path: "/nonexistent/libxcb.so.1") }
   }
 }

@@ -140,6 +140,12 @@ private struct TempDir {
         #"t.json5:1:38: error: bad duration 'never': expected "off" or a number followed by ms, s, m or h, e.g. "250ms" or "2s""#
       ]),
     DiagnosticCase(
+      name: "quarantineOnLaunch is a bool",
+      source: #"{ version: 1, capture: { quarantine: "300ms", quarantineOnLaunch: "yes" } }"#,
+      expected: [
+        #"t.json5:1:67: error: 'quarantineOnLaunch' must be a boolean (true or false), not a string"#
+      ]),
+    DiagnosticCase(
       name: "missing version",
       source: "// no version here\n{ secure: [] }",
       expected: ["t.json5:1:1: error: missing required key 'version'"]),
@@ -502,6 +508,7 @@ private struct TempDir {
         replaceDefaultKnown: false,
         linger: "500ms",
         quarantine: "3s",
+        quarantineOnLaunch: false,
       },
       shield: { when: "always", failMode: "closed", input: "block", label: 'Private', },
       clipboard: {
@@ -536,15 +543,16 @@ private struct TempDir {
         == Policy.defaultKnownCapturers + [Matcher(comm: pattern("my-recorder"), pid: 16, location: at(12, 13))])
     #expect(policy.linger == .milliseconds(500))
     #expect(policy.quarantine == .seconds(3))
+    #expect(!policy.quarantineOnLaunch)
     #expect(policy.when == .always)
     #expect(policy.failMode == .closed)
     #expect(policy.input == .block)
     #expect(policy.label == "Private")
     #expect(policy.clipboard.enabled == true)
-    #expect(policy.clipboard.sources == [Matcher(class: pattern("KeePassXC"), location: at(20, 15))])
+    #expect(policy.clipboard.sources == [Matcher(class: pattern("KeePassXC"), location: at(21, 15))])
     #expect(policy.clipboard.readers == .allowList)
-    #expect(policy.clipboard.allow == [Matcher(comm: pattern("xdotool"), location: at(22, 13))])
-    #expect(policy.clipboard.deny == [Matcher(comm: pattern("xclip"), location: at(23, 12))])
+    #expect(policy.clipboard.allow == [Matcher(comm: pattern("xdotool"), location: at(23, 13))])
+    #expect(policy.clipboard.deny == [Matcher(comm: pattern("xclip"), location: at(24, 12))])
     #expect(policy.clipboard.clearAfter == .seconds(60))
     #expect(policy.clipboard.maxReads == 3)
     #expect(policy.clipboard.selections == ["CLIPBOARD"])
@@ -581,7 +589,7 @@ private struct TempDir {
       {
         version: 1,
         secure: [{ class: "B" }],
-        capture: { allow: [{ comm: "b" }], linger: "3s", quarantine: "off" },
+        capture: { allow: [{ comm: "b" }], linger: "3s", quarantine: "off", quarantineOnLaunch: false },
         shield: { failMode: "closed" },
         clipboard: { deny: [{ comm: "y" }], enabled: false },
       }
@@ -594,6 +602,7 @@ private struct TempDir {
     #expect(p.clipboard.deny.map { $0.comm?.source } == ["x", "y"])
     #expect(p.linger == .seconds(3))
     #expect(p.quarantine == nil)  // "off" in the later file overrides 5s
+    #expect(!p.quarantineOnLaunch)
     #expect(p.when == .always)  // set only by the first file
     #expect(p.failMode == .closed)
     #expect(p.label == "system")
@@ -606,6 +615,7 @@ private struct TempDir {
     #expect(q.secure.map { $0.class?.source } == ["B", "A"])
     #expect(q.linger == .seconds(1))
     #expect(q.quarantine == .seconds(5))
+    #expect(!q.quarantineOnLaunch)  // set only by `user`: the default (true) never overrides
   }
 
   @Test func mergeOfNothingIsTheDefaultPolicy() {

@@ -161,6 +161,51 @@ struct CaptureTests {
     await server.stop()
   }
 
+  /// `capture.quarantineOnLaunch`: the daemon watches libxcb with inotify, so a process
+  /// that loads it shields the secure windows before it can even connect. Here xwd is
+  /// pointed at a display that does not exist: it loads libxcb and never connects to ours,
+  /// so only the launch watch can have put the shield up (and, no client coming, the
+  /// launch ends with the quarantine duration). Off, the same launch does nothing.
+  @Test(
+    "with capture.quarantineOnLaunch, a process loading libxcb shields secure windows before it connects",
+    arguments: [true, false])
+  func quarantineStartsAtLaunch(_ onLaunch: Bool) async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(
+      on: server,
+      policy: "{version: 1, capture: {quarantine: \"1500ms\", quarantineOnLaunch: \(onLaunch)}}")
+    // One connection for every look at the state (a new connection per look is a client
+    // and would start a quarantine of its own).
+    let observer = try XControl(display: server.display)
+    func shielded() throws -> Bool {
+      (try observer.readState())?.windows.first { $0.id == window.id }?.shielded ?? false
+    }
+    try await waitUntil("the observer's own quarantine is over", timeout: .seconds(10)) { try !shielded() }
+    let t0 = ContinuousClock.now
+    let xwd = try await runCommand(
+      "/usr/bin/xwd", ["-root", "-silent", "-out", "/dev/null"], environment: ["DISPLAY": ":999"])
+    #expect(String(decoding: xwd.stderr, as: UTF8.self).contains("unable to open display"), "\(xwd.stderr)")
+    var sawShield = false
+    while ContinuousClock.now - t0 < .milliseconds(1000) {
+      if try shielded() {
+        sawShield = true
+        break
+      }
+      try await Task.sleep(for: .milliseconds(5))
+    }
+    #expect(sawShield == onLaunch)
+    if onLaunch {
+      try await waitUntil("the launch ends with the quarantine duration", timeout: .seconds(5)) { try !shielded() }
+      let held = ContinuousClock.now - t0
+      #expect(held >= .milliseconds(1400), "shield held \(held)")
+      print("quarantineOnLaunch: shield up \(held) for a launch that never connected (quarantine 1500 ms)")
+    }
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
   @Test("a compositor is named in status; allowed, it triggers nothing, and tools are still detected")
   func compositorAllowed() async throws {
     let server = try await XvfbServer.start()

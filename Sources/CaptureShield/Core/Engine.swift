@@ -19,6 +19,9 @@ public struct Engine: Sendable {
     case clientConnected(ClientID, ClientIdentity?)
     /// A client's identity arrived later (a lookup stalled by a server grab, say).
     case clientIdentified(ClientID, ClientIdentity)
+    /// A process loaded the X client library: a client is probably about to connect
+    /// (`capture.quarantineOnLaunch`). Carries no identity: the process is not known yet.
+    case clientLaunching
     /// A request that reads pixels the client does not own.
     case captureRequest(ClientID, CaptureRequest)
     case clientGone(ClientID)
@@ -113,6 +116,20 @@ public struct Engine: Sendable {
   public private(set) var shielded: Set<WindowID> = []
   public private(set) var compositor: ClientID?
   public private(set) var pausedUntil: MonotonicTime?? = nil
+  /// A process loaded the X client library (`clientLaunching`) and no client of a process
+  /// that young has been identified since: the shields stay up as for a quarantine.
+  public struct Launch: Sendable, Hashable {
+    public var seen: MonotonicTime
+    public var until: MonotonicTime
+  }
+  /// Launches not matched by a client yet, oldest first. Each keeps the shields up until a
+  /// client whose process is young enough to have caused it is identified (that client's
+  /// own quarantine takes over) or until the quarantine duration ends.
+  public private(set) var launches: [Launch] = []
+  /// How long after its process started a client can still be the launch's client: a
+  /// client whose process is older (a long-running app opening another connection) never
+  /// matches a launch, so it cannot end the launch of a tool still loading.
+  public static let launchMatchAge = 2.0
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
@@ -143,7 +160,7 @@ public struct Engine: Sendable {
   public var shieldsActive: Bool {
     if isPaused { return false }
     if policy.when == .always { return true }
-    return sessions.values.contains { $0.isLive(at: now) }
+    return sessions.values.contains { $0.isLive(at: now) } || launches.contains { now < $0.until }
   }
 
   /// The earliest time at which a `.tick` could change something, if any.
@@ -153,6 +170,7 @@ public struct Engine: Sendable {
       if let e = s.expires, d == nil || e < d! { d = e }
     }
     if case .some(.some(let until)) = pausedUntil, d == nil || until < d! { d = until }
+    if let l = launches.map(\.until).min(), d == nil || l < d! { d = l }
     return d
   }
 
@@ -171,7 +189,7 @@ public struct Engine: Sendable {
   /// Whether RECORD records should be fetched promptly (cheap round trips): while a
   /// session is live or a client is not yet identified. Idle otherwise.
   public var wantsPromptRecords: Bool {
-    !sessions.isEmpty || clients.values.contains { $0.clientClass == .unidentified }
+    !sessions.isEmpty || !launches.isEmpty || clients.values.contains { $0.clientClass == .unidentified }
   }
 
   /// The decision for a window, with merged client facts.
@@ -252,10 +270,16 @@ public struct Engine: Sendable {
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
       touched += redecide(client: id, onlyUnknown: false, except: nil)
+      matchLaunch(identity)
       if cls == .known {
         startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
       } else if cls != .allowed, let q = policy.quarantine {
         startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
+      }
+
+    case .clientLaunching:
+      if let q = policy.quarantine, policy.quarantineOnLaunch {
+        launches.append(Launch(seen: now, until: now + q))
       }
 
     case .clientIdentified(let id, let identity):
@@ -266,6 +290,7 @@ public struct Engine: Sendable {
           captureRequests: 0)
       }
       clients[id]!.identity = identity
+      matchLaunch(identity)
       reclassify(id, fx: &fx)
       touched += redecide(client: id, onlyUnknown: false, except: nil)
 
@@ -378,6 +403,7 @@ public struct Engine: Sendable {
 
     case .policyReplaced(let p):
       policy = p
+      if p.quarantine == nil || !p.quarantineOnLaunch { launches = [] }
       stateChanged = true
       all = true
       fx.append(
@@ -596,12 +622,28 @@ public struct Engine: Sendable {
       all = true
       stateChanged = true
     }
+    if launches.contains(where: { now >= $0.until }) {
+      launches.removeAll { now >= $0.until }
+      all = true
+    }
     if case .some(.some(let until)) = pausedUntil, now >= until {
       pausedUntil = nil
       all = true
       stateChanged = true
       fx.append(.audit(AuditRecord("resume", [("by", "pause expired")])))
     }
+  }
+
+  /// A client was identified: the oldest launch its process can have caused (seen after the
+  /// process started, the process at most `launchMatchAge` old) is over; the client's own
+  /// class decides from now on. A client without a known process age matches none: the
+  /// launch then lasts its full duration (fail safe).
+  mutating func matchLaunch(_ identity: ClientIdentity?) {
+    guard !launches.isEmpty, let age = identity?.processAge, age <= Engine.launchMatchAge else { return }
+    // /proc gives the start in clock ticks (10 ms): allow one tick and some.
+    let startedNs = now.nanoseconds.subtractingReportingOverflow(UInt64((age + 0.02) * 1e9))
+    let started = MonotonicTime(nanoseconds: startedNs.overflow ? 0 : startedNs.partialValue)
+    if let i = launches.firstIndex(where: { $0.seen >= started }) { launches.remove(at: i) }
   }
 
   mutating func reclassify(_ id: ClientID, fx: inout [Effect]) {

@@ -85,10 +85,13 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   public var cmdline: [String]?
   /// Why identification failed, when it did (TCP client, process gone, ...).
   public var failure: String?
+  /// How long the process had been running when it was identified, in seconds (10 ms
+  /// resolution: /proc's start time is in clock ticks).
+  public var processAge: Double?
 
   public init(
     pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,
-    cmdline: [String]? = nil, failure: String? = nil
+    cmdline: [String]? = nil, failure: String? = nil, processAge: Double? = nil
   ) {
     self.pid = pid
     self.exe = exe
@@ -96,6 +99,7 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
     self.uid = uid
     self.cmdline = cmdline
     self.failure = failure
+    self.processAge = processAge
   }
 
   /// Facts for matching `capture.*` rules (no window facts).

@@ -199,6 +199,7 @@ public enum PolicyLoader {
       if let v = c.replaceDefaultKnown { replaceDefaultKnown = v }
       if let v = c.linger { policy.linger = v }
       if let v = c.quarantine { policy.quarantine = v.policyValue }
+      if let v = c.quarantineOnLaunch { policy.quarantineOnLaunch = v }
 
       let s = file.shield
       if let v = s.when { policy.when = v }

@@ -73,16 +73,20 @@ public struct PolicyFile: Sendable, Hashable {
     public var linger: PolicyDuration?
     /// `capture.quarantine`: a duration, or `"off"`.
     public var quarantine: Quarantine?
+    /// `capture.quarantineOnLaunch`: whether the quarantine starts when a process loads the
+    /// X client library, before it connects.
+    public var quarantineOnLaunch: Bool?
 
     public init(
       allow: [Matcher]? = nil, known: [Matcher]? = nil, replaceDefaultKnown: Bool? = nil,
-      linger: PolicyDuration? = nil, quarantine: Quarantine? = nil
+      linger: PolicyDuration? = nil, quarantine: Quarantine? = nil, quarantineOnLaunch: Bool? = nil
     ) {
       self.allow = allow
       self.known = known
       self.replaceDefaultKnown = replaceDefaultKnown
       self.linger = linger
       self.quarantine = quarantine
+      self.quarantineOnLaunch = quarantineOnLaunch
     }
   }
 
@@ -177,7 +181,7 @@ public enum PolicyParser {
   }
 
   static let topKeys = ["version", "secure", "capture", "shield", "clipboard"]
-  static let captureKeys = ["allow", "known", "replaceDefaultKnown", "linger", "quarantine"]
+  static let captureKeys = ["allow", "known", "replaceDefaultKnown", "linger", "quarantine", "quarantineOnLaunch"]
   static let shieldKeys = ["when", "failMode", "input", "label"]
   static let clipboardKeys = [
     "enabled", "sources", "readers", "allow", "deny", "clearAfter", "maxReads", "selections",
@@ -307,6 +311,7 @@ public enum PolicyParser {
           c.quarantine = .duration(d)
         }
       }
+      if let v = f["quarantineOnLaunch"] { c.quarantineOnLaunch = bool(v, key: "quarantineOnLaunch") }
       return c
     }
 

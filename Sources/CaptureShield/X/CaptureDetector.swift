@@ -61,6 +61,11 @@ public final class CaptureDetector {
   private(set) var lastFired: Set<WindowID> = []
   /// Fired by a pump that was then stopped, reported by the next `drain`.
   private var stashedFired: Set<WindowID> = []
+  /// Launches (processes loading libxcb) the pump saw, handed out by the last `drain`.
+  private(set) var lastLaunches = 0
+  private var stashedLaunches = 0
+  /// Whether the running pump watches launches.
+  var pumpWatchesLaunches: Bool { pump?.launchWatch != nil }
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
   /// `init` just returned): call `drain` again without waiting for the descriptor, which
   /// already-read records do not make readable.
@@ -166,11 +171,13 @@ public final class CaptureDetector {
   /// runs, the pump's wake-up pipe.
   public var fileDescriptor: Int32 { pump?.wakeRead ?? data.fileDescriptor }
 
-  /// Hands the data connection to a pump thread (quarantine: see `RecordPump`).
-  func startPump() {
+  /// Hands the data connection to a pump thread (quarantine: see `RecordPump`), which also
+  /// reads `launchWatch` if given.
+  func startPump(launchWatch: LaunchWatch? = nil) {
     guard pump == nil, !contextEnded else { return }
     pump = RecordPump(
-      data: data.conn, enableSequence: enableSequence, excluded: Set(excludedClients.map(\.base)))
+      data: data.conn, enableSequence: enableSequence, excluded: Set(excludedClients.map(\.base)),
+      launchWatch: launchWatch)
   }
 
   /// Stops the pump; what it read and nobody took is handed out by the next `drain`.
@@ -181,6 +188,7 @@ public final class CaptureDetector {
     let left = p.take()
     stashed += left.replies
     stashedFired.formUnion(left.fired)
+    stashedLaunches += left.launches
     moreAvailable = !stashed.isEmpty
   }
 
@@ -201,10 +209,13 @@ public final class CaptureDetector {
     stashed = []
     lastFired = stashedFired
     stashedFired = []
+    lastLaunches = stashedLaunches
+    stashedLaunches = 0
     if let pump {
-      let (replies, fired) = pump.take()
+      let (replies, fired, launches) = pump.take()
       ahead += replies
       lastFired.formUnion(fired)
+      lastLaunches += launches
     }
     for raw in ahead where !contextEnded {
       if raw.isEmpty {

@@ -23,6 +23,11 @@
 // and refuses while a ClientStarted it has not taken is queued: a shield is never taken down
 // between a new client's connection and the loop's decision about it.
 //
+// With `capture.quarantineOnLaunch` the pump also reads a `LaunchWatch`: a process loading
+// libxcb fires the armed shields the same way, a few milliseconds before it can connect, and
+// the launch is queued for the loop like a ClientStarted (the engine keeps the shields up
+// until a client connects or the quarantine duration ends).
+//
 // libxcb is thread-safe: the pump only reads the data connection (nobody else does while it
 // runs) and only sends MapWindow on the shield connection.
 
@@ -34,7 +39,7 @@ import Foundation
 #endif
 
 /// Reads the RECORD data connection on its own thread and fires the armed shields on
-/// ClientStarted. Shared by the pump thread and the daemon's loop; every field behind `lock`.
+/// ClientStarted (and on launches, with a `LaunchWatch`). Shared by the pump thread and the daemon's loop; every field behind `lock`.
 final class RecordPump: @unchecked Sendable {
   private let lock = NSLock()
   private let data: OpaquePointer
@@ -46,6 +51,11 @@ final class RecordPump: @unchecked Sendable {
   private var queue: [[UInt8]] = []
   /// ClientStarted records in `queue` (not taken yet).
   private var startsQueued = 0
+  /// Launches seen by `launchWatch` and not taken yet (see `LaunchWatch`).
+  private var launchesQueued = 0
+  /// With `capture.quarantineOnLaunch`: processes loading libxcb fire the armed shields
+  /// too, before they can connect. Used by the pump thread only.
+  let launchWatch: LaunchWatch?
   /// What fires on the next ClientStarted: shield windows on `armedConn` (the shield
   /// driver's connection), and their targets.
   private var armedConn: OpaquePointer?
@@ -64,8 +74,9 @@ final class RecordPump: @unchecked Sendable {
 
   /// Starts the pump thread on `data` (the RECORD data connection, whose EnableContext
   /// request was `enableSequence`).
-  init(data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>) {
+  init(data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>, launchWatch: LaunchWatch? = nil) {
     self.data = data
+    self.launchWatch = launchWatch
     self.enableSequence = enableSequence
     self.excluded = excluded
     var p: [Int32] = [-1, -1]
@@ -101,16 +112,17 @@ final class RecordPump: @unchecked Sendable {
 
   // MARK: The loop's side
 
-  /// Takes every queued reply and the targets fired since the last call.
-  func take() -> (replies: [[UInt8]], fired: Set<WindowID>) {
+  /// Takes every queued reply, the targets fired and the launches seen since the last call.
+  func take() -> (replies: [[UInt8]], fired: Set<WindowID>, launches: Int) {
     var buf = [UInt8](repeating: 0, count: 256)
     while read(wakeRead, &buf, buf.count) > 0 {}
     lock.lock()
     defer { lock.unlock() }
-    let out = (queue, fired)
+    let out = (queue, fired, launchesQueued)
     queue = []
     fired = []
     startsQueued = 0
+    launchesQueued = 0
     return out
   }
 
@@ -120,8 +132,8 @@ final class RecordPump: @unchecked Sendable {
     lock.unlock()
   }
 
-  /// Under the pump's lock, unless a ClientStarted the loop has not taken is queued while
-  /// shields would come down (`removesShields`; then returns false and the loop must handle
+  /// Under the pump's lock, unless a ClientStarted or a launch the loop has not taken is
+  /// queued while shields would come down (`removesShields`; then returns false and the loop must handle
   /// the records first): runs `submit` (which queues the deferred removals on the shield
   /// connection, without flushing) and arms `arm` (shield windows on `conn`, their targets).
   /// Requests the pump sends later are queued after the removals, so a removal never
@@ -131,7 +143,7 @@ final class RecordPump: @unchecked Sendable {
   ) -> Bool {
     lock.lock()
     defer { lock.unlock() }
-    if removesShields && startsQueued > 0 { return false }
+    if removesShields && (startsQueued > 0 || launchesQueued > 0) { return false }
     submit()
     armedConn = arm.conn
     armedShields = arm.shields
@@ -158,6 +170,7 @@ final class RecordPump: @unchecked Sendable {
     var fds = [
       pollfd(fd: xcb_get_file_descriptor(data), events: Int16(POLLIN), revents: 0),
       pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: launchWatch?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
     ]
     while true {
       lock.lock()
@@ -165,6 +178,15 @@ final class RecordPump: @unchecked Sendable {
       lock.unlock()
       guard go else { return }
       var got = false
+      // Launches first: they come before their ClientStarted.
+      if let w = launchWatch {
+        w.retry()
+        let n = w.readLaunches()
+        if n > 0 {
+          launched(n)
+          got = true
+        }
+      }
       while true {
         var reply: UnsafeMutableRawPointer? = nil
         var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
@@ -186,7 +208,7 @@ final class RecordPump: @unchecked Sendable {
         wake()  // the loop sees the broken connection
         return
       }
-      _ = poll(&fds, 2, -1)
+      _ = poll(&fds, 3, launchWatch?.lost == true ? 1000 : -1)
     }
   }
 
@@ -199,17 +221,29 @@ final class RecordPump: @unchecked Sendable {
       let base = bytes.withUnsafeBytes { RecordedReply.decode($0)?.idBase ?? 0 }
       if !excluded.contains(base) {
         startsQueued += 1
-        if let c = armedConn, !armedShields.isEmpty {
-          for s in armedShields { xcb_map_window(c, s) }
-          xcb_flush(c)
-          fired.formUnion(armedTargets)
-          // Up now: nothing to fire until the loop arms again.
-          armedShields = []
-          armedTargets = []
-        }
+        fire()
       }
     }
     queue.append(bytes)
+  }
+
+  /// `count` processes loaded libxcb: fires the armed shields and queues the launches.
+  private func launched(_ count: Int) {
+    lock.lock()
+    defer { lock.unlock() }
+    launchesQueued += count
+    fire()
+  }
+
+  /// Maps the armed shields and flushes. Called with `lock` held.
+  private func fire() {
+    guard let c = armedConn, !armedShields.isEmpty else { return }
+    for s in armedShields { xcb_map_window(c, s) }
+    xcb_flush(c)
+    fired.formUnion(armedTargets)
+    // Up now: nothing to fire until the loop arms again.
+    armedShields = []
+    armedTargets = []
   }
 
   private func wake() {

@@ -285,8 +285,25 @@ final class WatcherLoop {
   /// loop reads them itself (no thread, and records can be read in batches).
   func updatePump() {
     guard let d = detector else { return }
-    if engine.policy.quarantine != nil {
-      d.startPump()
+    let p = engine.policy
+    let launches = p.quarantine != nil && p.quarantineOnLaunch
+    if p.quarantine != nil, d.pump != nil, d.pumpWatchesLaunches != launches {
+      d.stopPump()  // restarted below with or without the watch
+    }
+    if p.quarantine != nil {
+      if d.pump == nil {
+        var watch: LaunchWatch? = nil
+        if launches {
+          do {
+            watch = try LaunchWatch()
+          } catch {
+            log.error(
+              "capture.quarantineOnLaunch: cannot watch for X client launches (\(error)); the quarantine starts at each client's connection"
+            )
+          }
+        }
+        d.startPump(launchWatch: watch)
+      }
     } else {
       d.stopPump()
     }
@@ -425,6 +442,8 @@ final class WatcherLoop {
       // Shields the pump put up on a ClientStarted among these records: up on the server.
       let fired = d.lastFired
       for t in fired { driver.markMapped(t) }
+      // Processes that loaded libxcb: clients about to connect (the pump fired for them).
+      for _ in 0..<d.lastLaunches { apply(.clientLaunching) }
       defer {
         // Put up for a client the engine then did not quarantine (say, it had gone again):
         // down again, as the engine wants.

@@ -213,9 +213,25 @@ enum ProcessInfoReader {
   static func identity(pid: Int?, failure: String? = nil) -> ClientIdentity {
     guard let pid else { return ClientIdentity(failure: failure ?? "no PID (remote or unknown client)") }
     let base = "/proc/\(pid)"
-    return parse(
+    var id = parse(
       pid: pid, exe: readLink(base + "/exe"), comm: readSmallFile(base + "/comm"),
       status: readSmallFile(base + "/status"), cmdline: readSmallFile(base + "/cmdline", limit: 64 * 1024))
+    if let stat = readSmallFile(base + "/stat"), let ticks = startTicks(stat: stat) {
+      var t = timespec()
+      clock_gettime(CLOCK_BOOTTIME, &t)
+      let boot = Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+      id.processAge = max(0, boot - Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK))))
+    }
+    return id
+  }
+
+  /// The process's start time, in clock ticks after boot: field 22 of `/proc/PID/stat`
+  /// (counted after the command name, which is in parentheses and may hold spaces).
+  static func startTicks(stat: [UInt8]) -> UInt64? {
+    guard let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+    let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+    guard fields.count > 19 else { return nil }
+    return UInt64(String(decoding: fields[19], as: UTF8.self))
   }
 
   /// Builds the identity from the raw contents of `/proc/PID/{exe,comm,status,cmdline}`
