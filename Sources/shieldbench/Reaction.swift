@@ -221,6 +221,21 @@ final class ReactionBench {
   }
 }
 
+/// `shieldbench getimage-first DISPLAY WINDOW WIDTH HEIGHT`: connects and sends GetImage of
+/// the window as its very first request (the hardest case for the quarantine). Exit 0 when
+/// the image came back.
+func getImageFirst(_ args: [String]) -> Int32 {
+  guard args.count == 4, let w = UInt32(args[1]), let width = UInt16(args[2]), let height = UInt16(args[3]) else {
+    return 64
+  }
+  guard let c = xcb_connect(args[0], nil), xcb_connection_has_error(c) == 0 else { return 1 }
+  defer { xcb_disconnect(c) }
+  let ck = xcb_get_image(c, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), w, 0, 0, width, height, ~0)
+  guard let r = xcb_get_image_reply(c, ck, nil) else { return 1 }
+  free(r)
+  return 0
+}
+
 /// Row 1 and row 3: one daemon per policy, `runs` rounds over every tool (round-robin).
 func runReactionBenchmark(
   display: String, scratch: String, shieldctl: String, runs: Int, table: inout [TableRow]
@@ -240,11 +255,25 @@ func runReactionBenchmark(
   let bench = ReactionBench(
     display: display, scratch: scratch, probe: probe, secure: secure, secureSize: size, recorder: recorder,
     scanner: scanner)
-  let (tools, missing) = ReactionBench.tools(display: display, scratch: scratch)
+  let (found, missing) = ReactionBench.tools(display: display, scratch: scratch)
+
+  var tools = found
+  // A client whose first request is GetImage, as a process of its own (the in-process
+  // getimage-window client connects without a launch the daemon could see).
+  if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+    tools.append(
+      CaptureTool(
+        name: "getimage-process",
+        kind: .external(me, ["getimage-first", display, String(secure), String(size.0), String(size.1)])))
+  }
 
   let modes: [(key: String, label: String, policy: String)] = [
     ("linger", "linger 300ms", "{ version: 1, capture: { linger: \"300ms\" } }\n"),
     ("quarantine", "quarantine 300ms", "{ version: 1, capture: { linger: \"300ms\", quarantine: \"300ms\" } }\n"),
+    (
+      "connect", "quarantine 300ms from connection only",
+      "{ version: 1, capture: { linger: \"300ms\", quarantine: \"300ms\", quarantineOnLaunch: false } }\n"
+    ),
   ]
   var result: [String: Any] = ["runs_per_tool": runs, "missing_tools": missing]
   var outcomes: [String: [String: [RunOutcome]]] = [:]
@@ -278,16 +307,18 @@ func runReactionBenchmark(
   print("\nreaction per tool (server ms from the tool's first capture request to the shield's MapWindow;")
   print("negative: the shield was up before it; requests = capture requests executed before the shield)")
   print(
-    "  tool              | linger: median  worst  req.med req.worst shielded | quarantine: median  worst  0-before | peer: noticed  delay"
+    "  tool              | linger: median  worst  req.med req.worst shielded | quarantine: median  worst  0-before | at connect: 0-before | peer: noticed  delay"
   )
   for tool in tools {
     let l = outcomes["linger"]?[tool.name] ?? []
     let q = outcomes["quarantine"]?[tool.name] ?? []
+    let qc = outcomes["connect"]?[tool.name] ?? []
+    let zeroC = qc.filter { $0.beforeShield == 0 && $0.captures > 0 }.count
     let lr = l.compactMap(\.reactionMs)
     let qr = q.compactMap(\.reactionMs)
     let lb = l.map { Double($0.beforeShield) }
     let zeroQ = q.filter { $0.beforeShield == 0 && $0.captures > 0 }.count
-    let all = l + q
+    let all = l + q + qc
     let eligible = all.filter(\.peerEligible)
     let peerDelays = eligible.compactMap(\.peerDelay)
     var summary: [String: Any] = [
@@ -301,6 +332,8 @@ func runReactionBenchmark(
       "quarantine_tool_failures": q.filter { !$0.toolOK }.count,
       "first_capture_request": jsonValue(l.compactMap(\.firstCapture).first),
       "linger_run_details": l.map(\.json), "quarantine_run_details": q.map(\.json),
+      "connect_zero_before_runs": zeroC, "connect_runs": qc.count,
+      "connect_tool_failures": qc.filter { !$0.toolOK }.count, "connect_run_details": qc.map(\.json),
     ]
     if !eligible.isEmpty {
       summary["peer_noticed_runs"] = peerDelays.count
@@ -319,6 +352,7 @@ func runReactionBenchmark(
         + tool.name.padding(toLength: 17, withPad: " ", startingAt: 0)
         + " | \(fmt(median(lr)).leftPad(13)) \(fmt(lr.max()).leftPad(6)) \(fmt(median(lb), 1).leftPad(7)) \(fmt(lb.max()).leftPad(9)) \("\(l.filter(\.shielded).count)/\(l.count)".leftPad(8))"
         + " | \(fmt(median(qr)).leftPad(18)) \(fmt(qr.max()).leftPad(6)) \("\(zeroQ)/\(q.count)".leftPad(9))"
+        + " | \("\(zeroC)/\(qc.count)".leftPad(20))"
         + " | \(peerText)")
 
     let before = "median \(fmt(median(lb), 1)), worst \(fmt(lb.max()))"
@@ -334,7 +368,9 @@ func runReactionBenchmark(
     table.append(
       TableRow(
         row: "1 quarantine", figure: "\(tool.name): runs with 0 requests before shield",
-        value: "\(zeroQ)/\(q.count) (reaction median \(fmt(median(qr))) ms)", target: "-", met: nil))
+        value:
+          "\(zeroQ)/\(q.count) (reaction median \(fmt(median(qr))) ms); from connection only: \(zeroC)/\(qc.count)",
+        target: "-", met: nil))
     table.append(
       TableRow(
         row: "3 peer", figure: "\(tool.name): scanner noticed (median delay)",

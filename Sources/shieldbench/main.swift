@@ -33,6 +33,11 @@ func jsonValue(_ v: Double?) -> Any { v.map { $0 as Any } ?? NSNull() }
 func jsonValue(_ v: Int?) -> Any { v.map { $0 as Any } ?? NSNull() }
 func jsonValue(_ v: String?) -> Any { v.map { $0 as Any } ?? NSNull() }
 
+// The reaction bench's GetImage-first client runs as a process of its own.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "getimage-first" {
+  exit(getImageFirst(Array(CommandLine.arguments.dropFirst(2))))
+}
+
 let env = ProcessInfo.processInfo.environment
 let started = monotonicNow()
 let policy = runPolicyBenchmark()

@@ -1566,6 +1566,23 @@ private let launchCases: [LaunchCase] = [
     #expect(e.launches.count == c.launches, "\(c.name)")
   }
 
+  @Test func launchEndsAreAudited() {
+    var e = Engine(policy: launchPolicy())
+    for ev in desk { _ = e.handle(ev, now: t(0)) }
+    _ = e.handle(.clientLaunching, now: t(1))
+    _ = e.handle(.clientLaunching, now: t(1.5))
+    _ = e.handle(.clientConnected(shell, nil), now: t(1.52))
+    let matched = audits(e.handle(.clientIdentified(shell, aged(shellID, 0.03)), now: t(1.53)), "launch-end")
+    #expect(matched.count == 1)
+    #expect(matched.first?["why"] == .string("client identified"))
+    #expect(matched.first?["exe"] == .string("/usr/bin/gnome-shell"))
+    #expect(e.launches.count == 1)  // the launch at 1.0 s: the shell's process started after it
+    let expired = audits(e.handle(.tick, now: t(2.01)), "launch-end")
+    #expect(expired.count == 1)
+    #expect(expired.first?["why"] == .string("no client connected"))
+    #expect(e.launches.isEmpty && e.shielded.isEmpty)
+  }
+
   @Test func aLaunchIsADeadline() {
     var e = Engine(policy: launchPolicy())
     for ev in desk { _ = e.handle(ev, now: t(0)) }

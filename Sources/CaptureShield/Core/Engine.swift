@@ -270,7 +270,7 @@ public struct Engine: Sendable {
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
       touched += redecide(client: id, onlyUnknown: false, except: nil)
-      matchLaunch(identity)
+      matchLaunch(id, identity, fx: &fx)
       if cls == .known {
         startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
       } else if cls != .allowed, let q = policy.quarantine {
@@ -290,7 +290,7 @@ public struct Engine: Sendable {
           captureRequests: 0)
       }
       clients[id]!.identity = identity
-      matchLaunch(identity)
+      matchLaunch(id, identity, fx: &fx)
       reclassify(id, fx: &fx)
       touched += redecide(client: id, onlyUnknown: false, except: nil)
 
@@ -403,7 +403,10 @@ public struct Engine: Sendable {
 
     case .policyReplaced(let p):
       policy = p
-      if p.quarantine == nil || !p.quarantineOnLaunch { launches = [] }
+      if p.quarantine == nil || !p.quarantineOnLaunch {
+        for l in launches { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
+        launches = []
+      }
       stateChanged = true
       all = true
       fx.append(
@@ -623,6 +626,7 @@ public struct Engine: Sendable {
       stateChanged = true
     }
     if launches.contains(where: { now >= $0.until }) {
+      for l in launches where now >= l.until { endLaunch(l, why: "no client connected", client: nil, fx: &fx) }
       launches.removeAll { now >= $0.until }
       all = true
     }
@@ -638,12 +642,24 @@ public struct Engine: Sendable {
   /// process started, the process at most `launchMatchAge` old) is over; the client's own
   /// class decides from now on. A client without a known process age matches none: the
   /// launch then lasts its full duration (fail safe).
-  mutating func matchLaunch(_ identity: ClientIdentity?) {
+  mutating func matchLaunch(_ client: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
     guard !launches.isEmpty, let age = identity?.processAge, age <= Engine.launchMatchAge else { return }
     // /proc gives the start in clock ticks (10 ms): allow one tick and some.
     let startedNs = now.nanoseconds.subtractingReportingOverflow(UInt64((age + 0.02) * 1e9))
     let started = MonotonicTime(nanoseconds: startedNs.overflow ? 0 : startedNs.partialValue)
-    if let i = launches.firstIndex(where: { $0.seen >= started }) { launches.remove(at: i) }
+    if let i = launches.firstIndex(where: { $0.seen >= started }) {
+      endLaunch(launches.remove(at: i), why: "client identified", client: client, fx: &fx)
+    }
+  }
+
+  /// One audit record per launch: how long it held the shields on its own, and why it ended.
+  func endLaunch(_ l: Launch, why: String, client: ClientID?, fx: inout [Effect]) {
+    var f: [(String, AuditRecord.Value)] = [("why", .string(why)), ("seconds", .double(now.seconds(since: l.seen)))]
+    if let client {
+      f.append(("client", .string(client.description)))
+      f += identityFields(clients[client]?.identity)
+    }
+    fx.append(.audit(AuditRecord("launch-end", f)))
   }
 
   mutating func reclassify(_ id: ClientID, fx: inout [Effect]) {
