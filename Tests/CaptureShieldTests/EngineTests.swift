@@ -1511,6 +1511,16 @@ private let launchCases: [LaunchCase] = [
       TimedEvent(at: 1.005, event: .clientIdentified(shell, aged(shellID, 600))),
     ], shielded: [w1], launches: 1),
   LaunchCase(
+    name: "a young process's second connection does not end a later launch (one libxcb load per process)",
+    policy: launchPolicy(),
+    events: deskAt0 + [
+      TimedEvent(at: 1, event: .clientLaunching), TimedEvent(at: 1.004, event: .clientConnected(shell, nil)),
+      TimedEvent(at: 1.005, event: .clientIdentified(shell, aged(shellID, 0.01))),
+      TimedEvent(at: 1.1, event: .clientGone(shell)),
+      TimedEvent(at: 1.2, event: .clientLaunching), TimedEvent(at: 1.21, event: .clientConnected(grab, nil)),
+      TimedEvent(at: 1.211, event: .clientIdentified(grab, aged(shellID, 0.22))),
+    ], shielded: [w1], launches: 1),
+  LaunchCase(
     name: "a process started after the launch is not its client", policy: launchPolicy(),
     events: deskAt0 + [
       TimedEvent(at: 1, event: .clientLaunching), TimedEvent(at: 1.5, event: .clientConnected(shell, nil)),

@@ -20,6 +20,10 @@ public struct DaemonState: Sendable, Codable, Hashable {
   /// The copied-text guard (optional: absent when it is off, and in states written by
   /// daemons without it; `version` stays 1).
   public var clipboard: ClipboardState? = nil
+  /// `capture.quarantineOnLaunch`: the library whose opens count as X client launches
+  /// (nil: not watching), and the launches holding the shields now.
+  public var launchWatch: String? = nil
+  public var pendingLaunches: Int? = nil
 
   public struct PolicySummary: Sendable, Codable, Hashable {
     public var sources: [String]
@@ -100,6 +104,7 @@ extension Engine {
       paused: isPaused, pauseRemaining: pauseRemaining, capturing: isCapturing, shieldsActive: shieldsActive,
       compositor: compositor.flatMap { clients[$0] }.map(row),
       windows: windowRows, sessions: sessionRows,
-      clients: clients.values.sorted { $0.id < $1.id }.map(row))
+      clients: clients.values.sorted { $0.id < $1.id }.map(row),
+      pendingLaunches: launches.isEmpty ? nil : launches.count)
   }
 }

@@ -130,6 +130,9 @@ public struct Engine: Sendable {
   /// client whose process is older (a long-running app opening another connection) never
   /// matches a launch, so it cannot end the launch of a tool still loading.
   public static let launchMatchAge = 2.0
+  /// Young processes that already had a client identified (PID → when): a process loads
+  /// libxcb once, so its later connections (a poller's) never match another launch.
+  var launchPIDs: [Int: MonotonicTime] = [:]
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
@@ -643,7 +646,12 @@ public struct Engine: Sendable {
   /// class decides from now on. A client without a known process age matches none: the
   /// launch then lasts its full duration (fail safe).
   mutating func matchLaunch(_ client: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
-    guard !launches.isEmpty, let age = identity?.processAge, age <= Engine.launchMatchAge else { return }
+    guard let age = identity?.processAge, age <= Engine.launchMatchAge, let pid = identity?.pid else { return }
+    let horizon = PolicyDuration.seconds(Engine.launchMatchAge + 1)
+    if launchPIDs.count > 64 { launchPIDs = launchPIDs.filter { now < $0.value + horizon } }
+    if let first = launchPIDs[pid], now < first + horizon { return }  // not its first client
+    launchPIDs[pid] = now
+    guard !launches.isEmpty else { return }
     // /proc gives the start in clock ticks (10 ms): allow one tick and some.
     let startedNs = now.nanoseconds.subtractingReportingOverflow(UInt64((age + 0.02) * 1e9))
     let started = MonotonicTime(nanoseconds: startedNs.overflow ? 0 : startedNs.partialValue)

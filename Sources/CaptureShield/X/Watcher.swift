@@ -676,6 +676,7 @@ final class WatcherLoop {
     lastPublish = now
     var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
     snap.clipboard = clipboard?.status(wallClock: Date().timeIntervalSince1970)  // copied-text guard hook
+    snap.launchWatch = detector?.pump?.launchWatch?.path
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]
     guard let data = try? enc.encode(snap) else { return }

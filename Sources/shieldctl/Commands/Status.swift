@@ -87,6 +87,14 @@ struct StatusCommand: Command {
     out.append(
       indent + Text.count(p.rules, "secure rule") + "; shield when \(p.when.rawValue); fail mode \(p.failMode.rawValue)"
         + "; linger \(Text.duration(seconds: Double(p.lingerMs) / 1000)); quarantine \(quarantine)")
+    if p.quarantineMs != nil {
+      let pending = s.pendingLaunches.map { "; " + Text.count($0, "launch") + " holding the shields" } ?? ""
+      out.append(
+        field(
+          "launches",
+          s.launchWatch.map { "watched (opens of \(Text.show($0)))" + pending }
+            ?? "not watched: the quarantine starts at each client's connection"))
+    }
 
     let capturing = s.sessions.filter { $0.kind != .quarantine }
     out.append(field("capturing", s.capturing ? "YES (\(Text.count(capturing.count, "session")))" : "no"))
