@@ -628,8 +628,9 @@ public struct Engine: Sendable {
       all = true
       stateChanged = true
     }
-    if launches.contains(where: { now >= $0.until }) {
-      for l in launches where now >= l.until { endLaunch(l, why: "no client connected", client: nil, fx: &fx) }
+    let expired = launches.filter { now >= $0.until }
+    if !expired.isEmpty {
+      for l in expired { endLaunch(l, why: "no client connected", client: nil, fx: &fx) }
       launches.removeAll { now >= $0.until }
       all = true
     }
@@ -646,6 +647,8 @@ public struct Engine: Sendable {
   /// class decides from now on. A client without a known process age matches none: the
   /// launch then lasts its full duration (fail safe).
   mutating func matchLaunch(_ client: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
+    // Nothing to match (and no per-client bookkeeping) unless launches are watched.
+    guard policy.quarantine != nil, policy.quarantineOnLaunch else { return }
     guard let age = identity?.processAge, age <= Engine.launchMatchAge, let pid = identity?.pid else { return }
     let horizon = PolicyDuration.seconds(Engine.launchMatchAge + 1)
     if launchPIDs.count > 64 { launchPIDs = launchPIDs.filter { now < $0.value + horizon } }
