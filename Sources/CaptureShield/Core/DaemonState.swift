@@ -24,6 +24,10 @@ public struct DaemonState: Sendable, Codable, Hashable {
   /// (nil: not watching), and the launches holding the shields now.
   public var launchWatch: String? = nil
   public var pendingLaunches: Int? = nil
+  /// With `launchWatch`: the program directories whose X client programs' starts count as
+  /// launches, and how many such programs the scan found so far.
+  public var launchDirectories: [String]? = nil
+  public var launchPrograms: Int? = nil
 
   public struct PolicySummary: Sendable, Codable, Hashable {
     public var sources: [String]

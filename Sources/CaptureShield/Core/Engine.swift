@@ -19,9 +19,10 @@ public struct Engine: Sendable {
     case clientConnected(ClientID, ClientIdentity?)
     /// A client's identity arrived later (a lookup stalled by a server grab, say).
     case clientIdentified(ClientID, ClientIdentity)
-    /// A process loaded the X client library: a client is probably about to connect
-    /// (`capture.quarantineOnLaunch`). Carries no identity: the process is not known yet.
-    case clientLaunching
+    /// A process started an X client program (`program`, its file name) or loaded the X
+    /// client library (`program` nil): a client is probably about to connect
+    /// (`capture.quarantineOnLaunch`). No identity: the process is not known yet.
+    case clientLaunching(program: String?)
     /// A request that reads pixels the client does not own.
     case captureRequest(ClientID, CaptureRequest)
     case clientGone(ClientID)
@@ -121,6 +122,8 @@ public struct Engine: Sendable {
   public struct Launch: Sendable, Hashable {
     public var seen: MonotonicTime
     public var until: MonotonicTime
+    /// The program started (its file name), when the launch was seen as a program start.
+    public var program: String? = nil
   }
   /// Launches not matched by a client yet, oldest first. Each keeps the shields up until a
   /// client whose process is young enough to have caused it is identified (that client's
@@ -280,9 +283,9 @@ public struct Engine: Sendable {
         startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
       }
 
-    case .clientLaunching:
+    case .clientLaunching(let program):
       if let q = policy.quarantine, policy.quarantineOnLaunch {
-        launches.append(Launch(seen: now, until: now + q))
+        launches.append(Launch(seen: now, until: now + q, program: program))
       }
 
     case .clientIdentified(let id, let identity):
@@ -644,8 +647,10 @@ public struct Engine: Sendable {
 
   /// A client was identified: the oldest launch its process can have caused (seen after the
   /// process started, the process at most `launchMatchAge` old) is over; the client's own
-  /// class decides from now on. A client without a known process age matches none: the
-  /// launch then lasts its full duration (fail safe).
+  /// class decides from now on. A launch that names its program is only the launch of a
+  /// client running that program (preferred over a launch without a name); a client
+  /// without a known process age matches none: the launch then lasts its full duration
+  /// (fail safe).
   mutating func matchLaunch(_ client: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
     // Nothing to match (and no per-client bookkeeping) unless launches are watched.
     guard policy.quarantine != nil, policy.quarantineOnLaunch else { return }
@@ -658,7 +663,10 @@ public struct Engine: Sendable {
     // /proc gives the start in clock ticks (10 ms): allow one tick and some.
     let startedNs = now.nanoseconds.subtractingReportingOverflow(UInt64((age + 0.02) * 1e9))
     let started = MonotonicTime(nanoseconds: startedNs.overflow ? 0 : startedNs.partialValue)
-    if let i = launches.firstIndex(where: { $0.seen >= started }) {
+    let program = identity?.exe.flatMap { $0.split(separator: "/").last.map(String.init) }
+    if let i = launches.firstIndex(where: { $0.seen >= started && $0.program != nil && $0.program == program })
+      ?? launches.firstIndex(where: { $0.seen >= started && $0.program == nil })
+    {
       endLaunch(launches.remove(at: i), why: "client identified", client: client, fx: &fx)
     }
   }
@@ -666,6 +674,7 @@ public struct Engine: Sendable {
   /// One audit record per launch: how long it held the shields on its own, and why it ended.
   func endLaunch(_ l: Launch, why: String, client: ClientID?, fx: inout [Effect]) {
     var f: [(String, AuditRecord.Value)] = [("why", .string(why)), ("seconds", .double(now.seconds(since: l.seen)))]
+    if let program = l.program { f.append(("program", .string(program))) }
     if let client {
       f.append(("client", .string(client.description)))
       f += identityFields(clients[client]?.identity)

@@ -61,9 +61,10 @@ public final class CaptureDetector {
   private(set) var lastFired: Set<WindowID> = []
   /// Fired by a pump that was then stopped, reported by the next `drain`.
   private var stashedFired: Set<WindowID> = []
-  /// Launches (processes loading libxcb) the pump saw, handed out by the last `drain`.
-  private(set) var lastLaunches = 0
-  private var stashedLaunches = 0
+  /// Launches the pump saw (the program started, or nil for a libxcb open), handed out by
+  /// the last `drain`.
+  private(set) var lastLaunches: [String?] = []
+  private var stashedLaunches: [String?] = []
   /// Whether the running pump watches launches.
   var pumpWatchesLaunches: Bool { pump?.launchWatch != nil }
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
@@ -210,7 +211,7 @@ public final class CaptureDetector {
     lastFired = stashedFired
     stashedFired = []
     lastLaunches = stashedLaunches
-    stashedLaunches = 0
+    stashedLaunches = []
     if let pump {
       let (replies, fired, launches) = pump.take()
       ahead += replies

@@ -9,11 +9,18 @@
 // unprivileged: the file only has to be readable), so the pump can put the shields up at
 // the launch and the client connects to a screen that is already shielded.
 //
+// Earlier still, an exec opens the program file itself: a watch on the standard program
+// directories reports it with the program's name, 0.4-4 ms before the loader opens libxcb
+// (xwd, scrot, import, measured here). `XClientPrograms` knows, from the programs' ELF
+// headers, which of them load libxcb; the start of such a program is the launch, and the
+// libxcb open that follows it is not a second one.
+//
 // What it does not see: clients that do not load this copy of libxcb (a Flatpak or Snap
 // runtime's own copy, static binaries, pure-language X clients such as python-xlib), which
 // keep the ClientStarted quarantine; and it sees processes that load libxcb without
 // connecting (`ldd`, a transcoding ffmpeg), whose launch keeps the shields up until the
-// quarantine duration ends. README "Capture detection" describes the cost.
+// quarantine duration ends, and reads of an X client program's file (a backup, a package
+// check), which count as its start.
 
 import Foundation
 
@@ -45,33 +52,68 @@ final class LaunchWatch: @unchecked Sendable {
   /// The kernel dropped the watch and setting it again failed (the file is missing halfway
   /// through an upgrade, say): `retry` until it is back.
   private(set) var lost = false
+  /// The program directories watched for starts of X client programs, by watch descriptor.
+  let programDirectories: [Int32: String]
+  /// Which programs in `programDirectories` load libxcb (filled by a background scan).
+  let programs: XClientPrograms?
+  /// Starts of X client programs reported as launches whose libxcb open has not come yet
+  /// (monotonic seconds): that open belongs to the same process and is not a second launch.
+  private var startsAwaitingLibrary: [Double] = []
+  /// How long a program start waits for its libxcb open (the loader opens it within
+  /// milliseconds; a start that never opens it was not an exec, say `ldd` reading the file).
+  static let libraryOpenWindow = 0.5
+  private var libraryWatch: Int32
 
   /// Watches the libxcb this process has mapped, by its soname link in the same directory
-  /// when that exists (`.../libxcb.so.1`, what the loader opens), else as mapped.
+  /// when that exists (`.../libxcb.so.1`, what the loader opens), else as mapped; and the
+  /// standard program directories, whose X client programs are found by a background scan.
   convenience init() throws {
     // /proc files report size 0: Foundation's whole-file read would get nothing.
     let maps = String(decoding: ProcessInfoReader.readSmallFile("/proc/self/maps", limit: 8 << 20) ?? [], as: UTF8.self)
     guard let lib = LaunchWatch.mappedLibxcb(maps: maps) else { throw SetupError.libraryNotFound }
     let soname = String(lib[..<(lib.lastIndex(of: "/").map { lib.index(after: $0) } ?? lib.startIndex)]) + "libxcb.so.1"
-    try self.init(path: access(soname, R_OK) == 0 ? soname : lib)
+    try self.init(
+      path: access(soname, R_OK) == 0 ? soname : lib, programDirectories: XClientPrograms.standardDirectories,
+      programs: XClientPrograms.shared)
   }
 
-  /// Watches `path` (any file: tests use their own).
-  init(path: String) throws {
+  /// Watches `path` (any file: tests use their own) and, with `programs`, starts of the X
+  /// client programs in `programDirectories` (directories that do not exist are skipped;
+  /// two paths of one directory are watched once).
+  init(path: String, programDirectories: [String] = [], programs: XClientPrograms? = nil) throws {
     let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
     guard fd >= 0 else { throw SetupError.inotify("inotify_init1", errno: errno) }
-    guard inotify_add_watch(fd, path, LaunchWatch.mask) >= 0 else {
+    let wd = inotify_add_watch(fd, path, LaunchWatch.mask)
+    guard wd >= 0 else {
       let e = errno
       close(fd)
       throw SetupError.inotify("inotify_add_watch \(path)", errno: e)
     }
+    var dirs: [Int32: String] = [:]
+    if let programs {
+      for dir in programDirectories {
+        guard let real = realpath(dir, nil) else { continue }
+        let canonical = String(cString: real)
+        free(real)
+        let d = inotify_add_watch(fd, canonical, LaunchWatch.directoryMask)
+        if d >= 0, dirs[d] == nil { dirs[d] = canonical }
+      }
+      let toScan = Array(Set(dirs.values)).sorted()
+      programs.scanInBackground(toScan)
+    }
     self.fileDescriptor = fd
     self.path = path
+    self.libraryWatch = wd
+    self.programDirectories = dirs
+    self.programs = programs
   }
 
   deinit { close(fileDescriptor) }
 
   static let mask = UInt32(IN_OPEN)
+  /// Opens of files in a program directory (an exec opens the program), and new programs
+  /// (a package installs a file and renames it into place) to classify.
+  static let directoryMask = UInt32(IN_OPEN | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
 
   /// The core libxcb's path among the mapped files of `/proc/self/maps` text (not
   /// `libxcb-record.so.0` and the other extension libraries).
@@ -84,39 +126,69 @@ final class LaunchWatch: @unchecked Sendable {
     return nil
   }
 
-  /// Reads every pending event; returns how many opens (launches) they report. The kernel
-  /// merges an open with the identical one before it while neither was read: launches
-  /// within one read of the pump count as one (the later ones keep their ClientStarted
-  /// quarantine). A watch
-  /// the kernel dropped (the file was replaced by an upgrade) is set again on the path.
-  func readLaunches() -> Int {
-    var launches = 0
-    let size = 4096
+  /// Reads every pending event; returns the launches they report, in order: starts of X
+  /// client programs (the program's file name), and opens of libxcb that no such start
+  /// announced (nil) (a program outside the
+  /// watched directories, or one the scan did not know). The kernel merges an event with the
+  /// identical one before it while neither was read: launches within one read of the pump
+  /// can count as one (the later ones keep their ClientStarted quarantine). A lost event
+  /// (queue overflow) or a watch the kernel dropped (the file was replaced by an upgrade)
+  /// counts as a launch, and the watch is set again on the path.
+  func readLaunches(now: Double = LaunchWatch.monotonicSeconds()) -> [String?] {
+    var launches: [String?] = []
+    let size = 16384
     let buf = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
     defer { buf.deallocate() }
     var dropped = false
+    startsAwaitingLibrary.removeAll { now - $0 > LaunchWatch.libraryOpenWindow }
     while true {
       let n = read(fileDescriptor, buf, size)
       guard n > 0 else { break }
       var off = 0
       while off + MemoryLayout<inotify_event>.size <= n {
         let e = buf.load(fromByteOffset: off, as: inotify_event.self)
-        if e.mask & UInt32(IN_OPEN) != 0 { launches += 1 }
-        if e.mask & UInt32(IN_IGNORED) != 0 { dropped = true }
-        off += MemoryLayout<inotify_event>.size + Int(e.len)
+        let nameStart = off + MemoryLayout<inotify_event>.size
+        off = nameStart + Int(e.len)
+        if e.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+          launches.append(nil)  // events were lost: fail safe
+        } else if e.wd == libraryWatch {
+          if e.mask & UInt32(IN_OPEN) != 0 {
+            if startsAwaitingLibrary.isEmpty { launches.append(nil) } else { startsAwaitingLibrary.removeFirst() }
+          }
+          if e.mask & UInt32(IN_IGNORED) != 0 { dropped = true }
+        } else if let dir = programDirectories[e.wd], let programs, e.len > 0, off <= n {
+          let name = String(cString: buf.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
+          if e.mask & UInt32(IN_OPEN) != 0, !programs.consumeOwnOpen(directory: dir, name: name),
+            programs.isXClient(directory: dir, name: name) == true
+          {
+            launches.append(name)
+            startsAwaitingLibrary.append(now)
+          }
+          if e.mask & UInt32(IN_MOVED_TO | IN_CLOSE_WRITE) != 0 {
+            programs.classifyInBackground(directory: dir, name: name)
+          }
+        }
       }
     }
     if dropped {
       lost = true
       retry()
-      launches += 1  // the file changed under us: a launch may have been missed; fail safe
+      launches.append(nil)  // the file changed under us: a launch may have been missed; fail safe
     }
     return launches
+  }
+
+  static func monotonicSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
   }
 
   /// Sets the watch again after the kernel dropped it; `lost` says whether that failed.
   func retry() {
     guard lost else { return }
-    lost = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask) < 0
+    let wd = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask)
+    lost = wd < 0
+    if wd >= 0 { libraryWatch = wd }
   }
 }

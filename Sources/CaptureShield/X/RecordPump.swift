@@ -52,7 +52,7 @@ final class RecordPump: @unchecked Sendable {
   /// ClientStarted records in `queue` (not taken yet).
   private var startsQueued = 0
   /// Launches seen by `launchWatch` and not taken yet (see `LaunchWatch`).
-  private var launchesQueued = 0
+  private var launchesQueued: [String?] = []
   /// With `capture.quarantineOnLaunch`: processes loading libxcb fire the armed shields
   /// too, before they can connect. Used by the pump thread only.
   let launchWatch: LaunchWatch?
@@ -113,7 +113,7 @@ final class RecordPump: @unchecked Sendable {
   // MARK: The loop's side
 
   /// Takes every queued reply, the targets fired and the launches seen since the last call.
-  func take() -> (replies: [[UInt8]], fired: Set<WindowID>, launches: Int) {
+  func take() -> (replies: [[UInt8]], fired: Set<WindowID>, launches: [String?]) {
     var buf = [UInt8](repeating: 0, count: 256)
     while read(wakeRead, &buf, buf.count) > 0 {}
     lock.lock()
@@ -122,7 +122,7 @@ final class RecordPump: @unchecked Sendable {
     queue = []
     fired = []
     startsQueued = 0
-    launchesQueued = 0
+    launchesQueued = []
     return out
   }
 
@@ -143,7 +143,7 @@ final class RecordPump: @unchecked Sendable {
   ) -> Bool {
     lock.lock()
     defer { lock.unlock() }
-    if removesShields && (startsQueued > 0 || launchesQueued > 0) { return false }
+    if removesShields && (startsQueued > 0 || !launchesQueued.isEmpty) { return false }
     submit()
     armedConn = arm.conn
     armedShields = arm.shields
@@ -181,9 +181,9 @@ final class RecordPump: @unchecked Sendable {
       // Launches first: they come before their ClientStarted.
       if let w = launchWatch {
         w.retry()
-        let n = w.readLaunches()
-        if n > 0 {
-          launched(n)
+        let seen = w.readLaunches()
+        if !seen.isEmpty {
+          launched(seen)
           got = true
         }
       }
@@ -227,11 +227,12 @@ final class RecordPump: @unchecked Sendable {
     queue.append(bytes)
   }
 
-  /// `count` processes loaded libxcb: fires the armed shields and queues the launches.
-  private func launched(_ count: Int) {
+  /// X client processes started (see `LaunchWatch.readLaunches`): fires the armed shields
+  /// and queues the launches.
+  private func launched(_ programs: [String?]) {
     lock.lock()
     defer { lock.unlock() }
-    launchesQueued += count
+    launchesQueued += programs
     fire()
   }
 

@@ -443,7 +443,7 @@ final class WatcherLoop {
       let fired = d.lastFired
       for t in fired { driver.markMapped(t) }
       // Processes that loaded libxcb: clients about to connect (the pump fired for them).
-      for _ in 0..<d.lastLaunches { apply(.clientLaunching) }
+      for program in d.lastLaunches { apply(.clientLaunching(program: program)) }
       defer {
         // Put up for a client the engine then did not quarantine (say, it had gone again):
         // down again, as the engine wants.
@@ -676,7 +676,13 @@ final class WatcherLoop {
     lastPublish = now
     var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
     snap.clipboard = clipboard?.status(wallClock: Date().timeIntervalSince1970)  // copied-text guard hook
-    snap.launchWatch = detector?.pump?.launchWatch?.path
+    if let w = detector?.pump?.launchWatch {
+      snap.launchWatch = w.path
+      if let programs = w.programs, !w.programDirectories.isEmpty {
+        snap.launchDirectories = w.programDirectories.values.sorted()
+        snap.launchPrograms = programs.count
+      }
+    }
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]
     guard let data = try? enc.encode(snap) else { return }

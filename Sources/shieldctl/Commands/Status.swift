@@ -92,7 +92,13 @@ struct StatusCommand: Command {
       out.append(
         field(
           "launches",
-          s.launchWatch.map { "watched (opens of \(Text.show($0)))" + pending }
+          s.launchWatch.map { lib in
+            let programs = s.launchDirectories.map { dirs in
+              "; starts of " + Text.count(s.launchPrograms ?? 0, "X client program") + " in "
+                + dirs.map { Text.show($0) }.joined(separator: ", ")
+            }
+            return "watched (opens of \(Text.show(lib))" + (programs ?? "") + ")" + pending
+          }
             ?? "not watched: the quarantine starts at each client's connection"))
     }
 

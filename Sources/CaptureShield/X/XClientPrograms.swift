@@ -1,0 +1,263 @@
+// Which installed programs are X clients: the programs whose start a `LaunchWatch` can
+// see even before the loader opens libxcb.
+//
+// A program is an X client here when its ELF dynamic section needs libxcb, directly or
+// through its libraries (import needs libMagickCore, which needs libX11, which needs
+// libxcb). The loader's search is followed closely enough for that: DT_RUNPATH / DT_RPATH
+// (with $ORIGIN), then the directories of /etc/ld.so.conf and the default ones. A program
+// this misses (a script, a 32-bit binary, a library found only through LD_LIBRARY_PATH)
+// still has its libxcb open seen, a little later.
+
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The names of the X client programs in a set of directories, found by reading ELF
+/// headers on a background queue; `isXClient` reads them from any thread.
+final class XClientPrograms: @unchecked Sendable {
+  /// The directories whose programs are classified (the standard PATH directories).
+  static let standardDirectories = [
+    "/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/games", "/usr/local/games",
+  ]
+
+  /// Where the loader looks for libraries after DT_RUNPATH: /etc/ld.so.conf (and its
+  /// includes) in order, then the default directories.
+  static func systemLibraryDirectories(confPath: String = "/etc/ld.so.conf") -> [String] {
+    var dirs: [String] = []
+    var seen = Set<String>()
+    func read(_ path: String, depth: Int) {
+      guard depth < 4, let text = try? String(contentsOfFile: path, encoding: .utf8) else { return }
+      for raw in text.split(separator: "\n") {
+        let line =
+          raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first?
+          .trimmingCharacters(in: .whitespaces) ?? ""
+        if line.hasPrefix("include ") {
+          let pattern = line.dropFirst("include ".count).trimmingCharacters(in: .whitespaces)
+          for file in glob(pattern) { read(file, depth: depth + 1) }
+        } else if line.hasPrefix("/"), seen.insert(line).inserted {
+          dirs.append(line)
+        }
+      }
+    }
+    read(confPath, depth: 0)
+    for d in ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+    where seen.insert(d).inserted {
+      dirs.append(d)
+    }
+    return dirs
+  }
+
+  private static func glob(_ pattern: String) -> [String] {
+    var g = glob_t()
+    defer { globfree(&g) }
+    guard Glibc.glob(pattern, 0, nil, &g) == 0 else { return [] }
+    return (0..<Int(g.gl_pathc)).compactMap { g.gl_pathv[$0].map { String(cString: $0) } }
+  }
+
+  /// The daemon's: its scan outlives the launch watches a reload replaces.
+  static let shared = XClientPrograms()
+
+  private let lock = NSLock()
+  /// Directory → names of the X client programs in it.
+  private var clients: [String: Set<String>] = [:]
+  /// Programs the scans opened whose open a `LaunchWatch` has not seen yet (path → count):
+  /// reading a program's header is an open like an exec, and must not count as its start.
+  private var ownOpens: [String: Int] = [:]
+  /// Libraries and programs already classified (path → needs libxcb). Only the scans use
+  /// it, one at a time on `queue`.
+  private var memo: [String: Bool] = [:]
+  private let queue = DispatchQueue(label: "captureshield.xclientprograms", qos: .utility)
+  let libraryDirectories: [String]
+
+  init(libraryDirectories: [String] = XClientPrograms.systemLibraryDirectories()) {
+    self.libraryDirectories = libraryDirectories
+  }
+
+  /// Whether `name` in `directory` is a program that loads libxcb. `nil` while that
+  /// directory has not been scanned, or when the program was not there at the scan.
+  func isXClient(directory: String, name: String) -> Bool? {
+    lock.lock()
+    defer { lock.unlock() }
+    guard let names = clients[directory] else { return nil }
+    return names.contains(name) ? true : nil
+  }
+
+  /// Whether an open of `name` in `directory` was the scan's own (each is reported once).
+  func consumeOwnOpen(directory: String, name: String) -> Bool {
+    lock.lock()
+    defer { lock.unlock() }
+    let path = directory + "/" + name
+    guard let n = ownOpens[path] else { return false }
+    ownOpens[path] = n > 1 ? n - 1 : nil
+    return true
+  }
+
+  /// How many X client programs the scans found.
+  var count: Int {
+    lock.lock()
+    defer { lock.unlock() }
+    return clients.values.reduce(0) { $0 + $1.count }
+  }
+
+  /// Scans the directories not scanned yet, on a background queue.
+  func scanInBackground(_ directories: [String]) {
+    queue.async {
+      self.lock.lock()
+      let todo = directories.filter { self.clients[$0] == nil }
+      self.lock.unlock()
+      for dir in todo {
+        self.scan(dir, names: (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
+      }
+    }
+  }
+
+  /// Classifies one program that appeared in a scanned directory (a package installed it),
+  /// on the background queue.
+  func classifyInBackground(directory: String, name: String) {
+    queue.async {
+      self.memo[directory + "/" + name] = nil  // a new file under an old name
+      self.scan(directory, names: [name])
+    }
+  }
+
+  /// Waits for the scans queued so far.
+  func waitForScans() { queue.sync {} }
+
+  /// Classifies `names` in `directory` (only on `queue`). Symbolic links are skipped: the
+  /// kernel reports the file a link resolves to, in its own directory.
+  private func scan(_ dir: String, names: [String]) {
+    var found = Set<String>()
+    var gone = Set<String>()
+    for name in names {
+      let path = dir + "/" + name
+      var st = stat()
+      if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o111 != 0, needsLibxcb(path) {
+        found.insert(name)
+      } else {
+        gone.insert(name)
+      }
+    }
+    lock.lock()
+    clients[dir, default: []].formUnion(found)
+    clients[dir]?.subtract(gone)
+    lock.unlock()
+  }
+
+  /// Whether the ELF object at `path` needs libxcb, directly or through its libraries
+  /// (only on `queue`).
+  private func needsLibxcb(_ path: String, depth: Int = 0) -> Bool {
+    if let known = memo[path] { return known }
+    memo[path] = false  // a dependency cycle ends here
+    if depth == 0 {
+      lock.lock()
+      ownOpens[path, default: 0] += 1
+      lock.unlock()
+    }
+    guard depth < 16, let deps = ElfDependencies.read(path) else { return false }
+    let origin = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+    let runpath = deps.searchPath.map { $0.replacingOccurrences(of: "$ORIGIN", with: origin) }
+    var result = false
+    for lib in deps.needed {
+      if lib.hasPrefix("libxcb.so.") {
+        result = true
+        break
+      }
+      let candidates = lib.contains("/") ? [lib] : (runpath + libraryDirectories).map { $0 + "/" + lib }
+      guard let found = candidates.first(where: { access($0, R_OK) == 0 }) else { continue }
+      if needsLibxcb(found, depth: depth + 1) {
+        result = true
+        break
+      }
+    }
+    memo[path] = result
+    return result
+  }
+}
+
+/// The libraries an ELF object names in its dynamic section.
+struct ElfDependencies: Equatable {
+  /// DT_NEEDED entries, in order.
+  var needed: [String]
+  /// DT_RUNPATH entries, else DT_RPATH ones (the loader ignores RPATH when RUNPATH is set).
+  var searchPath: [String]
+
+  /// Reads the dynamic section of the 64-bit little-endian ELF file at `path`; `nil` for
+  /// anything else (scripts, 32-bit or static programs, unreadable or malformed files).
+  static func read(_ path: String) -> ElfDependencies? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    return parse { offset, count in
+      guard offset >= 0, count >= 0, count <= 1 << 20 else { return nil }
+      var buf = [UInt8](repeating: 0, count: count)
+      let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, off_t(offset)) }
+      return n == count ? buf : nil
+    }
+  }
+
+  /// Parses an ELF image through `read(offset, count)` (tests hand it a byte array).
+  static func parse(_ read: (Int, Int) -> [UInt8]?) -> ElfDependencies? {
+    guard let h = read(0, 64), h[0] == 0x7f, h[1] == 0x45, h[2] == 0x4c, h[3] == 0x46, h[4] == 2, h[5] == 1
+    else { return nil }
+    let phoff = Int(h.u64(0x20))
+    let phentsize = Int(h.u16(0x36))
+    let phnum = Int(h.u16(0x38))
+    guard phentsize >= 56, phnum > 0, phnum <= 512, let ph = read(phoff, phentsize * phnum) else { return nil }
+    var loads: [(vaddr: UInt64, offset: UInt64, size: UInt64)] = []
+    var dynamic: (offset: Int, size: Int)? = nil
+    for i in 0..<phnum {
+      let b = i * phentsize
+      switch ph.u32(b) {
+      case 1: loads.append((ph.u64(b + 16), ph.u64(b + 8), ph.u64(b + 32)))
+      case 2: dynamic = (Int(clamping: ph.u64(b + 8)), Int(clamping: ph.u64(b + 32)))
+      default: break
+      }
+    }
+    guard let dynamic, dynamic.size <= 1 << 16, let dyn = read(dynamic.offset, dynamic.size / 16 * 16) else {
+      return nil
+    }
+    var needed: [UInt64] = []
+    var runpath: UInt64? = nil
+    var rpath: UInt64? = nil
+    var strtab: UInt64? = nil
+    var strsz: UInt64 = 0
+    for b in stride(from: 0, to: dyn.count, by: 16) {
+      let value = dyn.u64(b + 8)
+      switch dyn.u64(b) {
+      case 0: break
+      case 1: needed.append(value)
+      case 5: strtab = value
+      case 10: strsz = value
+      case 15: rpath = value
+      case 29: runpath = value
+      default: continue
+      }
+      if dyn.u64(b) == 0 { break }
+    }
+    // DT_STRTAB is an address: find the file offset through the loaded segments.
+    guard let strtab, strsz > 0, strsz <= 1 << 20,
+      let seg = loads.first(where: { $0.vaddr <= strtab && strtab - $0.vaddr < $0.size }),
+      let strings = read(Int(clamping: strtab - seg.vaddr + seg.offset), Int(strsz))
+    else { return needed.isEmpty ? ElfDependencies(needed: [], searchPath: []) : nil }
+    func string(_ at: UInt64) -> String? {
+      guard at < UInt64(strings.count) else { return nil }
+      let start = Int(at)
+      let end = strings[start...].firstIndex(of: 0) ?? strings.count
+      return String(decoding: strings[start..<end], as: UTF8.self)
+    }
+    let path = (runpath ?? rpath).flatMap(string).map { $0.split(separator: ":").map(String.init) } ?? []
+    return ElfDependencies(needed: needed.compactMap(string), searchPath: path)
+  }
+}
+
+extension Array where Element == UInt8 {
+  fileprivate func u16(_ at: Int) -> UInt16 { at + 2 <= count ? UInt16(self[at]) | UInt16(self[at + 1]) << 8 : 0 }
+  fileprivate func u32(_ at: Int) -> UInt32 {
+    at + 4 <= count ? (0..<4).reduce(0) { $0 | UInt32(self[at + $1]) << (8 * $1) } : 0
+  }
+  fileprivate func u64(_ at: Int) -> UInt64 {
+    at + 8 <= count ? (0..<8).reduce(0) { $0 | UInt64(self[at + $1]) << (8 * $1) } : 0
+  }
+}
