@@ -167,6 +167,13 @@ struct FakeSystem {
     #expect(programs.count == 4)
   }
 
+  @Test func programDirectoriesAddPathEntries() {
+    let dirs = XClientPrograms.programDirectories(path: "/opt/app/bin:relative:/usr/bin::/home/u/.local/bin")
+    #expect(Array(dirs.prefix(XClientPrograms.standardDirectories.count)) == XClientPrograms.standardDirectories)
+    #expect(Array(dirs.dropFirst(XClientPrograms.standardDirectories.count)) == ["/opt/app/bin", "/home/u/.local/bin"])
+    #expect(XClientPrograms.programDirectories(path: nil) == XClientPrograms.standardDirectories)
+  }
+
   @Test func readsLdSoConf() throws {
     let sys = try FakeSystem("ldconf")
     defer { sys.remove() }

@@ -136,8 +136,17 @@ struct CaptureTests {
     for run in 0..<10 {
       // Start from an unshielded window each time.
       try await daemon.waitShielded(window.id, false, timeout: .seconds(10))
+      let before = daemon.audit.count
       let counts = try await method.capture(window: window.id, on: server).counts(of: Self.red)
-      if counts.contains(where: { $0 > 0 }) { leaks.append("run \(run): \(counts)") }
+      if counts.contains(where: { $0 > 0 }) {
+        // What the daemon did around it (times, launches, sessions), for the diagnosis.
+        let records = daemon.audit.dropFirst(before).prefix(12).map { r in
+          ["time", "event", "why", "program", "kind", "window", "seconds", "exe"].compactMap { k in
+            r[k].map { "\(k)=\($0)" }
+          }.joined(separator: " ")
+        }
+        leaks.append("run \(run): \(counts) — daemon: \(records)")
+      }
     }
     // 0 of 10, first frame included. The quarantine starts when the tool's process starts
     // (`quarantineOnLaunch`, on by default): the exec of an X client program from the

@@ -256,8 +256,9 @@ public struct Policy: Sendable, Hashable {
   public var linger: PolicyDuration = .seconds(2)
   /// Shield every non-allowed new client's screen for this long (off when nil).
   public var quarantine: PolicyDuration? = nil
-  /// With `quarantine` on: start it when a process loads the X client library (libxcb),
-  /// a few milliseconds before that process can connect, instead of at its connection.
+  /// With `quarantine` on: start it when an X client program starts or a process loads the
+  /// X client library (libxcb), a few milliseconds before that process can connect,
+  /// instead of at its connection.
   public var quarantineOnLaunch: Bool = true
   public var when: ShieldWhen = .capturing
   public var failMode: FailMode = .open

@@ -73,8 +73,8 @@ public struct PolicyFile: Sendable, Hashable {
     public var linger: PolicyDuration?
     /// `capture.quarantine`: a duration, or `"off"`.
     public var quarantine: Quarantine?
-    /// `capture.quarantineOnLaunch`: whether the quarantine starts when a process loads the
-    /// X client library, before it connects.
+    /// `capture.quarantineOnLaunch`: whether the quarantine starts when an X client program
+    /// starts or a process loads the X client library, before it connects.
     public var quarantineOnLaunch: Bool?
 
     public init(

@@ -66,14 +66,15 @@ final class LaunchWatch: @unchecked Sendable {
 
   /// Watches the libxcb this process has mapped, by its soname link in the same directory
   /// when that exists (`.../libxcb.so.1`, what the loader opens), else as mapped; and the
-  /// standard program directories, whose X client programs are found by a background scan.
+  /// program directories (standard and `PATH`), whose X client programs are found by a
+  /// background scan.
   convenience init() throws {
     // /proc files report size 0: Foundation's whole-file read would get nothing.
     let maps = String(decoding: ProcessInfoReader.readSmallFile("/proc/self/maps", limit: 8 << 20) ?? [], as: UTF8.self)
     guard let lib = LaunchWatch.mappedLibxcb(maps: maps) else { throw SetupError.libraryNotFound }
     let soname = String(lib[..<(lib.lastIndex(of: "/").map { lib.index(after: $0) } ?? lib.startIndex)]) + "libxcb.so.1"
     try self.init(
-      path: access(soname, R_OK) == 0 ? soname : lib, programDirectories: XClientPrograms.standardDirectories,
+      path: access(soname, R_OK) == 0 ? soname : lib, programDirectories: XClientPrograms.programDirectories(),
       programs: XClientPrograms.shared)
   }
 
@@ -128,12 +129,12 @@ final class LaunchWatch: @unchecked Sendable {
 
   /// Reads every pending event; returns the launches they report, in order: starts of X
   /// client programs (the program's file name), and opens of libxcb that no such start
-  /// announced (nil) (a program outside the
-  /// watched directories, or one the scan did not know). The kernel merges an event with the
-  /// identical one before it while neither was read: launches within one read of the pump
-  /// can count as one (the later ones keep their ClientStarted quarantine). A lost event
-  /// (queue overflow) or a watch the kernel dropped (the file was replaced by an upgrade)
-  /// counts as a launch, and the watch is set again on the path.
+  /// announced (nil: a program outside the watched directories, or one the scan did not
+  /// know). The kernel merges an event with the identical one just before it while neither
+  /// was read: launches within one read of the pump can count as one (the later ones keep
+  /// their ClientStarted quarantine). A lost event (queue overflow) or a watch the kernel
+  /// dropped (the file was replaced by an upgrade) counts as a launch (nil), and the watch
+  /// is set again on the path.
   func readLaunches(now: Double = LaunchWatch.monotonicSeconds()) -> [String?] {
     var launches: [String?] = []
     let size = 16384

@@ -17,10 +17,20 @@ import Foundation
 /// The names of the X client programs in a set of directories, found by reading ELF
 /// headers on a background queue; `isXClient` reads them from any thread.
 final class XClientPrograms: @unchecked Sendable {
-  /// The directories whose programs are classified (the standard PATH directories).
+  /// The standard program directories.
   static let standardDirectories = [
     "/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/games", "/usr/local/games",
   ]
+
+  /// The directories whose programs are watched: the standard ones, then the absolute
+  /// entries of `path` (the daemon's `PATH`, usually the desktop session's).
+  static func programDirectories(path: String? = ProcessInfo.processInfo.environment["PATH"]) -> [String] {
+    var dirs = standardDirectories
+    for entry in (path ?? "").split(separator: ":") where entry.hasPrefix("/") && !dirs.contains(String(entry)) {
+      dirs.append(String(entry))
+    }
+    return dirs
+  }
 
   /// Where the loader looks for libraries after DT_RUNPATH: /etc/ld.so.conf (and its
   /// includes) in order, then the default directories.
