@@ -1,5 +1,5 @@
-// libFuzzer entry: RECORD reply decoding, request splitting, the capture classifier and
-// the X property decoders on arbitrary bytes. Built by scripts/fuzz.sh.
+// libFuzzer entry: RECORD reply decoding, request splitting, the capture classifier, the
+// X property decoders and the ELF dependency parser on arbitrary bytes. Built by scripts/fuzz.sh.
 
 let resolvedCatalog = CaptureCatalog.standard.resolved(extensions: [
   "MIT-SHM": 130, "Composite": 142, "RENDER": 139, "DRI3": 149, "DAMAGE": 143, "XFIXES": 138, "RECORD": 146,
@@ -23,5 +23,9 @@ public func captureFuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
   _ = PropertyDecoding.wmClass(bytes)
   _ = PropertyDecoding.cardinal(format: size > 0 ? data[0] : 0, bytes: bytes)
   _ = TagState.decode(isCardinal: size > 1 && data[1] & 1 == 1, format: size > 0 ? data[0] : 0, bytes: bytes)
+  // ELF dynamic sections (programs in a PATH directory any user can write to).
+  _ = ElfDependencies.parse { offset, count in
+    offset >= 0 && count >= 0 && offset <= size && count <= size - offset ? Array(bytes[offset..<offset + count]) : nil
+  }
   return 0
 }

@@ -9,7 +9,9 @@ import Testing
 
 /// A minimal 64-bit little-endian ELF image: one PT_LOAD over the whole file, one
 /// PT_DYNAMIC with the given DT_NEEDED entries (and DT_RUNPATH or DT_RPATH).
-func fakeElf(needed: [String], runpath: String? = nil, rpath: String? = nil, elfClass: UInt8 = 2) -> [UInt8] {
+func fakeElf(
+  needed: [String], runpath: String? = nil, rpath: String? = nil, elfClass: UInt8 = 2, loadOffset: UInt64 = 0
+) -> [UInt8] {
   var strtab: [UInt8] = [0]
   func add(_ s: String) -> UInt64 {
     defer { strtab += Array(s.utf8) + [0] }
@@ -42,7 +44,7 @@ func fakeElf(needed: [String], runpath: String? = nil, rpath: String? = nil, elf
   // PT_LOAD
   put(1, 4)
   put(5, 4)
-  put(0, 8)
+  put(loadOffset, 8)
   put(base, 8)
   put(base, 8)
   put(UInt64(total), 8)
@@ -93,10 +95,24 @@ func fakeElf(needed: [String], runpath: String? = nil, rpath: String? = nil, elf
       Case(name: "truncated header", image: Array(fakeElf(needed: ["libc.so.6"]).prefix(40)), expected: nil),
       Case(name: "truncated dynamic section", image: Array(fakeElf(needed: ["libc.so.6"]).prefix(200)), expected: nil),
       Case(name: "empty", image: [], expected: nil),
+      Case(
+        name: "segment file offset that overflows", image: fakeElf(needed: ["libc.so.6"], loadOffset: UInt64.max - 8),
+        expected: nil),
+      Case(
+        name: "segment file offset past the end", image: fakeElf(needed: ["libc.so.6"], loadOffset: 1 << 40),
+        expected: nil),
+      Case(
+        name: "program header offset beyond Int (found by the fuzzer)",
+        image: {
+          var image = fakeElf(needed: ["libc.so.6"])
+          for i in 0x20..<0x28 { image[i] = 0xff }
+          return image
+        }(), expected: nil),
     ])
   func parse(_ c: Case) {
     let parsed = ElfDependencies.parse { offset, count in
-      offset >= 0 && offset + count <= c.image.count ? Array(c.image[offset..<offset + count]) : nil
+      offset >= 0 && count >= 0 && offset <= c.image.count && count <= c.image.count - offset
+        ? Array(c.image[offset..<offset + count]) : nil
     }
     #expect(parsed == c.expected)
   }
