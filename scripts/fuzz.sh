@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libFuzzer over the pure code (no X): the policy parser and the capture/property decoders.
+# libFuzzer over the pure code (no X): the policy parser and the capture/property/ELF decoders.
 # Each target is compiled with swiftc -sanitize=fuzzer,address from the library's pure
 # sources (all but X/ and files importing CXCB) plus its entry file in Fuzz/, then run for FUZZ_SECONDS (default 60) on a copy of
 # its seed corpus in Fuzz/corpus/<target>. A crash fails the script; its input is kept in
