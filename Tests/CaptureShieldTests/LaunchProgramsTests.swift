@@ -220,6 +220,7 @@ struct FakeSystem {
     defer { sys.remove() }
     let (w, _) = try watch(sys)
     #expect(w.programDirectories.count == 1)  // two paths of one directory: one watch
+    #expect(w.watchedPrograms == 4)  // xtool, deep, direct, origin: each watched on its own
     let t = LaunchWatch.monotonicSeconds()
     touch(sys.bin + "/xtool")
     #expect(w.readLaunches(now: t) == ["xtool"])
@@ -228,10 +229,12 @@ struct FakeSystem {
     // A libxcb open no start announced (a program outside the watched directories).
     touch(sys.libxcb)
     #expect(w.readLaunches(now: t + 0.02) == [nil])
-    // Programs that are not X clients, and the directory itself, are no launches.
+    // Programs that are not X clients, and the directory itself, do not even wake the pump.
     touch(sys.bin + "/plain")
     touch(sys.bin + "/script")
     touch(sys.bin)
+    var pending = pollfd(fd: w.fileDescriptor, events: Int16(POLLIN), revents: 0)
+    #expect(poll(&pending, 1, 0) == 0)
     #expect(w.readLaunches(now: t + 0.03).count == 0)
     // Start and library open read together.
     touch(sys.bin + "/deep")
@@ -256,10 +259,20 @@ struct FakeSystem {
     #expect(w.readLaunches().count == 0)
     programs.waitForScans()
     #expect(programs.isXClient(directory: sys.bin, name: "newtool") == true)
-    // Reading its header was an open too: the scan's own, not a start.
+    // Reading its header came before its watch: not a start.
     #expect(w.readLaunches().count == 0)
+    #expect(w.watchedPrograms == 5)
     touch(sys.bin + "/newtool")
     #expect(w.readLaunches() == ["newtool"])
+    // An upgrade renames a new file over an X client program: the new file is watched.
+    try sys.write(sys.root.path + "/opt/bin/xtool", fakeElf(needed: ["libX11.so.6", "libm.so.6"]))
+    try FileManager.default.removeItem(atPath: sys.bin + "/xtool")
+    try FileManager.default.moveItem(atPath: sys.root.path + "/opt/bin/xtool", toPath: sys.bin + "/xtool")
+    #expect(w.readLaunches().count == 0)
+    programs.waitForScans()
+    touch(sys.bin + "/xtool")
+    #expect(w.readLaunches() == ["xtool"])
+    #expect(w.watchedPrograms == 5)
     // Replaced by a program that is not an X client: no longer one.
     try sys.write(sys.root.path + "/opt/bin/newtool", fakeElf(needed: ["libc.so.6"]))
     try FileManager.default.removeItem(atPath: sys.bin + "/newtool")
@@ -267,6 +280,9 @@ struct FakeSystem {
     _ = w.readLaunches()
     programs.waitForScans()
     #expect(programs.isXClient(directory: sys.bin, name: "newtool") == nil)
+    touch(sys.bin + "/newtool")
+    #expect(w.readLaunches().count == 0)
+    #expect(w.watchedPrograms == 4)
   }
 
   /// The daemon's scan of the real program directories finds the capture tools the tests

@@ -9,11 +9,12 @@
 // unprivileged: the file only has to be readable), so the pump can put the shields up at
 // the launch and the client connects to a screen that is already shielded.
 //
-// Earlier still, an exec opens the program file itself: a watch on the standard program
-// directories reports it with the program's name, 0.4-4 ms before the loader opens libxcb
-// (xwd, scrot, import, measured here). `XClientPrograms` knows, from the programs' ELF
-// headers, which of them load libxcb; the start of such a program is the launch, and the
-// libxcb open that follows it is not a second one.
+// Earlier still, an exec opens the program file itself, 0.4-4 ms before the loader opens
+// libxcb (xwd, scrot, import, measured here). `XClientPrograms` knows, from the programs'
+// ELF headers, which programs in the program directories load libxcb; each of those files
+// gets a watch of its own (other programs' starts never wake the pump; the directories are
+// watched only for new programs to classify). The start of such a program is the launch,
+// and the libxcb open that follows it is not a second one.
 //
 // What it does not see: clients that do not load this copy of libxcb (a Flatpak or Snap
 // runtime's own copy, static binaries, pure-language X clients such as python-xlib), which
@@ -52,10 +53,17 @@ final class LaunchWatch: @unchecked Sendable {
   /// The kernel dropped the watch and setting it again failed (the file is missing halfway
   /// through an upgrade, say): `retry` until it is back.
   private(set) var lost = false
-  /// The program directories watched for starts of X client programs, by watch descriptor.
+  /// The program directories watched for new programs (to classify), by watch descriptor.
   let programDirectories: [Int32: String]
   /// Which programs in `programDirectories` load libxcb (filled by a background scan).
   let programs: XClientPrograms?
+  /// The X client programs watched for opens (each by its own watch, so that other
+  /// programs' starts never wake the pump): watch descriptor → path, and back. Set from
+  /// the classification queue, read by the pump thread.
+  private var programWatches: [Int32: String] = [:]
+  private var programWatchOfPath: [String: Int32] = [:]
+  private let watchLock = NSLock()
+  private var observer: Int?
   /// Starts of X client programs reported as launches whose libxcb open has not come yet
   /// (monotonic seconds): that open belongs to the same process and is not a second launch.
   private var startsAwaitingLibrary: [Double] = []
@@ -91,7 +99,7 @@ final class LaunchWatch: @unchecked Sendable {
       throw SetupError.inotify("inotify_add_watch \(path)", errno: e)
     }
     var dirs: [Int32: String] = [:]
-    if let programs {
+    if programs != nil {
       for dir in programDirectories {
         guard let real = realpath(dir, nil) else { continue }
         let canonical = String(cString: real)
@@ -99,22 +107,71 @@ final class LaunchWatch: @unchecked Sendable {
         let d = inotify_add_watch(fd, canonical, LaunchWatch.directoryMask)
         if d >= 0, dirs[d] == nil { dirs[d] = canonical }
       }
-      let toScan = Array(Set(dirs.values)).sorted()
-      programs.scanInBackground(toScan)
     }
     self.fileDescriptor = fd
     self.path = path
     self.libraryWatch = wd
     self.programDirectories = dirs
     self.programs = programs
+    if let programs {
+      let watched = Set(dirs.values)
+      programs.scanInBackground(watched.sorted())
+      observer = programs.observe { [weak self] dir, name, isClient in
+        if watched.contains(dir) { self?.watchProgram(dir + "/" + name, isClient) }
+      }
+    }
   }
 
-  deinit { close(fileDescriptor) }
+  deinit {
+    if let observer { programs?.stopObserving(observer) }
+    close(fileDescriptor)
+  }
+
+  /// Watches an X client program's file for opens (an exec), or stops watching a program
+  /// that is no longer one.
+  private func watchProgram(_ path: String, _ isClient: Bool) {
+    watchLock.lock()
+    defer { watchLock.unlock() }
+    if isClient {
+      let wd = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask)
+      guard wd >= 0 else { return }
+      if let old = programWatchOfPath[path], old != wd { programWatches[old] = nil }
+      programWatches[wd] = path
+      programWatchOfPath[path] = wd
+    } else if let wd = programWatchOfPath.removeValue(forKey: path) {
+      inotify_rm_watch(fileDescriptor, wd)
+      programWatches[wd] = nil
+    }
+  }
+
+  /// The watched program at a watch descriptor (the pump thread's lookup).
+  private func watchedProgram(_ wd: Int32) -> String? {
+    watchLock.lock()
+    defer { watchLock.unlock() }
+    return programWatches[wd]
+  }
+
+  /// Forgets a program watch the kernel dropped (the file was deleted or replaced; a
+  /// replacement is classified, and watched again, from its directory's event).
+  private func forgetProgramWatch(_ wd: Int32) {
+    watchLock.lock()
+    defer { watchLock.unlock() }
+    if let path = programWatches.removeValue(forKey: wd), programWatchOfPath[path] == wd {
+      programWatchOfPath[path] = nil
+    }
+  }
+
+  /// How many X client programs are watched now.
+  var watchedPrograms: Int {
+    watchLock.lock()
+    defer { watchLock.unlock() }
+    return programWatches.count
+  }
 
   static let mask = UInt32(IN_OPEN)
-  /// Opens of files in a program directory (an exec opens the program), and new programs
-  /// (a package installs a file and renames it into place) to classify.
-  static let directoryMask = UInt32(IN_OPEN | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
+  /// New programs in a program directory (a package installs a file and renames it into
+  /// place), to classify.
+  static let directoryMask = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_ONLYDIR)
 
   /// The core libxcb's path among the mapped files of `/proc/self/maps` text (not
   /// `libxcb-record.so.0` and the other extension libraries).
@@ -157,17 +214,15 @@ final class LaunchWatch: @unchecked Sendable {
             if startsAwaitingLibrary.isEmpty { launches.append(nil) } else { startsAwaitingLibrary.removeFirst() }
           }
           if e.mask & UInt32(IN_IGNORED) != 0 { dropped = true }
-        } else if let dir = programDirectories[e.wd], let programs, e.len > 0, off <= n {
-          let name = String(cString: buf.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
-          if e.mask & UInt32(IN_OPEN) != 0, !programs.consumeOwnOpen(directory: dir, name: name),
-            programs.isXClient(directory: dir, name: name) == true
-          {
-            launches.append(name)
+        } else if let program = watchedProgram(e.wd) {
+          if e.mask & UInt32(IN_OPEN) != 0 {
+            launches.append(program.split(separator: "/").last.map(String.init) ?? program)
             startsAwaitingLibrary.append(now)
           }
-          if e.mask & UInt32(IN_MOVED_TO | IN_CLOSE_WRITE) != 0 {
-            programs.classifyInBackground(directory: dir, name: name)
-          }
+          if e.mask & UInt32(IN_IGNORED) != 0 { forgetProgramWatch(e.wd) }
+        } else if let dir = programDirectories[e.wd], let programs, e.len > 0, off <= n {
+          let name = String(cString: buf.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
+          programs.classifyInBackground(directory: dir, name: name)
         }
       }
     }

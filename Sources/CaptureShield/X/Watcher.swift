@@ -678,9 +678,9 @@ final class WatcherLoop {
     snap.clipboard = clipboard?.status(wallClock: Date().timeIntervalSince1970)  // copied-text guard hook
     if let w = detector?.pump?.launchWatch {
       snap.launchWatch = w.path
-      if let programs = w.programs, !w.programDirectories.isEmpty {
+      if w.programs != nil, !w.programDirectories.isEmpty {
         snap.launchDirectories = w.programDirectories.values.sorted()
-        snap.launchPrograms = programs.count
+        snap.launchPrograms = w.watchedPrograms
       }
     }
     let enc = JSONEncoder()

@@ -72,9 +72,9 @@ final class XClientPrograms: @unchecked Sendable {
   private let lock = NSLock()
   /// Directory → names of the X client programs in it.
   private var clients: [String: Set<String>] = [:]
-  /// Programs the scans opened whose open a `LaunchWatch` has not seen yet (path → count):
-  /// reading a program's header is an open like an exec, and must not count as its start.
-  private var ownOpens: [String: Int] = [:]
+  /// Told (on `queue`) of every program classified: directory, name, X client or not.
+  private var observers: [Int: @Sendable (String, String, Bool) -> Void] = [:]
+  private var nextObserver = 0
   /// Libraries and programs already classified (path → needs libxcb). Only the scans use
   /// it, one at a time on `queue`.
   private var memo: [String: Bool] = [:]
@@ -94,14 +94,28 @@ final class XClientPrograms: @unchecked Sendable {
     return names.contains(name) ? true : nil
   }
 
-  /// Whether an open of `name` in `directory` was the scan's own (each is reported once).
-  func consumeOwnOpen(directory: String, name: String) -> Bool {
+  /// Calls `observer` on the background queue with every X client program known so far
+  /// (directory, name, true), then with every program classified from now on (false: not,
+  /// or no longer, one), until `stopObserving`.
+  func observe(_ observer: @escaping @Sendable (String, String, Bool) -> Void) -> Int {
     lock.lock()
-    defer { lock.unlock() }
-    let path = directory + "/" + name
-    guard let n = ownOpens[path] else { return false }
-    ownOpens[path] = n > 1 ? n - 1 : nil
-    return true
+    let token = nextObserver
+    nextObserver += 1
+    lock.unlock()
+    queue.async {
+      self.lock.lock()
+      let known = self.clients
+      self.observers[token] = observer
+      self.lock.unlock()
+      for (dir, names) in known { for name in names { observer(dir, name, true) } }
+    }
+    return token
+  }
+
+  func stopObserving(_ token: Int) {
+    lock.lock()
+    observers[token] = nil
+    lock.unlock()
   }
 
   /// How many X client programs the scans found.
@@ -152,7 +166,12 @@ final class XClientPrograms: @unchecked Sendable {
     lock.lock()
     clients[dir, default: []].formUnion(found)
     clients[dir]?.subtract(gone)
+    let told = Array(observers.values)
     lock.unlock()
+    for observer in told {
+      for name in found { observer(dir, name, true) }
+      for name in gone { observer(dir, name, false) }
+    }
   }
 
   /// Whether the ELF object at `path` needs libxcb, directly or through its libraries
@@ -160,11 +179,6 @@ final class XClientPrograms: @unchecked Sendable {
   private func needsLibxcb(_ path: String, depth: Int = 0) -> Bool {
     if let known = memo[path] { return known }
     memo[path] = false  // a dependency cycle ends here
-    if depth == 0 {
-      lock.lock()
-      ownOpens[path, default: 0] += 1
-      lock.unlock()
-    }
     guard depth < 16, let deps = ElfDependencies.read(path) else { return false }
     let origin = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
     let runpath = deps.searchPath.map { $0.replacingOccurrences(of: "$ORIGIN", with: origin) }
