@@ -95,8 +95,8 @@ final class XClientPrograms: @unchecked Sendable {
   }
 
   /// Calls `observer` on the background queue with every X client program known so far
-  /// (directory, name, true), then with every program classified from now on (false: not,
-  /// or no longer, one), until `stopObserving`.
+  /// (directory, name, true), then with every program classified as one from now on, and
+  /// with every one that stops being one (false), until `stopObserving`.
   func observe(_ observer: @escaping @Sendable (String, String, Bool) -> Void) -> Int {
     lock.lock()
     let token = nextObserver
@@ -164,13 +164,16 @@ final class XClientPrograms: @unchecked Sendable {
       }
     }
     lock.lock()
+    // Only programs that were X clients can stop being one (the first scan of a directory
+    // finds ~1,000 that never were: nobody needs telling about those).
+    let dropped = gone.intersection(clients[dir] ?? [])
     clients[dir, default: []].formUnion(found)
     clients[dir]?.subtract(gone)
     let told = Array(observers.values)
     lock.unlock()
     for observer in told {
       for name in found { observer(dir, name, true) }
-      for name in gone { observer(dir, name, false) }
+      for name in dropped { observer(dir, name, false) }
     }
   }
 
