@@ -77,6 +77,7 @@ final class ClipboardGuard {
   ) throws(XError) {
     guard SealedText.sodiumReady else { throw .failed("libsodium cannot be initialised") }
     x = try XConnection(display: display)
+    x.errors = XErrorPolicy(log: log)
     core = ClipboardCore(policy: policy)
     self.log = log
     self.describeOwner = describeOwner
@@ -96,18 +97,16 @@ final class ClipboardGuard {
     incrThreshold = maxUnits * 4 - 32
 
     window = x.generateID()
-    var values: [UInt32] = [1, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
-    xcb_create_window(
-      x.conn, 0, window, x.root, -1, -1, 1, 1, 0, UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue), 0,
-      XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue, &values)
-    "CaptureShield clipboard guard".withCString {
-      _ = xcb_change_property(
-        x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window, 39, aString, 8, UInt32(strlen($0)), $0)
-    }
+    x.createWindow(
+      window, parent: x.root, x: -1, y: -1, width: 1, height: 1, inputOnly: true,
+      mask: XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue,
+      values: [1, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue], checked: false)
+    x.changeProperty(
+      window, PredefinedAtom.wmName, type: aString, format: 8, bytes: Array("CaptureShield clipboard guard".utf8))
     for sel in [a[7], a[8]] {
-      xcb_xfixes_select_selection_input(
-        x.conn, window, sel,
-        XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
+      x.selectSelectionInput(
+        window, selection: sel,
+        mask: XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
           | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
           | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue)
     }
@@ -183,7 +182,7 @@ final class ClipboardGuard {
       startTakeover(sel, time: ownerTime[sel] ?? 0)
     case .becomeOwner(let sel):
       guard let atom = selectionAtoms[sel] else { return }
-      xcb_set_selection_owner(x.conn, window, atom, 0)
+      x.setSelectionOwner(window, selection: atom, time: 0)
     case .serve(let id):
       guard let req = pending.removeValue(forKey: id) else { return }
       serve(req)
@@ -192,7 +191,7 @@ final class ClipboardGuard {
       notify(req, property: 0)
     case .giveUp(let sel):
       guard let atom = selectionAtoms[sel], x.selectionOwner(atom) == window else { return }
-      xcb_set_selection_owner(x.conn, 0, atom, 0)
+      x.setSelectionOwner(0, selection: atom, time: 0)
     case .wipe(let sel):
       sealed.removeValue(forKey: sel)?.wipe()
       takeovers.removeValue(forKey: sel)?.incoming?.wipe()
@@ -210,10 +209,10 @@ final class ClipboardGuard {
 
   func startTakeover(_ sel: String, time: xcb_timestamp_t = 0) {
     guard let atom = selectionAtoms[sel], let prop = transferProperty[sel] else { return }
-    xcb_delete_property(x.conn, window, prop)
+    x.deleteProperty(window, prop)
     takeovers[sel] = Takeover(
       phase: .targets, time: time, candidates: [], deadline: Clock.now() + takeoverTimeout, incoming: nil)
-    xcb_convert_selection(x.conn, window, atom, aTargets, prop, time)
+    x.convertSelection(requestor: window, selection: atom, target: aTargets, property: prop, time: time)
   }
 
   func requestNext(_ sel: String) {
@@ -225,7 +224,7 @@ final class ClipboardGuard {
     let target = t.candidates.removeFirst()
     t.phase = .text(target)
     takeovers[sel] = t
-    xcb_convert_selection(x.conn, window, atom, target, prop, t.time)
+    x.convertSelection(requestor: window, selection: atom, target: target, property: prop, time: t.time)
   }
 
   /// The SelectionNotify answering one of our conversions.
@@ -366,15 +365,12 @@ final class ClipboardGuard {
     guard let sel = selectionNames[e.selection] else { return notify(e, property: 0) }
     switch targetKind(e.target) {
     case .targets:
-      var list: [UInt32] = [aTargets, aTimestamp, aUTF8, aTextPlain, aString, aText, aHint]
-      xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aAtom, 32, 7, &list)
+      x.changeProperty(
+        e.requestor, prop, type: aAtom, words: [aTargets, aTimestamp, aUTF8, aTextPlain, aString, aText, aHint])
     case .hint:
-      "secret".withCString {
-        _ = xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aHint, 8, 6, $0)
-      }
+      x.changeProperty(e.requestor, prop, type: aHint, format: 8, bytes: Array("secret".utf8))
     case .timestamp:
-      var t = ownedSince[sel] ?? 0
-      xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aInteger, 32, 1, &t)
+      x.changeProperty(e.requestor, prop, type: aInteger, words: [ownedSince[sel] ?? 0])
     case .text:
       guard let box = sealed[sel], var text = try? box.open() else { return notify(e, property: 0) }
       var type = aUTF8
@@ -388,17 +384,14 @@ final class ClipboardGuard {
         type = aTextPlain
       }
       if text.count > incrThreshold {
-        var mask: [UInt32] = [XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue]
-        xcb_change_window_attributes(x.conn, e.requestor, XCB_CW_EVENT_MASK.rawValue, &mask)
-        var size = UInt32(text.count)
-        xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, aIncr, 32, 1, &size)
+        x.selectEvents(e.requestor, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue)
+        x.changeProperty(e.requestor, prop, type: aIncr, words: [UInt32(text.count)])
         transfers.append(
           Transfer(
             requestor: e.requestor, property: prop, type: type, data: text, offset: 0, finished: false,
             deadline: Clock.now() + transferTimeout))
       } else {
-        xcb_change_property(
-          x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), e.requestor, prop, type, 8, UInt32(text.count), text.pointer)
+        x.changeProperty(e.requestor, prop, type: type, from: text.pointer, count: text.count)
         text.wipe()
       }
     case .unsupported:
@@ -414,15 +407,13 @@ final class ClipboardGuard {
       transfers[i].data.wipe()
       transfers.remove(at: i)
       if !transfers.contains(where: { $0.requestor == w }) {
-        var mask: [UInt32] = [0]
-        xcb_change_window_attributes(x.conn, w, XCB_CW_EVENT_MASK.rawValue, &mask)
+        x.selectEvents(w, 0)
       }
       return
     }
     let t = transfers[i]
     let n = min(incrThreshold, t.data.count - t.offset)
-    xcb_change_property(
-      x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, atom, t.type, 8, UInt32(n), t.data.pointer + t.offset)
+    x.changeProperty(w, atom, type: t.type, from: t.data.pointer + t.offset, count: n)
     transfers[i].offset += n
     transfers[i].finished = n == 0
     transfers[i].deadline = Clock.now() + transferTimeout
@@ -436,9 +427,7 @@ final class ClipboardGuard {
     ev.selection = e.selection
     ev.target = e.target
     ev.property = property
-    var buf = [CChar](repeating: 0, count: 32)
-    withUnsafeBytes(of: &ev) { raw in for i in 0..<min(32, raw.count) { buf[i] = CChar(bitPattern: raw[i]) } }
-    xcb_send_event(x.conn, 0, e.requestor, 0, buf)
+    x.sendEvent(to: e.requestor, XEventBytes.of(&ev))
   }
 
   // MARK: Events
@@ -447,7 +436,9 @@ final class ClipboardGuard {
     let raw = UnsafeRawPointer(ev)
     switch Int32(CXCB_event_type(ev)) {
     case 0:
-      break  // an X error (a reader vanished mid-transfer): expected, never fatal
+      // An X error (a reader vanished mid-transfer is expected): never fatal; the policy
+      // decides how it is logged.
+      x.errors.report(raw.load(as: xcb_generic_error_t.self), connection: "clipboard")
     case XCB_SELECTION_REQUEST:
       selectionRequested(raw.load(as: xcb_selection_request_event_t.self))
     case XCB_SELECTION_NOTIFY:

@@ -67,3 +67,14 @@ enum Clock {
     return MonotonicTime(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
   }
 }
+
+/// The X protocol's predefined atoms the shell uses (X11 protocol, appendix B), by name
+/// instead of as bare numbers.
+enum PredefinedAtom {
+  static let atom: xcb_atom_t = 4
+  static let cardinal: xcb_atom_t = 6
+  static let integer: xcb_atom_t = 19
+  static let string: xcb_atom_t = 31
+  static let wmName: xcb_atom_t = 39
+  static let wmClass: xcb_atom_t = 67
+}

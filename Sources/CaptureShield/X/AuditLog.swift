@@ -55,6 +55,12 @@ final class AuditLog {
   func info(_ message: String) {
     write(AuditRecord("info", [("message", .string(message))]))
   }
+  /// Only with `CAPTURESHIELD_DEBUG=1` in the environment (expected X races and the like).
+  func debug(_ message: String) {
+    guard debugEnabled else { return }
+    write(AuditRecord("debug", [("message", .string(message))]))
+  }
+  private lazy var debugEnabled = ProcessInfo.processInfo.environment["CAPTURESHIELD_DEBUG"] == "1"
 }
 
 /// A connected, non-blocking `SOCK_DGRAM` unix socket to the syslog daemon.

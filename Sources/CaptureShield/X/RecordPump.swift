@@ -33,37 +33,117 @@
 
 internal import CXCB
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Reads the RECORD data connection on its own thread and fires the armed shields on
-/// ClientStarted (and on launches, with a `LaunchWatch`). Shared by the pump thread and the daemon's loop; every field behind `lock`.
-final class RecordPump: @unchecked Sendable {
-  private let lock = NSLock()
-  private let data: OpaquePointer
-  private let enableSequence: UInt32
+/// The pump's bookkeeping as a pure value (tested with tables, no thread, no X): the
+/// records queued for the loop, which ClientStarted and launches the loop has not taken,
+/// what is armed, and what fired. `RecordPump` keeps it in a `Mutex` and carries out the
+/// shields it returns to map.
+struct PumpState {
   /// Resource bases whose ClientStarted does not fire (the daemon's own connections).
-  private var excluded: Set<UInt32>
+  var excluded: Set<UInt32>
   /// Raw RECORD replies read and not yet taken by the loop, in order. An empty element
   /// marks the end of the context (an error reply, or libxcb saying the request is over).
-  private var queue: [[UInt8]] = []
+  private(set) var queue: [[UInt8]] = []
   /// ClientStarted records in `queue` (not taken yet).
-  private var startsQueued = 0
-  /// Launches seen by `launchWatch` and not taken yet (see `LaunchWatch`).
-  private var launchesQueued: [String?] = []
+  private(set) var startsQueued = 0
+  /// Launches seen by the launch watch and not taken yet (see `LaunchWatch`).
+  private(set) var launchesQueued: [String?] = []
+  /// What fires on the next ClientStarted or launch: shield windows on `armedConnection`
+  /// (the shield driver's connection), and their targets.
+  private(set) var armedConnection: XCBHandle?
+  private(set) var armedShields: [UInt32] = []
+  private(set) var armedTargets: [WindowID] = []
+  /// Targets whose shields the pump mapped and the loop has not been told of.
+  private(set) var fired: Set<WindowID> = []
+  /// False once stopped.
+  var running = true
+
+  init(excluded: Set<UInt32>) { self.excluded = excluded }
+
+  /// Queues one reply; returns the shields to map now (a ClientStarted of a client not ours
+  /// fires what is armed).
+  mutating func deliver(_ bytes: [UInt8]) -> [UInt32] {
+    var out: [UInt32] = []
+    if bytes.count >= 32 && bytes[1] == RecordedReply.Category.clientStarted.rawValue {
+      let base = bytes.withUnsafeBytes { RecordedReply.decode($0)?.idBase ?? 0 }
+      if !excluded.contains(base) {
+        startsQueued += 1
+        out = fire()
+      }
+    }
+    queue.append(bytes)
+    return out
+  }
+
+  /// X client processes started: queues the launches; returns the shields to map now.
+  mutating func launched(_ programs: [String?]) -> [UInt32] {
+    launchesQueued += programs
+    return fire()
+  }
+
+  /// What is armed, now fired: nothing fires again until the loop arms again.
+  private mutating func fire() -> [UInt32] {
+    guard armedConnection != nil, !armedShields.isEmpty else { return [] }
+    let out = armedShields
+    fired.formUnion(armedTargets)
+    armedShields = []
+    armedTargets = []
+    return out
+  }
+
+  /// The loop's commit: refused (false) while shields would come down and a ClientStarted
+  /// or launch the loop has not taken is queued; else arms `shields` (on `connection`).
+  mutating func commit(
+    removesShields: Bool, connection: XCBHandle, shields: [UInt32], targets: [WindowID]
+  ) -> Bool {
+    if removesShields && (startsQueued > 0 || !launchesQueued.isEmpty) { return false }
+    armedConnection = connection
+    armedShields = shields
+    armedTargets = targets
+    return true
+  }
+
+  /// Nothing fires until the next commit, and what fired is forgotten.
+  mutating func disarm() {
+    armedConnection = nil
+    armedShields = []
+    armedTargets = []
+    fired = []
+  }
+
+  /// Everything queued for the loop, taken.
+  mutating func take() -> (replies: [[UInt8]], fired: Set<WindowID>, launches: [String?]) {
+    let out = (queue, fired, launchesQueued)
+    queue = []
+    fired = []
+    startsQueued = 0
+    launchesQueued = []
+    return out
+  }
+}
+
+/// A libxcb connection handle that may cross threads. libxcb is thread-safe (its own lock
+/// orders requests and replies), so sending a request from another thread is sound; what
+/// is not thread-safe is our own bookkeeping, which stays on one thread or in a `Mutex`.
+struct XCBHandle: @unchecked Sendable, Equatable {
+  let raw: OpaquePointer
+}
+
+/// Reads the RECORD data connection on its own thread and fires the armed shields on
+/// ClientStarted (and on launches, with a `LaunchWatch`). Shared by the pump thread and
+/// the daemon's loop; the shared state is `PumpState` in a `Mutex`.
+final class RecordPump: Sendable {
+  private let state: Mutex<PumpState>
+  private let data: XCBHandle
+  private let enableSequence: UInt32
   /// With `capture.quarantineOnLaunch`: processes loading libxcb fire the armed shields
   /// too, before they can connect. Used by the pump thread only.
   let launchWatch: LaunchWatch?
-  /// What fires on the next ClientStarted: shield windows on `armedConn` (the shield
-  /// driver's connection), and their targets.
-  private var armedConn: OpaquePointer?
-  private var armedShields: [UInt32] = []
-  private var armedTargets: [WindowID] = []
-  /// Targets whose shields were mapped by the pump and not yet reported to the loop.
-  private var fired: Set<WindowID> = []
-  private var running = true
   private let finished = DispatchSemaphore(value: 0)
   /// The loop polls `wakeRead`; the pump writes a byte there when it queues something.
   let wakeRead: Int32
@@ -75,17 +155,16 @@ final class RecordPump: @unchecked Sendable {
   /// Starts the pump thread on `data` (the RECORD data connection, whose EnableContext
   /// request was `enableSequence`).
   init(data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>, launchWatch: LaunchWatch? = nil) {
-    self.data = data
+    self.data = XCBHandle(raw: data)
     self.launchWatch = launchWatch
     self.enableSequence = enableSequence
-    self.excluded = excluded
+    state = Mutex(PumpState(excluded: excluded))
     var p: [Int32] = [-1, -1]
     _ = pipe(&p)
-    wakeRead = p[0]
-    wakeWrite = p[1]
+    let (wr, ww) = (p[0], p[1])
     _ = pipe(&p)
-    stopRead = p[0]
-    stopWrite = p[1]
+    let (sr, sw) = (p[0], p[1])
+    (wakeRead, wakeWrite, stopRead, stopWrite) = (wr, ww, sr, sw)
     for fd in [wakeRead, wakeWrite, stopRead, stopWrite] { _ = fcntl(fd, F_SETFL, O_NONBLOCK) }
     let t = Thread { [self] in loop() }
     t.name = "captureshield-record"
@@ -94,11 +173,12 @@ final class RecordPump: @unchecked Sendable {
 
   /// Stops the thread and waits for it. Replies it read stay available to `take`.
   func stop() {
-    lock.lock()
-    let was = running
-    running = false
-    armedConn = nil
-    lock.unlock()
+    let was = state.withLock { s in
+      let was = s.running
+      s.running = false
+      s.disarm()
+      return was
+    }
     guard was else { return }
     var b: UInt8 = 1
     _ = write(stopWrite, &b, 1)
@@ -116,50 +196,38 @@ final class RecordPump: @unchecked Sendable {
   func take() -> (replies: [[UInt8]], fired: Set<WindowID>, launches: [String?]) {
     var buf = [UInt8](repeating: 0, count: 256)
     while read(wakeRead, &buf, buf.count) > 0 {}
-    lock.lock()
-    defer { lock.unlock() }
-    let out = (queue, fired, launchesQueued)
-    queue = []
-    fired = []
-    startsQueued = 0
-    launchesQueued = []
-    return out
+    return state.withLock { $0.take() }
   }
 
   func exclude(_ base: UInt32) {
-    lock.lock()
-    excluded.insert(base)
-    lock.unlock()
+    state.withLock { _ = $0.excluded.insert(base) }
   }
 
   /// Under the pump's lock, unless a ClientStarted or a launch the loop has not taken is
-  /// queued while shields would come down (`removesShields`; then returns false and the loop must handle
-  /// the records first): runs `submit` (which queues the deferred removals on the shield
-  /// connection, without flushing) and arms `arm` (shield windows on `conn`, their targets).
-  /// Requests the pump sends later are queued after the removals, so a removal never
-  /// undoes a shield put up for a new client. The caller flushes afterwards, outside the lock.
+  /// queued while shields would come down (`removesShields`; then returns false and the
+  /// loop must handle the records first): runs `submit` (which queues the deferred removals
+  /// on the shield connection, without flushing) and arms `arm` (shield windows on `conn`,
+  /// their targets). Requests the pump sends later are queued after the removals, so a
+  /// removal never undoes a shield put up for a new client. The caller flushes afterwards,
+  /// outside the lock.
   func commit(
     removesShields: Bool, arm: (conn: OpaquePointer, shields: [UInt32], targets: [WindowID]), submit: () -> Void
   ) -> Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    if removesShields && (startsQueued > 0 || !launchesQueued.isEmpty) { return false }
-    submit()
-    armedConn = arm.conn
-    armedShields = arm.shields
-    armedTargets = arm.targets
-    return true
+    state.withLock { s in
+      guard
+        s.commit(
+          removesShields: removesShields, connection: XCBHandle(raw: arm.conn), shields: arm.shields,
+          targets: arm.targets)
+      else { return false }
+      submit()
+      return true
+    }
   }
 
   /// Nothing fires until the next `commit`, and what fired is forgotten: the shield
   /// connection is about to go, and its shields with it.
   func disarm() {
-    lock.lock()
-    armedConn = nil
-    armedShields = []
-    armedTargets = []
-    fired = []
-    lock.unlock()
+    state.withLock { $0.disarm() }
   }
 
   // MARK: The pump thread
@@ -168,43 +236,40 @@ final class RecordPump: @unchecked Sendable {
     defer { finished.signal() }
 
     var fds = [
-      pollfd(fd: xcb_get_file_descriptor(data), events: Int16(POLLIN), revents: 0),
+      pollfd(fd: xcb_get_file_descriptor(data.raw), events: Int16(POLLIN), revents: 0),
       pollfd(fd: stopRead, events: Int16(POLLIN), revents: 0),
       pollfd(fd: launchWatch?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
     ]
     while true {
-      lock.lock()
-      let go = running
-      lock.unlock()
-      guard go else { return }
+      guard state.withLock({ $0.running }) else { return }
       var got = false
       // Launches first: they come before their ClientStarted.
       if let w = launchWatch {
         w.retry()
         let seen = w.readLaunches()
         if !seen.isEmpty {
-          launched(seen)
+          state.withLock { s in fire(s.launched(seen), on: s.armedConnection) }
           got = true
         }
       }
       while true {
         var reply: UnsafeMutableRawPointer? = nil
         var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
-        guard xcb_poll_for_reply(data, enableSequence, &reply, &error) != 0 else { break }
+        guard xcb_poll_for_reply(data.raw, enableSequence, &reply, &error) != 0 else { break }
         got = true
         guard let reply else {
           free(error)
-          deliver([])  // the context is over
+          state.withLock { s in fire(s.deliver([]), on: s.armedConnection) }  // the context is over
           wake()
           return
         }
         let words = reply.load(fromByteOffset: 4, as: UInt32.self)
         let bytes = [UInt8](UnsafeRawBufferPointer(start: reply, count: 32 + Int(words) * 4))
         free(reply)
-        deliver(bytes)
+        state.withLock { s in fire(s.deliver(bytes), on: s.armedConnection) }
       }
       if got { wake() }
-      if xcb_connection_has_error(data) != 0 {
+      if xcb_connection_has_error(data.raw) != 0 {
         wake()  // the loop sees the broken connection
         return
       }
@@ -212,39 +277,13 @@ final class RecordPump: @unchecked Sendable {
     }
   }
 
-  /// Queues one reply; a ClientStarted of a client not ours fires the armed shields first.
-  private func deliver(_ bytes: [UInt8]) {
-    lock.lock()
-    defer { lock.unlock() }
-    let started = bytes.count >= 32 && bytes[1] == RecordedReply.Category.clientStarted.rawValue
-    if started {
-      let base = bytes.withUnsafeBytes { RecordedReply.decode($0)?.idBase ?? 0 }
-      if !excluded.contains(base) {
-        startsQueued += 1
-        fire()
-      }
-    }
-    queue.append(bytes)
-  }
-
-  /// X client processes started (see `LaunchWatch.readLaunches`): fires the armed shields
-  /// and queues the launches.
-  private func launched(_ programs: [String?]) {
-    lock.lock()
-    defer { lock.unlock() }
-    launchesQueued += programs
-    fire()
-  }
-
-  /// Maps the armed shields and flushes. Called with `lock` held.
-  private func fire() {
-    guard let c = armedConn, !armedShields.isEmpty else { return }
-    for s in armedShields { xcb_map_window(c, s) }
+  /// Maps `shields` on the shield connection and flushes: the one state-changing request
+  /// sent outside `Effects/` (the quarantine fast path; see the top of this file). Called
+  /// with the state's lock held, so it is ordered with the loop's `commit`.
+  private func fire(_ shields: [UInt32], on connection: XCBHandle?) {
+    guard let c = connection?.raw, !shields.isEmpty else { return }
+    for s in shields { xcb_map_window(c, s) }
     xcb_flush(c)
-    fired.formUnion(armedTargets)
-    // Up now: nothing to fire until the loop arms again.
-    armedShields = []
-    armedTargets = []
   }
 
   private func wake() {

@@ -8,9 +8,13 @@ struct PropertyValue {
   var bytes: [UInt8]
 }
 
-/// One xcb connection and what the shell needs of it. Not thread-safe: each owner uses
-/// it from one thread. Requests here are queries; state-changing requests are sent only
-/// by `XEffects` (shields, tags, state) so there is one place to audit them.
+/// One xcb connection and what the shell needs of it: queries. Its state-changing
+/// requests are the `XRequests` wrappers in `Effects/`, the one place to audit them.
+///
+/// Threads: libxcb itself is thread-safe, but this object's caches are not. Each
+/// connection is used by the daemon's main loop only, with one exception: the RECORD
+/// thread (`RecordPump`) sends `MapWindow` on the shield connection's raw handle, under
+/// the pump's lock (see docs/architecture.md, "Threads").
 final class XConnection {
   let conn: OpaquePointer
   let screenNumber: Int32
@@ -20,6 +24,8 @@ final class XConnection {
   let blackPixel: UInt32
   let resourceMask: UInt32
   let displayName: String
+  /// How X errors on this connection are reported (see `XErrorPolicy`).
+  var errors = XErrorPolicy(log: nil)
   private var atomCache: [String: xcb_atom_t] = [:]
 
   init(display: String?) throws(XError) {

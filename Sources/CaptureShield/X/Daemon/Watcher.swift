@@ -1,0 +1,194 @@
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Signal numbers written by the handlers into the self-pipe; the loop reads them.
+/// Signal handlers only write one byte: nothing else happens in signal context.
+nonisolated(unsafe) var signalPipeWriteFD: Int32 = -1
+
+/// `shieldctl watch`: the daemon. One event loop over the X connections; the decision
+/// engine decides, `XEffects` and `ShieldDriver` act.
+public enum Watcher {
+  /// Runs until SIGTERM/SIGINT (exit 0) or a fatal condition (see `WatchExit`).
+  public static func run(_ options: WatchOptions) -> Int32 {
+    let log = AuditLog(format: options.logFormat, syslog: options.syslog)
+    if let why = waylandSession(ProcessInfo.processInfo.environment) {
+      // Say so instead of pretending: X11 shields only cover Xwayland windows against X11
+      // capture clients; Wayland-native capture (PipeWire portals) is the compositor's call.
+      log.error(
+        "this is a Wayland session (\(why)): CaptureShield only sees X11 (Xwayland) clients and windows; "
+          + "screen capture through the Wayland compositor (xdg-desktop-portal, PipeWire) is not detected or "
+          + "blanked. Use your compositor's own rules for Wayland-native windows.")
+    }
+    let policyPaths = options.policyPaths ?? PolicyLoader.defaultPaths(environment: ProcessInfo.processInfo.environment)
+    let policy: Policy
+    do {
+      policy = try loadPolicy(policyPaths)
+    } catch {
+      log.error("invalid policy; not starting (no last good policy to keep):\n\(error)")
+      return WatchExit.badPolicy
+    }
+    do {
+      let w = try WatcherLoop(options: options, policy: policy, policyPaths: policyPaths, log: log)
+      return w.run()
+    } catch {
+      log.error("\(error)")
+      if case .alreadyRunning = error { return WatchExit.alreadyRunning }
+      if case .cannotConnect = error { return WatchExit.xServerGone }
+      return WatchExit.failure
+    }
+  }
+
+  /// Why the environment looks like a Wayland session, or nil.
+  public static func waylandSession(_ env: [String: String]) -> String? {
+    if env["XDG_SESSION_TYPE"] == "wayland" { return "XDG_SESSION_TYPE=wayland" }
+    if let w = env["WAYLAND_DISPLAY"], !w.isEmpty { return "WAYLAND_DISPLAY=\(w)" }
+    return nil
+  }
+
+  static func loadPolicy(_ paths: [String]) throws -> Policy {
+    if paths.isEmpty {
+      var p = Policy()
+      p.sources = []
+      return p
+    }
+    return try PolicyLoader.load(paths: paths)
+  }
+}
+
+/// The daemon's timing constants, in one place (each is explained where it is used).
+struct WatcherTuning {
+  /// How often the published state (`_CAPTURE_SHIELD_STATE`) is rewritten at most.
+  let publishInterval = PolicyDuration.milliseconds(50)
+  /// How often the server is poked (a round trip) so it flushes pending RECORD records,
+  /// while a session is live or shortly after a client connected.
+  let pokeInterval = PolicyDuration.milliseconds(20)
+  /// How long after a client connects the server is poked.
+  let promptRecordsAfterConnect = PolicyDuration.seconds(2)
+  /// Batches of window events and of RECORD records while nothing is at stake.
+  let batchInterval = PolicyDuration.milliseconds(10)
+  /// Records in one run that make a burst (a busy client's harmless requests).
+  let burstRecords = 32
+}
+
+/// The daemon's state and its loop. Its concerns live in files of their own:
+/// `+Loop` (poll, batching, flushing), `+Windows` (tracking and window events),
+/// `+Detector` (capture detection), `+Engine` (events in, effects out), `+Signals`
+/// (signals, reload, commands, shutdown) and `+Clipboard` (the copied-text guard).
+final class WatcherLoop {
+  let x: XConnection
+  /// The daemon's writes on `x` (see `XEffects`).
+  let effects: XEffects
+  var driver: ShieldDriver
+  /// The shield driver's connection (its own, see `ShieldDriver`); replaced when another
+  /// client kills it.
+  var shieldX: XConnection
+  var engine: Engine
+  let log: AuditLog
+  let policyPaths: [String]
+  let startedAt = Date().timeIntervalSince1970
+  let managerWindow: xcb_window_t
+  let managerAtom: xcb_atom_t
+  /// Interesting atoms (predefined ones by name, see `PredefinedAtom`).
+  let aWMClass = PredefinedAtom.wmClass, aWMName = PredefinedAtom.wmName, aCardinal = PredefinedAtom.cardinal
+  let aNetWMName: xcb_atom_t, aUTF8: xcb_atom_t, aSecure: xcb_atom_t, aNetWMPID: xcb_atom_t
+  let aState: xcb_atom_t, aCapturing: xcb_atom_t, aCaptureChanged: xcb_atom_t, aCommand: xcb_atom_t
+  /// What the shell knows of each tracked window (the engine has its own copy).
+  var tracked: [WindowID: WindowInfo] = [:]
+  var windowsPerClient: [UInt32: Int] = [:]
+  /// Windows whose title comes from `_NET_WM_NAME` (WM_NAME changes are then ignored).
+  var netNamed: Set<WindowID> = []
+  var identities: [UInt32: ClientIdentity] = [:]
+  var stateDirty = true
+  /// Engine events waiting to be handled: `apply` is not re-entrant. An effect that
+  /// reveals something new (a shield's target is gone) queues a follow-up event here, and
+  /// `apply` handles it after the event it is handling now.
+  var queuedEvents: [Engine.Event] = []
+  var applying = false
+  /// The loop's timing constants.
+  let tuning = WatcherTuning()
+  /// `engine.quarantineTargets` since the engine last handled an event (nil: ask again).
+  var quarantineTargets: [WindowID]?
+  var lastPublish = MonotonicTime(nanoseconds: 0)
+  var signalRead: Int32 = -1
+  var shuttingDown = false
+  var fds: [pollfd] = []
+  /// Request-level capture detection (RECORD); nil when the server lacks RECORD, in
+  /// which case `capturing` mode falls back to shielding always (fail safe).
+  var detector: CaptureDetector?
+  let cmAtom: xcb_atom_t
+  var xfixesFirstEvent: UInt8 = 0
+  /// Poke the server (a cheap round trip) so it flushes pending RECORD records: only
+  /// while a session is live or shortly after a client connected.
+  var promptRecordsUntil = MonotonicTime(nanoseconds: 0)
+  var lastPoke = MonotonicTime(nanoseconds: 0)
+  /// See `batchingUntil`.
+  var lastMainEvents = MonotonicTime(nanoseconds: 0)
+  /// New top-levels not tracked yet (see `deferNewWindows`), in creation order, and since when.
+  var pendingCreates: [WindowID] = []
+  var pendingSet: Set<WindowID> = []
+  var pendingSince: MonotonicTime?
+  /// When the RECORD stream last brought anything, and how many records came in the current
+  /// run of reads each within `tuning.batchInterval` of the one before (see `recordBatchingUntil`).
+  var lastRecords = MonotonicTime(nanoseconds: 0)
+  var recordRun = 0
+  // MARK: Copied-text guard hook
+  /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
+  /// could not start). Its failures are logged, never fatal.
+  var clipboard: ClipboardGuard?
+
+  init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
+    x = try XConnection(display: options.display)
+    x.errors = XErrorPolicy(log: log)
+    effects = XEffects(x: x, root: x.root)
+    let shieldConn = try XConnection(display: options.display)
+    shieldConn.errors = XErrorPolicy(log: log)
+    self.log = log
+    self.policyPaths = policyPaths
+    engine = Engine(policy: policy)
+    for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
+    let a = x.atoms([
+      "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
+      ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
+      ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
+    ])
+    (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
+      (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
+    managerAtom = a[8]
+    cmAtom = a[9]
+
+    // One daemon per display: own the manager selection, as window managers do.
+    let owner = x.selectionOwner(managerAtom)
+    if owner != 0 {
+      let pid = x.property(owner, aNetWMPID).flatMap { PropertyDecoding.cardinal(format: $0.format, bytes: $0.bytes) }
+      throw .alreadyRunning(pid: pid.map(Int.init))
+    }
+    managerWindow = x.generateID()
+    effects.claimManager(window: managerWindow, selection: managerAtom, pidAtom: aNetWMPID, pid: UInt32(getpid()))
+    guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
+
+    shieldX = shieldConn
+    driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
+    driver.errors = XErrorPolicy(log: log)
+    do {
+      // Only requests that start a session are recorded (indicators such as GrabServer or
+      // MIT-SHM Attach would cost records without changing a decision).
+      let d = try CaptureDetector(
+        display: options.display, catalog: CaptureCatalog.standard.sessionStartersOnly.windowReaders)
+      d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
+      detector = d
+    } catch {
+      log.error(
+        "capture detection unavailable (\(error)); shield.when=capturing falls back to shielding secure windows always"
+      )
+      var p = policy
+      if p.when == .capturing { p.when = .always }
+      engine = Engine(policy: p)
+    }
+    if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
+  }
+
+}

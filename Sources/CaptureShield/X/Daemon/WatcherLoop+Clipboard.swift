@@ -1,0 +1,59 @@
+// The hooks between the daemon's loop and the copied-text guard (the guard itself is in Clipboard/).
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension WatcherLoop {
+  func startClipboardGuard(_ p: ClipboardPolicy) {
+    do {
+      clipboard = try ClipboardGuard(display: x.displayName, policy: p, log: log) { [unowned self] base, _ in
+        self.describeSelectionOwner(base)
+      }
+      detector?.excludedClients.insert(ClientID(clipboard!.ownBase))
+    } catch {
+      log.error("copied-text guard unavailable (\(error)); screen shielding continues")
+    }
+  }
+
+  /// Whether the client owns a secure window (tag, property or policy), its identity, and
+  /// the facts `clipboard.sources` is matched against.
+  func describeSelectionOwner(_ base: UInt32) -> ClipboardGuard.OwnerInfo {
+    let c = ClientID(base)
+    let own = engine.windows.values.filter { $0.info.client == c }
+    let identity =
+      engine.clients[c]?.identity ?? identities[base] ?? ProcessInfoReader.identity(pid: x.clientPID(of: base))
+    let facts = [identity.facts] + own.map { engine.effectiveFacts($0.info) }
+    return (own.contains { $0.reason.isSecure }, identity, facts)
+  }
+
+  func drainClipboard() {
+    guard let g = clipboard else { return }
+    if fds.count > 4 { fds[4].fd = g.fileDescriptor }
+    g.drain()
+    if let d = g.nextDeadline, Clock.now() >= d { g.tick() }
+    if g.statusChanged {
+      g.statusChanged = false
+      stateDirty = true
+    }
+    if g.hasError {
+      log.error("the copied-text guard lost its X connection; it is off until the next reload")
+      clipboard = nil
+      if fds.count > 4 { fds[4].fd = -1 }
+      stateDirty = true
+    }
+  }
+
+  func reloadClipboardGuard(_ p: ClipboardPolicy) {
+    if let clipboard {
+      clipboard.policyReplaced(p)
+    } else if p.enabled {
+      startClipboardGuard(p)
+      if fds.count > 4 { fds[4].fd = clipboard?.fileDescriptor ?? -1 }
+    }
+    stateDirty = true
+  }
+}

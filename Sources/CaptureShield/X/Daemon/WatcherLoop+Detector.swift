@@ -1,0 +1,133 @@
+// The bridge from capture detection (RECORD, X-Resource, the compositor selection) to the engine.
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension WatcherLoop {
+  // MARK: Capture detection
+
+  /// Looks up a client's identity (X-Resource PID of `sample`, any XID of the client, or
+  /// of its resource base; then /proc) and remembers it. The one identity lookup.
+  func identify(base: UInt32, sample: UInt32? = nil) -> ClientIdentity {
+    let id = ProcessInfoReader.identity(pid: x.clientPID(of: sample ?? base))
+    identities[base] = id
+    return id
+  }
+
+  func wantsPokes(_ now: MonotonicTime) -> Bool {
+    guard detector != nil else { return false }
+    return !engine.sessions.isEmpty || now < promptRecordsUntil
+  }
+
+  func drainDetector() {
+    guard let d = detector else { return }
+    let now = Clock.now()
+    if wantsPokes(now), now >= lastPoke + tuning.pokeInterval {
+      d.poke()
+      lastPoke = now
+    }
+    let readBefore = d.repliesRead
+    defer {
+      if d.repliesRead != readBefore {
+        let now = Clock.now()
+        recordRun = (now < lastRecords + tuning.batchInterval ? recordRun : 0) + (d.repliesRead - readBefore)
+        lastRecords = now
+      }
+    }
+    repeat {
+      // A window not tracked yet might be secure: a manual redirection of it counts.
+      // (No capture list: capturing `engine` would copy the whole engine on every drain.)
+      let events = d.drain(isSecure: { w in self.engine.windows[w]?.reason.isSecure ?? self.pendingSet.contains(w) })
+      // Shields the pump put up on a ClientStarted among these records: up on the server.
+      let fired = d.lastFired
+      for t in fired { driver.markMapped(t) }
+      // Processes that loaded libxcb: clients about to connect (the pump fired for them).
+      for program in d.lastLaunches { apply(.clientLaunching(program: program)) }
+      defer {
+        // Put up for a client the engine then did not quarantine (say, it had gone again):
+        // down again, as the engine wants.
+        for t in fired.sorted() where !engine.shielded.contains(t) { driver.unshield(t) }
+      }
+      // Decide with every window known: read the window events that came before and track
+      // the windows whose tracking was deferred (once per batch of records).
+      var windowsKnown = false
+      func knowWindows() {
+        guard !windowsKnown else { return }
+        windowsKnown = true
+        drainEvents()
+        trackPending()
+      }
+      for e in events {
+        switch e {
+        case .clientStarted(let c):
+          promptRecordsUntil = Clock.now() + tuning.promptRecordsAfterConnect
+          if engine.policy.quarantine != nil {
+            // Quarantine: the pump has put the armed shields up already; shield whatever
+            // else the engine wants (one MapWindow each, no round trip, flushed by apply),
+            // then identify (a round trip), then the rest.
+            apply(.clientConnected(c, nil))
+            let id = identify(base: c.base)
+            knowWindows()
+            apply(.clientIdentified(c, id))
+          } else {
+            // Identify first: short-lived tools are gone by the time anyone asks later, and a
+            // lookup behind another request can get stuck behind the tool's GrabServer.
+            let id = identify(base: c.base)
+            knowWindows()
+            apply(.clientConnected(c, id))
+          }
+        case .clientDied(let c):
+          knowWindows()
+          identities[c.base] = nil
+          apply(.clientGone(c))
+        case .request(let c, let req):
+          if identities[c.base] == nil, engine.clients[c] == nil {
+            // Connected before we started, or its ClientStarted was missed: identify now.
+            let id = identify(base: c.base)
+            knowWindows()
+            apply(.clientConnected(c, id))
+          }
+          knowWindows()
+          apply(.captureRequest(c, req))
+        }
+      }
+    } while d.moreAvailable
+  }
+
+  /// Clients connected before the daemon: identify each (X-Resource QueryClients).
+  func enumerateClients() {
+    let own = Set([x.ownBase, shieldX.ownBase]).union(detector?.excludedClients.map(\.base) ?? [])
+    for base in x.allClientBases() where !own.contains(base) && base != 0 {
+      let id = identify(base: base)
+      apply(.clientConnected(ClientID(base), id))
+    }
+  }
+
+  /// The compositor: owner of `_NET_WM_CM_Sn` (XFixes selection events tell us when it
+  /// changes), or, without one, a client found redirecting windows (X-Resource types).
+  func watchCompositor() {
+    xfixesFirstEvent = x.firstEvent("XFIXES")
+    if xfixesFirstEvent != 0 {
+      if let r = xcb_xfixes_query_version_reply(x.conn, xcb_xfixes_query_version(x.conn, 5, 0), nil) { free(r) }
+      effects.watchSelection(cmAtom, reportTo: managerWindow)
+    }
+    let owner = x.selectionOwner(cmAtom)
+    if owner != 0 {
+      apply(.compositorChanged(ClientID(x.clientBase(of: owner))))
+      return
+    }
+    let own: Set<UInt32> = [x.ownBase, shieldX.ownBase]
+    for base in x.allClientBases() where !own.contains(base) && base != 0 {
+      let types = x.resourceTypeNames(ofClient: base)
+      if types.contains("CompositeClientSubwindows") || types.contains("CompositeClientWindow") {
+        log.info("client 0x\(String(base, radix: 16)) redirects windows without owning _NET_WM_CM_S\(x.screenNumber)")
+        apply(.compositorChanged(ClientID(base)))
+        return
+      }
+    }
+  }
+}

@@ -1,0 +1,254 @@
+// The daemon's event loop: poll, batching, flushing, and reading both X connections.
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension WatcherLoop {
+  // MARK: Loop
+
+  func run() -> Int32 {
+    installSignalHandlers()
+    log.info(
+      "watching display \(x.displayName) (pid \(getpid()), policy: \(policyPaths.isEmpty ? "built-in defaults" : policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
+    )
+    // Root: new top-level windows and reparenting.
+    effects.watchRoot()
+    // Adopt shields a previous daemon left (closed mode), then scan the tree.
+    let adopted = driver.adoptExisting()
+    if !adopted.isEmpty { log.info("adopted \(adopted.count) shields left by an earlier daemon") }
+    enumerateClients()
+    watchCompositor()
+    scanExistingWindows()
+    // Shields the engine did not claim after the initial scan are stale: remove them.
+    for t in adopted where !engine.shielded.contains(t) { driver.destroy(t) }
+    updatePump()
+    flushAll()
+
+    fds = [
+      pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: shieldX.fileDescriptor, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
+    ]
+    while !shuttingDown {
+      var timeout = pollTimeout()
+      let now = Clock.now()
+      // Descriptors read in batches (see batchingUntil/recordBatchingUntil) are left out of
+      // this poll; the timeout brings us back when their batch is due.
+      for (i, until) in [(0, batchingUntil(now)), (3, recordBatchingUntil(now))] {
+        if let until {
+          fds[i].events = 0
+          timeout = min(timeout, Int32((until.nanoseconds - now.nanoseconds) / 1_000_000 + 1))
+        } else {
+          fds[i].events = Int16(POLLIN)
+        }
+      }
+      _ = poll(&fds, nfds_t(fds.count), timeout)
+      if fds[2].revents != 0 { handleSignals() }
+      // RECORD first: a new client under quarantine is shielded against before anything else.
+      drainDetector()
+      drainEvents()
+      if detector?.hasError == true {
+        log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
+        return WatchExit.xServerGone
+      }
+      if shieldX.hasError && !x.hasError { replaceShieldConnection() }
+      if x.hasError || shieldX.hasError {
+        log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
+        return WatchExit.xServerGone
+      }
+      if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
+      drainClipboard()  // copied-text guard hook
+      drainEvents(readSockets: false)  // events queued while we waited for replies above
+      if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }
+      publishIfDue()
+      flushAll()
+    }
+    return shutdown()
+  }
+
+  /// Milliseconds until the earliest deadline the loop must wake for (60 s at most).
+  func pollTimeout() -> Int32 {
+    let now = Clock.now()
+    var ms: UInt64 = 60_000
+    func wake(at d: MonotonicTime?) {
+      guard let d else { return }
+      ms = min(ms, d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0)
+    }
+    wake(at: engine.nextDeadline)
+    wake(at: pendingSince.map { $0 + tuning.batchInterval })
+    if wantsPokes(now) { wake(at: lastPoke + tuning.pokeInterval) }
+    wake(at: clipboard?.nextDeadline)  // copied-text guard hook
+    if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
+    return Int32(ms)
+  }
+
+  /// Sends what is buffered. Shield removals go out here, and with quarantine on only
+  /// when every ClientStarted the pump read has been handled: a shield is never taken down
+  /// between a new client's connection and our decision about it. Then the pump is armed
+  /// with the shields a new client's connection would put up (`Engine.quarantineTargets`).
+  func flushAll() {
+    driver.writeRegistry()
+    x.flush()
+    guard let pump = detector?.pump else {
+      driver.commitUnmaps()
+      shieldX.flush()
+      return
+    }
+    while true {
+      // The engine's answer changes only when it handles an event (it scans every window).
+      if quarantineTargets == nil { quarantineTargets = engine.quarantineTargets }
+      let arm = driver.armable(quarantineTargets ?? [])
+      if pump.commit(
+        removesShields: driver.hasPendingUnmaps, arm: (shieldX.conn, arm.shields, arm.targets),
+        submit: { driver.commitUnmaps() })
+      {
+        break
+      }
+      drainDetector()
+      driver.writeRegistry()
+      x.flush()
+    }
+    shieldX.flush()
+  }
+
+  /// Quarantine on: the RECORD pump thread reads records and fires armed shields; off: the
+  /// loop reads them itself (no thread, and records can be read in batches).
+  func updatePump() {
+    guard let d = detector else { return }
+    let p = engine.policy
+    let launches = p.quarantine != nil && p.quarantineOnLaunch
+    if p.quarantine != nil, d.pump != nil, d.pumpWatchesLaunches != launches {
+      d.stopPump()  // restarted below with or without the watch
+    }
+    if p.quarantine != nil {
+      if d.pump == nil {
+        var watch: LaunchWatch? = nil
+        if launches {
+          do {
+            watch = try LaunchWatch()
+          } catch {
+            log.error(
+              "capture.quarantineOnLaunch: cannot watch for X client launches (\(error)); the quarantine starts at each client's connection"
+            )
+          }
+        }
+        d.startPump(launchWatch: watch)
+      }
+    } else {
+      d.stopPump()
+    }
+    if fds.count > 3 { fds[3].fd = d.fileDescriptor }
+  }
+
+  /// Handles every event of both connections, including those xcb queued while we waited
+  /// for a reply (poll() does not see those), until none is left. `readSockets: false`
+  /// takes only those queued events (what arrives on a socket wakes the next poll anyway).
+  func drainEvents(readSockets: Bool = true) {
+    // One read of each socket per call (xcb_poll_for_event reads when its queue is empty);
+    // later passes take only what libxcb queued meanwhile. Reading again and again would
+    // chase a busy client's event stream one event at a time.
+    var first = readSockets
+    while true {
+      func next(_ c: OpaquePointer) -> UnsafeMutablePointer<xcb_generic_event_t>? {
+        first ? xcb_poll_for_event(c) : xcb_poll_for_queued_event(c)
+      }
+      // Read the whole batch first: a window created and destroyed within it needs no
+      // requests at all (menus, tooltips, busy apps).
+      var batch: [UnsafeMutablePointer<xcb_generic_event_t>] = []
+      if let ev = next(x.conn) {
+        batch.append(ev)
+        while let ev = xcb_poll_for_queued_event(x.conn) { batch.append(ev) }
+      }
+      var shieldEvents = 0
+      while let ev = next(shieldX.conn) {
+        shieldEvents += 1
+        if let event = ShieldEvent(ev), let report = driver.handle(event) {
+          switch report {
+          case .lost(let t, let how): apply(.shieldLost(t, how: how))
+          }
+        }
+        free(ev)
+      }
+      first = false
+      if batch.isEmpty && shieldEvents == 0 { return }
+      if !batch.isEmpty { lastMainEvents = Clock.now() }
+      var destroyedAt: [WindowID: Int] = [:]
+      for (i, ev) in batch.enumerated() where Int32(CXCB_event_type(ev)) == XCB_DESTROY_NOTIFY {
+        destroyedAt[UnsafeRawPointer(ev).load(as: xcb_destroy_notify_event_t.self).window] = i
+      }
+      for (i, ev) in batch.enumerated() {
+        handleMainEvent(ev, destroyedLater: { w in (destroyedAt[w] ?? -1) > i })
+        free(ev)
+      }
+    }
+  }
+
+  /// While the desktop is busy and nothing is at stake, the main connection's events are
+  /// read in batches: the socket is not polled until `tuning.batchInterval` after the last batch,
+  /// so a burst of window traffic wakes the daemon (and makes the X server wake it) once per
+  /// interval instead of once per event (see `deferNewWindows` for when nothing is at
+  /// stake). Whatever the main socket holds is read before any capture record is acted on.
+  /// Idle desktops are unaffected: the first event after a quiet interval is read at once.
+  func batchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
+    guard deferNewWindows else { return nil }
+    let until = lastMainEvents + tuning.batchInterval
+    return now < until ? until : nil
+  }
+
+  /// The RECORD stream, likewise, during a burst (`tuning.burstRecords` records, each within
+  /// `tuning.batchInterval` of the one before) while nothing is at stake and quarantine is off: a
+  /// busy client whose recorded requests all turn out harmless (GetImage of its own pixmaps)
+  /// would otherwise wake the daemon, and make the server wake it, for every request. The
+  /// price, during such a burst only: a capture that begins is seen up to `tuning.batchInterval`
+  /// later, and a client that connects and exits within that time is not identified (so
+  /// never allowed) (README, Known limitations). Quarantine needs every ClientStarted at
+  /// once, so it turns this off; sporadic records are always read at once.
+  func recordBatchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
+    guard deferNewWindows, engine.policy.quarantine == nil, recordRun >= tuning.burstRecords else { return nil }
+    let until = lastRecords + tuning.batchInterval
+    return now < until ? until : nil
+  }
+
+  /// Nothing is at stake: capture detection runs, shields are only wanted while capturing,
+  /// and none is up. Then a new top-level is tracked (its event selection and facts: a
+  /// round trip) up to `tuning.batchInterval` after its CreateNotify, and not at all if it is
+  /// destroyed by then. Everything pending is tracked at once before any capture record,
+  /// command or policy change is acted on, so a decision never misses a window.
+  var deferNewWindows: Bool {
+    detector != nil && engine.policy.when == .capturing && !engine.shieldsActive
+  }
+
+  /// Tracks the windows whose tracking was deferred.
+  func trackPending() {
+    guard !pendingCreates.isEmpty else { return }
+    // Each once (an id reused after a DestroyNotify can be listed twice).
+    let windows = pendingCreates.filter { pendingSet.remove($0) != nil }
+    pendingCreates = []
+    pendingSince = nil
+    track(windows, initial: false)
+  }
+
+  /// Another client killed our shield connection (XKillClient): its shields are gone
+  /// (open mode) or orphaned (closed mode). Reconnect and put every shield back.
+  func replaceShieldConnection() {
+    guard let conn = try? XConnection(display: x.displayName) else { return }
+    detector?.pump?.disarm()  // it must not touch the old connection once that is gone
+    let p = engine.policy
+    conn.errors = XErrorPolicy(log: log)
+    shieldX = conn
+    driver = ShieldDriver(connection: conn, failMode: p.failMode, input: p.input, label: p.label)
+    driver.errors = XErrorPolicy(log: log)
+    fds[1].fd = conn.fileDescriptor
+    detector?.excludedClients.insert(ClientID(conn.ownBase))
+    let orphans = driver.adoptExisting()
+    for t in engine.shielded.sorted() where !orphans.contains(t) {
+      apply(.shieldLost(t, how: "shield connection killed by another client"))
+    }
+  }
+}

@@ -1,0 +1,99 @@
+// Signals, policy reload, CLI commands and shutdown.
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension WatcherLoop {
+  func shutdown() -> Int32 {
+    detector?.stopPump()
+    clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
+    if engine.policy.failMode == .open {
+      driver.removeAll()
+      log.info("stopped; shields removed (failMode=open)")
+    } else {
+      driver.writeRegistry()
+      log.info("stopped; \(driver.shields.count) shields left up for the next daemon to adopt (failMode=closed)")
+    }
+    effects.clearRootProperties([aState, aCapturing])
+    flushAll()
+    return WatchExit.ok
+  }
+
+  // MARK: Signals
+
+  func installSignalHandlers() {
+    var p: [Int32] = [0, 0]
+    _ = pipe(&p)
+    _ = fcntl(p[0], F_SETFL, O_NONBLOCK)
+    _ = fcntl(p[1], F_SETFL, O_NONBLOCK)
+    signalRead = p[0]
+    signalPipeWriteFD = p[1]
+    for s in [SIGTERM, SIGINT, SIGHUP] {
+      signal(s) { sig in
+        var b = UInt8(truncatingIfNeeded: sig)
+        _ = write(signalPipeWriteFD, &b, 1)
+      }
+    }
+    signal(SIGPIPE, SIG_IGN)
+  }
+
+  func handleSignals() {
+    var buf = [UInt8](repeating: 0, count: 64)
+    var reload = false
+    while true {
+      let n = read(signalRead, &buf, buf.count)
+      if n <= 0 { break }
+      for b in buf[..<n] {
+        switch Int32(b) {
+        case SIGTERM, SIGINT: shuttingDown = true
+        case SIGHUP: reload = true
+        default: break
+        }
+      }
+    }
+    // A storm of SIGHUPs collapses into one reload.
+    if reload { reloadPolicy(by: "SIGHUP") }
+  }
+
+  func reloadPolicy(by: String) {
+    trackPending()
+    do {
+      let p = try Watcher.loadPolicy(policyPaths)
+      let hadTitles = policyUsesTitle
+      if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
+      apply(.policyReplaced(p))
+      if p.quarantine != nil {
+        for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
+      }
+      updatePump()
+      driver.setFailMode(p.failMode)
+      driver.input = p.input
+      driver.label = p.label
+      reloadClipboardGuard(p.clipboard)  // copied-text guard hook
+    } catch {
+      apply(.policyRejected("\(error) (reload requested by \(by))"))
+    }
+  }
+  func handleCommand(_ cmd: DaemonCommand, sender: String) {
+    trackPending()
+    switch cmd {
+    case .shield(let w): apply(.manualOverride(w, shielded: true, by: sender))
+    case .unshield(let w): apply(.manualOverride(w, shielded: false, by: sender))
+    case .pause(let d):
+      apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
+    case .resume: apply(.resume(by: sender))
+    case .reload: reloadPolicy(by: sender)
+    case .clipboardClear:  // copied-text guard hook
+      if let clipboard {
+        clipboard.clear(by: sender)
+      } else {
+        log.info("clipboard clear requested by \(sender): the copied-text guard is off (clipboard.enabled)")
+      }
+    }
+  }
+
+}

@@ -1,0 +1,272 @@
+// Window tracking: which windows exist, their facts (class, title, tag), and X events about them.
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+extension WatcherLoop {
+  // MARK: Windows
+
+  func isOwn(_ w: WindowID) -> Bool {
+    let b = x.clientBase(of: w)
+    return b == x.ownBase || b == shieldX.ownBase || w == managerWindow
+  }
+
+  /// Tracks every top-level window and, under a reparenting window manager, the client
+  /// windows inside the frames.
+  func scanExistingWindows() {
+    guard let tree = x.queryTree(x.root) else { return }
+    var candidates: [WindowID] = []
+    var frames: [WindowID] = []
+    for w in tree.children where !isOwn(w) {
+      candidates.append(w)
+      frames.append(w)
+    }
+    // Children of top-levels that carry WM_STATE are client windows inside WM frames.
+    let wmState = x.atom("WM_STATE")
+    let cookies = frames.map { xcb_query_tree(x.conn, $0) }
+    var inner: [WindowID] = []
+    for ck in cookies {
+      guard let r = xcb_query_tree_reply(x.conn, ck, nil) else { continue }
+      let n = Int(xcb_query_tree_children_length(r))
+      let p = xcb_query_tree_children(r)!
+      for i in 0..<n where !isOwn(p[i]) { inner.append(p[i]) }
+      free(r)
+    }
+    let stateCookies = inner.map { x.propertyCookie($0, wmState, maxBytes: 8) }
+    for (w, ck) in zip(inner, stateCookies) {
+      if let v = x.propertyReply(ck), !v.bytes.isEmpty { candidates.append(w) }
+    }
+    track(candidates, initial: true, nested: Set(candidates).subtracting(frames))
+  }
+
+  /// Selects events on the windows, reads their facts (pipelined) and tells the engine.
+  func track(_ windows: [WindowID], initial: Bool, nested: Set<WindowID> = []) {
+    let fresh = windows.filter { tracked[$0] == nil && !isOwn($0) }
+    guard !fresh.isEmpty else { return }
+    // Top-levels' structure events already come through the root's SubstructureNotify;
+    // selecting StructureNotify on them too would make the server send each event twice.
+    // Windows inside a window manager's frame need it (see ReparentNotify).
+    for w in fresh { effects.watchWindow(w, nested: nested.contains(w)) }
+    // Read after selecting: a property set before the selection took effect is seen here.
+    let attrCookies = fresh.map { xcb_get_window_attributes(x.conn, $0) }
+    // Titles are read only when a rule looks at them (or, later, for secure windows'
+    // rows in the state): title changes are the most frequent property traffic.
+    let wantTitle = policyUsesTitle || initial
+    let propAtoms = wantTitle ? [aWMClass, aSecure, aNetWMName, aWMName] : [aWMClass, aSecure]
+    let propCookies = fresh.map { w in propAtoms.map { x.propertyCookie(w, $0, maxBytes: 16384) } }
+    var infos: [WindowInfo] = []
+    for (i, w) in fresh.enumerated() {
+      guard let attr = xcb_get_window_attributes_reply(x.conn, attrCookies[i], nil) else {
+        for ck in propCookies[i] { _ = x.propertyReply(ck) }
+        driver.forget(w)  // a shield put up at CreateNotify died with it
+        continue  // gone already: an expected race
+      }
+      let mapped = attr.pointee.map_state != UInt8(XCB_MAP_STATE_UNMAPPED.rawValue)
+      let inputOnly = attr.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue)
+      free(attr)
+      let props = propCookies[i].map { x.propertyReply($0) }
+      if inputOnly {  // shows no pixels
+        driver.forget(w)
+        continue
+      }
+      var info = WindowInfo(
+        id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
+      applyProperty(&info, atom: aWMClass, props[0])
+      applyProperty(&info, atom: aSecure, props[1])
+      if wantTitle {
+        applyProperty(&info, atom: aNetWMName, props[2])
+        if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[3]) }
+      }
+      infos.append(info)
+    }
+    for info in infos {
+      ensureClient(info.client!.base, sample: info.id)
+      tracked[info.id] = info
+      windowsPerClient[info.client!.base, default: 0] += 1
+      apply(.windowAppeared(info))
+      // A shield put up at CreateNotify that the engine does not want (the window was
+      // already mapped and is not secure) goes at once.
+      if !engine.shielded.contains(info.id) { driver.dropProvisional(info.id) }
+      if !wantTitle { refreshTitleIfSecure(info.id) }
+    }
+  }
+
+  /// Whether any `secure` rule matches on titles (then every title is read and followed).
+  var policyUsesTitle: Bool { engine.policy.secure.contains { $0.title != nil } }
+
+  /// Reads every tracked window's title (a reloaded policy now has title rules).
+  func readAllTitles() {
+    let ids = Array(tracked.keys)
+    let cookies = ids.map {
+      ($0, x.propertyCookie($0, aNetWMName, maxBytes: 16384), x.propertyCookie($0, aWMName, maxBytes: 16384))
+    }
+    for (w, net, old) in cookies {
+      let n = x.propertyReply(net)
+      let o = x.propertyReply(old)
+      guard var info = tracked[w] else { continue }
+      applyProperty(&info, atom: aNetWMName, n)
+      if info.facts.title == nil { applyProperty(&info, atom: aWMName, o) }
+      tracked[w] = info
+    }
+    for w in ids { if let info = tracked[w] { apply(.windowChanged(info)) } }
+  }
+
+  /// Reads the title of a secure window whose title was skipped (for `list`/`status`).
+  func refreshTitleIfSecure(_ w: WindowID) {
+    guard var info = tracked[w], info.facts.title == nil, engine.windows[w]?.reason.isSecure == true,
+      engine.windows[w]?.reason != .provisional
+    else { return }
+    let net = x.propertyCookie(w, aNetWMName, maxBytes: 16384)
+    let old = x.propertyCookie(w, aWMName, maxBytes: 16384)
+    applyProperty(&info, atom: aNetWMName, x.propertyReply(net))
+    let legacy = x.propertyReply(old)
+    if info.facts.title == nil { applyProperty(&info, atom: aWMName, legacy) }
+    guard info.facts.title != nil else { return }
+    tracked[w] = info
+    apply(.windowChanged(info))
+  }
+
+  func applyProperty(_ info: inout WindowInfo, atom: xcb_atom_t, _ v: PropertyValue?) {
+    switch atom {
+    case aWMClass:
+      let c = PropertyDecoding.wmClass(v?.bytes ?? [])
+      info.facts.instance = c.instance
+      info.facts.class = c.class
+    case aNetWMName:
+      if let v, !v.bytes.isEmpty {
+        info.facts.title = PropertyDecoding.text(v.bytes, utf8: true)
+        netNamed.insert(info.id)
+      }
+    case aWMName:
+      if let v, !v.bytes.isEmpty {
+        info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == aUTF8)
+      }
+    case aSecure:
+      guard let v else {
+        info.tag = .absent
+        return
+      }
+      info.tag = TagState.decode(isCardinal: v.type == aCardinal, format: v.format, bytes: v.bytes)
+    default:
+      break
+    }
+  }
+
+  /// Looks up a client's identity once (X-Resource PID, then /proc).
+  func ensureClient(_ base: UInt32, sample: WindowID) {
+    guard identities[base] == nil, engine.clients[ClientID(base)] == nil else { return }
+    apply(.clientConnected(ClientID(base), identify(base: base, sample: sample)))
+  }
+
+  func windowGone(_ w: WindowID) {
+    netNamed.remove(w)
+    guard let info = tracked.removeValue(forKey: w) else { return }
+    driver.forget(w)
+    apply(.windowGone(w))
+    if detector == nil, let base = info.client?.base {
+      windowsPerClient[base, default: 1] -= 1
+      if windowsPerClient[base]! <= 0 {
+        windowsPerClient[base] = nil
+        identities[base] = nil
+        apply(.clientGone(ClientID(base)))
+      }
+    }
+  }
+
+  /// `destroyedLater(w)`: whether a DestroyNotify of `w` follows in the batch being handled.
+  func handleMainEvent(
+    _ ev: UnsafeMutablePointer<xcb_generic_event_t>, destroyedLater: (WindowID) -> Bool = { _ in false }
+  ) {
+    let raw = UnsafeRawPointer(ev)
+    switch Int32(CXCB_event_type(ev)) {
+    case 0:
+      // An X error: never fatal; `XErrorPolicy` says whether it was an expected race.
+      x.errors.report(raw.load(as: xcb_generic_error_t.self), connection: "main")
+    case XCB_CREATE_NOTIFY:
+      let e = raw.load(as: xcb_create_notify_event_t.self)
+      guard e.parent == x.root, !isOwn(e.window), !destroyedLater(e.window) else { return }
+      // While shields are up, every new top-level gets a shield before anything else
+      // (the engine keeps it provisionally until the window's facts are known).
+      if engine.shieldsActive {
+        driver.shieldAtOnce(e.window)
+      } else if deferNewWindows {
+        if pendingSet.insert(e.window).inserted { pendingCreates.append(e.window) }
+        if pendingSince == nil { pendingSince = Clock.now() }
+        return
+      }
+      track([e.window], initial: false)
+    case XCB_REPARENT_NOTIFY:
+      let e = raw.load(as: xcb_reparent_notify_event_t.self)
+      if pendingSet.contains(e.window) { trackPending() }  // follow it into a frame
+      if e.parent == x.root, e.event == x.root, !isOwn(e.window), !destroyedLater(e.window) {
+        track([e.window], initial: false)
+      }
+      if e.parent != x.root, e.event == x.root, tracked[e.window] != nil {
+        // A top-level went into a window manager's frame: follow it there.
+        effects.watchWindow(e.window, nested: true)
+      }
+    case XCB_DESTROY_NOTIFY:
+      let e = raw.load(as: xcb_destroy_notify_event_t.self)
+      if pendingSet.remove(e.window) != nil { return }  // never tracked: nothing to undo
+      if e.event == e.window || e.event == x.root { windowGone(e.window) }
+    case XCB_MAP_NOTIFY:
+      let e = raw.load(as: xcb_map_notify_event_t.self)
+      if e.event == e.window || e.event == x.root, var info = tracked[e.window], !(info.mapped && info.propertiesKnown)
+      {
+        info.mapped = true
+        info.propertiesKnown = true
+        tracked[e.window] = info
+        apply(.windowChanged(info))
+      }
+    case XCB_UNMAP_NOTIFY:
+      let e = raw.load(as: xcb_unmap_notify_event_t.self)
+      if e.event == e.window || e.event == x.root, var info = tracked[e.window] {
+        info.mapped = false
+        tracked[e.window] = info
+      }
+    case XCB_PROPERTY_NOTIFY:
+      let e = raw.load(as: xcb_property_notify_event_t.self)
+      guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure].contains(e.atom) else { return }
+      let isTitle = e.atom == aNetWMName || e.atom == aWMName
+      if isTitle && !policyUsesTitle && engine.windows[e.window]?.reason.isSecure != true {
+        return  // no rule looks at titles, and only secure windows' titles are shown
+      }
+      if e.atom == aWMName, netNamed.contains(e.window) { return }  // _NET_WM_NAME takes precedence
+      let v = e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) ? nil : x.property(e.window, e.atom, maxBytes: 16384)
+      let before = info
+      applyProperty(&info, atom: e.atom, v)
+      if e.atom == aNetWMName && (v?.bytes.isEmpty ?? true) {
+        info.facts.title = nil
+        netNamed.remove(e.window)
+      }
+      guard info != before else { return }
+      tracked[e.window] = info
+      apply(.windowChanged(info))
+      if e.atom == aSecure { refreshTitleIfSecure(e.window) }
+    case XCB_CLIENT_MESSAGE:
+      let e = raw.load(as: xcb_client_message_event_t.self)
+      guard e.window == managerWindow, e.type == aCommand, e.format == 32,
+        let (cmd, sender) = CommandCode.decode(e.data.words)
+      else { return }
+      handleCommand(cmd, sender: "shieldctl (pid \(sender))")
+    case XCB_SELECTION_CLEAR:
+      let e = raw.load(as: xcb_selection_clear_event_t.self)
+      if e.selection == managerAtom {
+        log.error("another daemon took over the display; exiting")
+        shuttingDown = true
+      }
+    case Int32(xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where xfixesFirstEvent != 0:
+      let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
+      guard e.selection == cmAtom else { return }
+      let owner = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue) ? e.owner : 0
+      apply(.compositorChanged(owner == 0 ? nil : ClientID(x.clientBase(of: owner))))
+    default:
+      break
+    }
+  }
+
+}

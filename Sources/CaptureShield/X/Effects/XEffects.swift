@@ -1,0 +1,62 @@
+// The daemon's writes on its main connection: manager window and selection, event
+// selection on tracked windows, the published state, and capture notifications.
+
+internal import CXCB
+import Foundation
+
+/// Carries out what the engine and the loop decided on the daemon's main connection.
+/// With `ShieldDriver` (the shield windows, on the shield connection) and the
+/// copied-text guard's `ClipboardWrites`, this is where the daemon changes X state; all
+/// three send through `XRequests`.
+struct XEffects {
+  let x: any XRequests
+  let root: UInt32
+
+  /// The daemon's manager window (InputOnly, override-redirect, off screen), named by its
+  /// `_NET_WM_PID`, and the manager selection `selection` claimed for it.
+  func claimManager(window: UInt32, selection: UInt32, pidAtom: UInt32, pid: UInt32) {
+    x.createWindow(
+      window, parent: root, x: -1, y: -1, width: 1, height: 1, inputOnly: true,
+      mask: XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue,
+      values: [1, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue], checked: false)
+    x.changeProperty(window, pidAtom, cardinals: [pid])
+    x.setSelectionOwner(window, selection: selection, time: 0)
+  }
+
+  /// New top-levels and reparenting: SubstructureNotify on the root.
+  func watchRoot() { x.selectEvents(root, XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue) }
+
+  /// Property changes of a tracked window, and its structure events when it sits inside
+  /// a window manager's frame (`nested`).
+  func watchWindow(_ w: WindowID, nested: Bool) {
+    x.selectEvents(
+      w, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue | (nested ? XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue : 0))
+  }
+
+  /// Owner changes of `selection` (the compositor's `_NET_WM_CM_Sn`), reported to `window`.
+  func watchSelection(_ selection: UInt32, reportTo window: UInt32) {
+    x.selectSelectionInput(
+      window, selection: selection,
+      mask: XCB_XFIXES_SELECTION_EVENT_MASK_SET_SELECTION_OWNER.rawValue
+        | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_WINDOW_DESTROY.rawValue
+        | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue)
+  }
+
+  /// The state JSON on the root (`_CAPTURE_SHIELD_STATE`, UTF8_STRING).
+  func publishState(_ json: [UInt8], atom: UInt32, utf8: UInt32) {
+    x.changeProperty(root, atom, type: utf8, format: 8, bytes: json)
+  }
+
+  /// `_CAPTURE_SHIELD_CAPTURING` on the root, and a `_CAPTURE_SHIELD_CAPTURE_CHANGED`
+  /// ClientMessage to each of `windows`.
+  func notifyCapture(active: Bool, windows: [WindowID], capturingAtom: UInt32, changedAtom: UInt32) {
+    let v: UInt32 = active ? 1 : 0
+    x.changeProperty(root, capturingAtom, cardinals: [v])
+    for w in windows { x.sendClientMessage(to: w, type: changedAtom, words: [v, 0, 0, 0, 0]) }
+  }
+
+  /// Removes the daemon's root properties (at shutdown).
+  func clearRootProperties(_ atoms: [UInt32]) {
+    for a in atoms { x.deleteProperty(root, a) }
+  }
+}

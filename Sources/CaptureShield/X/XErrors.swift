@@ -1,0 +1,63 @@
+// One X error policy: what an X error means, decided in one place for every connection.
+
+internal import CXCB
+import Foundation
+
+/// What an X error on one of the daemon's connections means.
+///
+/// X errors are never fatal. A window (or its drawable) that vanished between two of our
+/// requests is an expected race on a live desktop, logged at debug level only. Anything
+/// else (BadMatch, BadValue, BadAccess, ...) points at a bug of ours or at another client
+/// interfering, and is logged as an error with the request's major and minor opcode.
+struct XErrorPolicy {
+  /// How bad an error is.
+  enum Meaning: Equatable, Sendable {
+    /// A resource vanished between two requests: expected, logged at debug level.
+    case expectedRace
+    /// Anything else: logged as an error.
+    case unexpected
+  }
+
+  /// X protocol error codes (X11 protocol, section 4, "Errors").
+  enum Code {
+    static let badWindow: UInt8 = 3
+    static let badPixmap: UInt8 = 4
+    static let badAtom: UInt8 = 5
+    static let badMatch: UInt8 = 8
+    static let badDrawable: UInt8 = 9
+    static let badAccess: UInt8 = 10
+  }
+
+  /// Pure: what an error with this code means.
+  static func meaning(code: UInt8) -> Meaning {
+    switch code {
+    case Code.badWindow, Code.badDrawable, Code.badPixmap: return .expectedRace
+    default: return .unexpected
+    }
+  }
+
+  /// The line logged for an error (`connection` names which of the daemon's connections).
+  static func describe(code: UInt8, major: UInt8, minor: UInt16, resource: UInt32, connection: String) -> String {
+    "X error \(code) on the \(connection) connection: request major \(major) minor \(minor), resource 0x\(String(resource, radix: 16))"
+  }
+
+  /// Where the lines go (nil: nowhere, e.g. in unit tests).
+  let log: AuditLog?
+
+  /// Logs one error as its meaning says.
+  func report(_ e: xcb_generic_error_t, connection: String) {
+    let line = Self.describe(
+      code: e.error_code, major: e.major_code, minor: e.minor_code, resource: e.resource_id, connection: connection)
+    switch Self.meaning(code: e.error_code) {
+    case .expectedRace: log?.debug(line + " (a resource vanished: expected)")
+    case .unexpected: log?.error(line)
+    }
+  }
+
+  /// Reports `ev` when it is an error (response type 0); returns whether it was one.
+  func reportIfError(_ ev: UnsafeMutablePointer<xcb_generic_event_t>, connection: String) -> Bool {
+    guard CXCB_event_type(ev) == 0 else { return false }
+    report(UnsafeRawPointer(ev).load(as: xcb_generic_error_t.self), connection: connection)
+    return true
+  }
+}
