@@ -24,6 +24,7 @@
 // check), which count as its start.
 
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -31,7 +32,7 @@ import Foundation
 
 /// An inotify watch on the X client library the daemon itself loaded. Reads are
 /// non-blocking; one owner at a time (the pump thread).
-final class LaunchWatch: @unchecked Sendable {
+final class LaunchWatch: Sendable {
   /// Why the watch could not be set up.
   enum SetupError: Error, CustomStringConvertible {
     case libraryNotFound
@@ -52,25 +53,38 @@ final class LaunchWatch: @unchecked Sendable {
   let path: String
   /// The kernel dropped the watch and setting it again failed (the file is missing halfway
   /// through an upgrade, say): `retry` until it is back.
-  private(set) var lost = false
+  var lost: Bool { pump.withLock { $0.lost } }
   /// The program directories watched for new programs (to classify), by watch descriptor.
   let programDirectories: [Int32: String]
   /// Which programs in `programDirectories` load libxcb (filled by a background scan).
   let programs: XClientPrograms?
-  /// The X client programs watched for opens (each by its own watch, so that other
-  /// programs' starts never wake the pump): watch descriptor → path, and back. Set from
-  /// the classification queue, read by the pump thread.
-  private var programWatches: [Int32: String] = [:]
-  private var programWatchOfPath: [String: Int32] = [:]
-  private let watchLock = NSLock()
-  private var observer: Int?
-  /// Starts of X client programs reported as launches whose libxcb open has not come yet
-  /// (monotonic seconds): that open belongs to the same process and is not a second launch.
-  private var startsAwaitingLibrary: [Double] = []
+  /// What the classification queue and the pump thread share.
+  private struct State {
+    /// The X client programs watched for opens (each by its own watch, so that other
+    /// programs' starts never wake the pump): watch descriptor → path, and back. Set from
+    /// the classification queue, read by the pump thread.
+    var programWatches: [Int32: String] = [:]
+    var programWatchOfPath: [String: Int32] = [:]
+    /// The token of `programs.observe`: set at the end of `init`, read by `deinit`.
+    var observer: Int?
+  }
+  private let state = Mutex(State())
+  /// What only the watch's owner (the pump thread) reads and writes. Its lock is never
+  /// contended; it makes that sharing checkable (the class is `Sendable`) and is taken for
+  /// each access, never across a read.
+  private struct PumpState {
+    /// See `lost`.
+    var lost = false
+    /// Starts of X client programs reported as launches whose libxcb open has not come yet
+    /// (monotonic seconds): that open belongs to the same process and is not a second launch.
+    var startsAwaitingLibrary: [Double] = []
+    /// The library's watch descriptor (a new one after `retry`).
+    var libraryWatch: Int32
+  }
+  private let pump: Mutex<PumpState>
   /// How long a program start waits for its libxcb open (the loader opens it within
   /// milliseconds; a start that never opens it was not an exec, say `ldd` reading the file).
   static let libraryOpenWindow = 0.5
-  private var libraryWatch: Int32
 
   /// Watches the libxcb this process has mapped, by its soname link in the same directory
   /// when that exists (`.../libxcb.so.1`, what the loader opens), else as mapped; and the
@@ -110,62 +124,59 @@ final class LaunchWatch: @unchecked Sendable {
     }
     self.fileDescriptor = fd
     self.path = path
-    self.libraryWatch = wd
+    self.pump = Mutex(PumpState(libraryWatch: wd))
     self.programDirectories = dirs
     self.programs = programs
     if let programs {
       let watched = Set(dirs.values)
       programs.scanInBackground(watched.sorted())
-      observer = programs.observe { [weak self] dir, name, isClient in
+      let observer = programs.observe { [weak self] dir, name, isClient in
         if watched.contains(dir) { self?.watchProgram(dir + "/" + name, isClient) }
       }
+      state.withLock { $0.observer = observer }
     }
   }
 
   deinit {
-    if let observer { programs?.stopObserving(observer) }
+    if let observer = state.withLock({ $0.observer }) { programs?.stopObserving(observer) }
     close(fileDescriptor)
   }
 
   /// Watches an X client program's file for opens (an exec), or stops watching a program
   /// that is no longer one.
   private func watchProgram(_ path: String, _ isClient: Bool) {
-    watchLock.lock()
-    defer { watchLock.unlock() }
-    if isClient {
-      let wd = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask)
-      guard wd >= 0 else { return }
-      if let old = programWatchOfPath[path], old != wd { programWatches[old] = nil }
-      programWatches[wd] = path
-      programWatchOfPath[path] = wd
-    } else if let wd = programWatchOfPath.removeValue(forKey: path) {
-      inotify_rm_watch(fileDescriptor, wd)
-      programWatches[wd] = nil
+    state.withLock { s in
+      if isClient {
+        let wd = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask)
+        guard wd >= 0 else { return }
+        if let old = s.programWatchOfPath[path], old != wd { s.programWatches[old] = nil }
+        s.programWatches[wd] = path
+        s.programWatchOfPath[path] = wd
+      } else if let wd = s.programWatchOfPath.removeValue(forKey: path) {
+        inotify_rm_watch(fileDescriptor, wd)
+        s.programWatches[wd] = nil
+      }
     }
   }
 
   /// The watched program at a watch descriptor (the pump thread's lookup).
   private func watchedProgram(_ wd: Int32) -> String? {
-    watchLock.lock()
-    defer { watchLock.unlock() }
-    return programWatches[wd]
+    state.withLock { $0.programWatches[wd] }
   }
 
   /// Forgets a program watch the kernel dropped (the file was deleted or replaced; a
   /// replacement is classified, and watched again, from its directory's event).
   private func forgetProgramWatch(_ wd: Int32) {
-    watchLock.lock()
-    defer { watchLock.unlock() }
-    if let path = programWatches.removeValue(forKey: wd), programWatchOfPath[path] == wd {
-      programWatchOfPath[path] = nil
+    state.withLock { s in
+      if let path = s.programWatches.removeValue(forKey: wd), s.programWatchOfPath[path] == wd {
+        s.programWatchOfPath[path] = nil
+      }
     }
   }
 
   /// How many X client programs are watched now.
   var watchedPrograms: Int {
-    watchLock.lock()
-    defer { watchLock.unlock() }
-    return programWatches.count
+    state.withLock { $0.programWatches.count }
   }
 
   static let mask = UInt32(IN_OPEN)
@@ -198,7 +209,7 @@ final class LaunchWatch: @unchecked Sendable {
     let buf = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
     defer { buf.deallocate() }
     var dropped = false
-    startsAwaitingLibrary.removeAll { now - $0 > LaunchWatch.libraryOpenWindow }
+    pump.withLock { p in p.startsAwaitingLibrary.removeAll { now - $0 > LaunchWatch.libraryOpenWindow } }
     while true {
       let n = read(fileDescriptor, buf, size)
       guard n > 0 else { break }
@@ -209,15 +220,17 @@ final class LaunchWatch: @unchecked Sendable {
         off = nameStart + Int(e.len)
         if e.mask & UInt32(IN_Q_OVERFLOW) != 0 {
           launches.append(nil)  // events were lost: fail safe
-        } else if e.wd == libraryWatch {
+        } else if e.wd == pump.withLock({ $0.libraryWatch }) {
           if e.mask & UInt32(IN_OPEN) != 0 {
-            if startsAwaitingLibrary.isEmpty { launches.append(nil) } else { startsAwaitingLibrary.removeFirst() }
+            pump.withLock { p in
+              if p.startsAwaitingLibrary.isEmpty { launches.append(nil) } else { p.startsAwaitingLibrary.removeFirst() }
+            }
           }
           if e.mask & UInt32(IN_IGNORED) != 0 { dropped = true }
         } else if let program = watchedProgram(e.wd) {
           if e.mask & UInt32(IN_OPEN) != 0 {
             launches.append(program.split(separator: "/").last.map(String.init) ?? program)
-            startsAwaitingLibrary.append(now)
+            pump.withLock { $0.startsAwaitingLibrary.append(now) }
           }
           if e.mask & UInt32(IN_IGNORED) != 0 { forgetProgramWatch(e.wd) }
         } else if let dir = programDirectories[e.wd], let programs, e.len > 0, off <= n {
@@ -227,7 +240,7 @@ final class LaunchWatch: @unchecked Sendable {
       }
     }
     if dropped {
-      lost = true
+      pump.withLock { $0.lost = true }
       retry()
       launches.append(nil)  // the file changed under us: a launch may have been missed; fail safe
     }
@@ -244,7 +257,9 @@ final class LaunchWatch: @unchecked Sendable {
   func retry() {
     guard lost else { return }
     let wd = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask)
-    lost = wd < 0
-    if wd >= 0 { libraryWatch = wd }
+    pump.withLock { p in
+      p.lost = wd < 0
+      if wd >= 0 { p.libraryWatch = wd }
+    }
   }
 }

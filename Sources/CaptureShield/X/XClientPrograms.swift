@@ -9,6 +9,7 @@
 // still has its libxcb open seen, a little later.
 
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -16,7 +17,7 @@ import Foundation
 
 /// The names of the X client programs in a set of directories, found by reading ELF
 /// headers on a background queue; `isXClient` reads them from any thread.
-final class XClientPrograms: @unchecked Sendable {
+final class XClientPrograms: Sendable {
   /// The standard program directories.
   static let standardDirectories = [
     "/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/games", "/usr/local/games",
@@ -69,15 +70,19 @@ final class XClientPrograms: @unchecked Sendable {
   /// The daemon's: its scan outlives the launch watches a reload replaces.
   static let shared = XClientPrograms()
 
-  private let lock = NSLock()
-  /// Directory → names of the X client programs in it.
-  private var clients: [String: Set<String>] = [:]
-  /// Told (on `queue`) of every program classified: directory, name, X client or not.
-  private var observers: [Int: @Sendable (String, String, Bool) -> Void] = [:]
-  private var nextObserver = 0
+  /// What the scans share with the callers.
+  private struct State {
+    /// Directory → names of the X client programs in it.
+    var clients: [String: Set<String>] = [:]
+    /// Told (on `queue`) of every program classified: directory, name, X client or not.
+    var observers: [Int: @Sendable (String, String, Bool) -> Void] = [:]
+    var nextObserver = 0
+  }
+  private let state = Mutex(State())
   /// Libraries and programs already classified (path → needs libxcb). Only the scans use
-  /// it, one at a time on `queue`.
-  private var memo: [String: Bool] = [:]
+  /// it, one at a time on `queue`: its lock is never contended, and makes that checkable
+  /// (the class is `Sendable`).
+  private let memo = Mutex<[String: Bool]>([:])
   private let queue = DispatchQueue(label: "captureshield.xclientprograms", qos: .utility)
   let libraryDirectories: [String]
 
@@ -88,49 +93,44 @@ final class XClientPrograms: @unchecked Sendable {
   /// Whether `name` in `directory` is a program that loads libxcb. `nil` while that
   /// directory has not been scanned, or when the program was not there at the scan.
   func isXClient(directory: String, name: String) -> Bool? {
-    lock.lock()
-    defer { lock.unlock() }
-    guard let names = clients[directory] else { return nil }
-    return names.contains(name) ? true : nil
+    state.withLock { s in
+      guard let names = s.clients[directory] else { return nil }
+      return names.contains(name) ? true : nil
+    }
   }
 
   /// Calls `observer` on the background queue with every X client program known so far
   /// (directory, name, true), then with every program classified as one from now on, and
   /// with every one that stops being one (false), until `stopObserving`.
   func observe(_ observer: @escaping @Sendable (String, String, Bool) -> Void) -> Int {
-    lock.lock()
-    let token = nextObserver
-    nextObserver += 1
-    lock.unlock()
+    let token = state.withLock { s in
+      let token = s.nextObserver
+      s.nextObserver += 1
+      return token
+    }
     queue.async {
-      self.lock.lock()
-      let known = self.clients
-      self.observers[token] = observer
-      self.lock.unlock()
+      let known = self.state.withLock { s in
+        s.observers[token] = observer
+        return s.clients
+      }
       for (dir, names) in known { for name in names { observer(dir, name, true) } }
     }
     return token
   }
 
   func stopObserving(_ token: Int) {
-    lock.lock()
-    observers[token] = nil
-    lock.unlock()
+    state.withLock { $0.observers[token] = nil }
   }
 
   /// How many X client programs the scans found.
   var count: Int {
-    lock.lock()
-    defer { lock.unlock() }
-    return clients.values.reduce(0) { $0 + $1.count }
+    state.withLock { s in s.clients.values.reduce(0) { $0 + $1.count } }
   }
 
   /// Scans the directories not scanned yet, on a background queue.
   func scanInBackground(_ directories: [String]) {
     queue.async {
-      self.lock.lock()
-      let todo = directories.filter { self.clients[$0] == nil }
-      self.lock.unlock()
+      let todo = self.state.withLock { s in directories.filter { s.clients[$0] == nil } }
       for dir in todo {
         self.scan(dir, names: (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [])
       }
@@ -141,7 +141,7 @@ final class XClientPrograms: @unchecked Sendable {
   /// on the background queue.
   func classifyInBackground(directory: String, name: String) {
     queue.async {
-      self.memo[directory + "/" + name] = nil  // a new file under an old name
+      self.memo.withLock { $0[directory + "/" + name] = nil }  // a new file under an old name
       self.scan(directory, names: [name])
     }
   }
@@ -163,14 +163,14 @@ final class XClientPrograms: @unchecked Sendable {
         gone.insert(name)
       }
     }
-    lock.lock()
-    // Only programs that were X clients can stop being one (the first scan of a directory
-    // finds ~1,000 that never were: nobody needs telling about those).
-    let dropped = gone.intersection(clients[dir] ?? [])
-    clients[dir, default: []].formUnion(found)
-    clients[dir]?.subtract(gone)
-    let told = Array(observers.values)
-    lock.unlock()
+    let (dropped, told) = state.withLock { s in
+      // Only programs that were X clients can stop being one (the first scan of a directory
+      // finds ~1,000 that never were: nobody needs telling about those).
+      let dropped = gone.intersection(s.clients[dir] ?? [])
+      s.clients[dir, default: []].formUnion(found)
+      s.clients[dir]?.subtract(gone)
+      return (dropped, Array(s.observers.values))
+    }
     for observer in told {
       for name in found { observer(dir, name, true) }
       for name in dropped { observer(dir, name, false) }
@@ -180,8 +180,8 @@ final class XClientPrograms: @unchecked Sendable {
   /// Whether the ELF object at `path` needs libxcb, directly or through its libraries
   /// (only on `queue`).
   private func needsLibxcb(_ path: String, depth: Int = 0) -> Bool {
-    if let known = memo[path] { return known }
-    memo[path] = false  // a dependency cycle ends here
+    if let known = memo.withLock({ $0[path] }) { return known }
+    memo.withLock { $0[path] = false }  // a dependency cycle ends here
     guard depth < 16, let deps = ElfDependencies.read(path) else { return false }
     let origin = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
     let runpath = deps.searchPath.map { $0.replacingOccurrences(of: "$ORIGIN", with: origin) }
@@ -198,7 +198,7 @@ final class XClientPrograms: @unchecked Sendable {
         break
       }
     }
-    memo[path] = result
+    memo.withLock { $0[path] = result }
     return result
   }
 }
