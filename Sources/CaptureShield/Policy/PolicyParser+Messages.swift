@@ -22,24 +22,11 @@ extension PolicyParser {
     return ns.localizedFailureReason ?? ns.localizedDescription
   }
 
-  /// A user-supplied string made safe for a one-line diagnostic: control and line-break
-  /// characters escaped, long strings cut.
+  /// A user-supplied string made safe for a one-line diagnostic: control, line-break,
+  /// bidirectional and invisible format characters escaped, long strings cut
+  /// (`Escaping.show`).
   static func show(_ s: String, limit: Int = 80) -> String {
-    var out = ""
-    var n = 0
-    for c in s.unicodeScalars {
-      if n == limit {
-        out += "…"
-        break
-      }
-      n += 1
-      if c.value < 0x20 || c.value == 0x7F || c == "\u{2028}" || c == "\u{2029}" || c == "\u{85}" {
-        out += "\\u{\(String(c.value, radix: 16))}"
-      } else {
-        out.unicodeScalars.append(c)
-      }
-    }
-    return out
+    Escaping.show(s, limit: limit)
   }
 
   /// The candidate within a small edit distance of `word` (for "did you mean"), if any.
