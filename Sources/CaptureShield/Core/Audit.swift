@@ -148,8 +148,9 @@ public enum AuditFormat: String, Sendable, CaseIterable {
     return plain ? v : jsonString(v)
   }
 
-  /// A JSON string literal; control characters and non-ASCII are escaped so a hostile
-  /// window title cannot forge log lines.
+  /// A JSON string literal; control, line-break, bidirectional and invisible format
+  /// characters (`Escaping.mustEscape`) are escaped as `\uXXXX` so a hostile window title
+  /// can neither forge log lines nor reorder one on a terminal.
   public static func jsonString(_ v: String) -> String {
     var s = "\""
     for c in v.unicodeScalars {
@@ -160,9 +161,7 @@ public enum AuditFormat: String, Sendable, CaseIterable {
       case "\r": s += "\\r"
       case "\t": s += "\\t"
       default:
-        if c.value < 0x20 || c.value == 0x7f || (c.value >= 0x80 && c.value < 0xa0)
-          || c.value == 0x2028 || c.value == 0x2029
-        {
+        if Escaping.mustEscape(c) {
           s += String(format: "\\u%04x", c.value)
         } else {
           s.unicodeScalars.append(c)

@@ -126,10 +126,7 @@ enum JSON5 {
     }
 
     static func describe(_ c: Unicode.Scalar) -> String {
-      if c.value < 0x20 || c.value == 0x7F || (0x80..<0xA0).contains(c.value)
-        || c.properties.generalCategory == .spaceSeparator || c.value == 0x2028 || c.value == 0x2029
-        || c.value == 0xFEFF
-      {
+      if Escaping.mustEscape(c) || c.properties.generalCategory == .spaceSeparator {
         return "U+" + String(String(c.value, radix: 16, uppercase: true).leftPadded(to: 4))
       }
       return "'\(c)'"

@@ -208,6 +208,8 @@ public enum Syslog5424 {
   }
 
   /// A PARAM-VALUE: `"`, `\` and `]` escaped with a backslash, controls written out.
+  /// (Controls: every scalar `Escaping.mustEscape` names, bidirectional and invisible
+  /// format characters included, as `\u{XXXX}`.)
   public static func paramValue(_ value: String) -> String {
     var v = value
     if v.unicodeScalars.count > maxValueScalars {
@@ -222,9 +224,7 @@ public enum Syslog5424 {
       if escapeSD, c == "\"" || c == "\\" || c == "]" {
         out.append("\\")
         out.append(c)
-      } else if c.value < 0x20 || c.value == 0x7f || (c.value >= 0x80 && c.value < 0xa0) || c.value == 0x2028
-        || c.value == 0x2029 || c.value == 0xFEFF
-      {
+      } else if Escaping.mustEscape(c) {
         out.append(contentsOf: "\\u{\(String(c.value, radix: 16, uppercase: true))}".unicodeScalars)
       } else {
         out.append(c)

@@ -10,8 +10,15 @@ import Foundation
 /// Where the CLI writes. Standard output goes through `print` (buffered, flushed at
 /// exit); standard error is written at once.
 enum Output {
+  /// Writes `text` to standard error, each line escaped (`Escaping.show`, no cut): error
+  /// messages quote file contents, paths and X server replies, and none of it may reach
+  /// the terminal raw.
   static func error(_ text: String) {
-    FileHandle.standardError.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+      Escaping.show(String($0), limit: .max)
+    }
+    let safe = lines.joined(separator: "\n")
+    FileHandle.standardError.write(Data((safe.hasSuffix("\n") ? safe : safe + "\n").utf8))
   }
 
   /// `Error: <message>`.

@@ -83,27 +83,10 @@ enum Text {
   static func hex(_ id: UInt32) -> String { "0x" + String(id, radix: 16) }
 
   /// A string from the user or from another program (a window title, say) made safe to
-  /// print on one terminal line: control, line-break and bidirectional-override
-  /// characters are escaped, and it is cut after `limit` characters.
+  /// print on one terminal line: control, line-break, bidirectional and invisible format
+  /// characters are escaped, and it is cut after `limit` characters (`Escaping.show`).
   static func show(_ s: String, limit: Int = 200) -> String {
-    var out = ""
-    var n = 0
-    for c in s.unicodeScalars {
-      if n == limit {
-        out += "…"
-        break
-      }
-      n += 1
-      let v = c.value
-      if v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029 || (0x202A...0x202E).contains(v)
-        || (0x2066...0x2069).contains(v) || v == 0x200E || v == 0x200F || v == 0x061C
-      {
-        out += "\\u{\(String(v, radix: 16))}"
-      } else {
-        out.unicodeScalars.append(c)
-      }
-    }
-    return out
+    Escaping.show(s, limit: limit)
   }
 
   /// `"value"` (escaped like `show`), or `-` when unknown.

@@ -52,12 +52,13 @@ struct ClipboardStatusCommand: Command {
     guard let c, c.enabled else { return ["copied-text guard: off (clipboard.enabled: false)"] }
     let clear = Text.duration(seconds: Double(c.clearAfterMs) / 1000)
     var out = [
-      "copied-text guard: on (readers \(c.readers); clear after \(clear)"
+      "copied-text guard: on (readers \(Text.show(c.readers)); clear after \(clear)"
         + (c.maxReads.map { " or \(Text.count($0, "read"))" } ?? "") + ")"
     ]
     if c.guarded.isEmpty { out.append("guarded: nothing") }
     for g in c.guarded {
-      var line = "\(g.selection): \(g.state), from \(g.source) \(StatusCommand.identity(pid: g.pid, exe: g.exe))"
+      var line =
+        "\(Text.show(g.selection)): \(Text.show(g.state)), from \(g.source) \(StatusCommand.identity(pid: g.pid, exe: g.exe))"
       if let size = g.size { line += ", \(Text.count(size, "byte"))" }
       line += ", copied \(Text.duration(seconds: max(0, now - g.since))) ago"
       if let at = g.clearsAt { line += ", cleared in \(Text.duration(seconds: max(0, at - now)))" }

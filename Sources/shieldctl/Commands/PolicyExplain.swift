@@ -145,11 +145,11 @@ struct PolicyExplainCommand: Command {
     case .allowed:
       let rule = policy.captureAllow.first { $0.matches(clientFacts) }
       return
-        "capture: allowed by capture.allow \(rule.map(\.label) ?? "rule"): the client may read pixels without starting a capture session"
+        "capture: allowed by capture.allow \(rule.map { Text.show($0.label) } ?? "rule"): the client may read pixels without starting a capture session"
     case .known:
       let rule = policy.captureKnown.first { $0.matches(clientFacts) }
       return
-        "capture: known capturer by capture.known \(rule.map(\.label) ?? "rule"): capturing from the moment the client connects"
+        "capture: known capturer by capture.known \(rule.map { Text.show($0.label) } ?? "rule"): capturing from the moment the client connects"
     case .ordinary:
       return "capture: ordinary client: a capture session starts at its first capture request"
     case .unidentified:

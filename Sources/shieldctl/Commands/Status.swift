@@ -53,7 +53,7 @@ struct StatusCommand: Command {
       throw error
     }
     guard let state = try x.readState() else {
-      print(json ? notRunningJSON : "CaptureShield: not running on display \(x.displayName)")
+      print(json ? notRunningJSON : "CaptureShield: not running on display \(Text.show(x.displayName))")
       return nil
     }
     return state

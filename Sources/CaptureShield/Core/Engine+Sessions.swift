@@ -1,0 +1,115 @@
+// Capture sessions: their kinds and state, starting and ending them, deadlines, and
+// what a client's (re)classification does to its sessions.
+
+extension Engine {
+  /// Why a session is live.
+  public enum SessionKind: String, Sendable, Hashable, Codable {
+    /// The client sent a capture request.
+    case request
+    /// The client matches `capture.known`.
+    case known
+    /// The client is the (non-allowed) compositor.
+    case compositor
+    /// `capture.quarantine`: a new, not-yet-allowed client.
+    case quarantine
+  }
+
+  /// A capture session: shields are up while any session is live.
+  public struct Session: Sendable, Hashable {
+    public var id: Int
+    public var client: ClientID
+    public var identity: ClientIdentity?
+    public var kind: SessionKind
+    public var startedAt: MonotonicTime
+    /// Live while pinned (known capturer connected, compositor) or before `expires`.
+    public var pinned: Bool
+    public var expires: MonotonicTime?
+    public var firstRequest: String?
+    public var requests: Int
+    /// Started by a request that defeats the child shield: never ended by `allow`.
+    public var bypass: Bool = false
+    /// Its client is gone; the session only lingers. A new client on the same
+    /// (reused) resource base never touches it.
+    public var detached: Bool = false
+
+    public func isLive(at now: MonotonicTime) -> Bool {
+      pinned || (expires.map { now < $0 } ?? false)
+    }
+  }
+
+  // MARK: Sessions
+
+  mutating func startSession(
+    client: ClientID, kind: SessionKind, pinned: Bool, expires: MonotonicTime? = nil,
+    firstRequest: String?, fx: inout [Effect]
+  ) {
+    if sessions.values.contains(where: {
+      $0.client == client && $0.kind == kind && !$0.detached && $0.isLive(at: now)
+    }) {
+      return
+    }
+    let id = nextSessionID
+    nextSessionID += 1
+    let identity = clients[client]?.identity
+    sessions[id] = Session(
+      id: id, client: client, identity: identity, kind: kind, startedAt: now, pinned: pinned,
+      expires: expires, firstRequest: firstRequest, requests: firstRequest == nil ? 0 : 1)
+    var f: [(String, AuditRecord.Value)] = [
+      ("session", .int(id)), ("kind", .string(kind.rawValue)), ("client", .string(client.description)),
+    ]
+    if let firstRequest { f.append(("request", .string(firstRequest))) }
+    fx.append(.audit(AuditRecord("session-start", f + identityFields(identity))))
+  }
+
+  mutating func endSession(_ sid: Int, fx: inout [Effect], why: String) {
+    guard let s = sessions.removeValue(forKey: sid) else { return }
+    fx.append(
+      .audit(
+        AuditRecord(
+          "session-end",
+          [
+            ("session", .int(s.id)), ("kind", .string(s.kind.rawValue)), ("client", .string(s.client.description)),
+            ("why", .string(why)), ("seconds", .double(now.seconds(since: s.startedAt))),
+            ("requests", .int(s.requests)),
+          ] + identityFields(s.identity))))
+  }
+
+  mutating func expireDeadlines(fx: inout [Effect], all: inout Bool, stateChanged: inout Bool) {
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where !s.isLive(at: now) {
+      endSession(sid, fx: &fx, why: s.kind == .quarantine ? "quarantine over" : "linger elapsed")
+      all = true
+      stateChanged = true
+    }
+    let expired = launches.filter { now >= $0.until }
+    if !expired.isEmpty {
+      for l in expired { endLaunch(l, why: "no client connected", client: nil, fx: &fx) }
+      launches.removeAll { now >= $0.until }
+      all = true
+    }
+    if case .some(.some(let until)) = pausedUntil, now >= until {
+      pausedUntil = nil
+      all = true
+      stateChanged = true
+      fx.append(.audit(AuditRecord("resume", [("by", "pause expired")])))
+    }
+  }
+
+  mutating func reclassify(_ id: ClientID, fx: inout [Effect]) {
+    guard var c = clients[id] else { return }
+    let cls = policy.classify(c.identity)
+    c.clientClass = cls
+    clients[id] = c
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where s.client == id && !s.detached {
+      sessions[sid]!.identity = c.identity
+      if cls == .allowed && !s.bypass {
+        endSession(sid, fx: &fx, why: "client is allowed")
+      } else if s.kind == .known && cls != .known {
+        endSession(sid, fx: &fx, why: "client no longer known")
+      }
+    }
+    if cls == .known { startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx) }
+    if compositor == id && cls != .allowed {
+      startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
+    }
+  }
+}

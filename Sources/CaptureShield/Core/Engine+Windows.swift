@@ -1,0 +1,92 @@
+// Window decisions: deciding a window's secure reason, keeping the per-client indexes,
+// and reconciling the shields the shell should have up with the decisions.
+
+extension Engine {
+  // MARK: Window decisions
+
+  func hex(_ id: UInt32) -> String { "0x" + String(id, radix: 16) }
+
+  func decide(_ info: WindowInfo) -> SecureReason {
+    let facts = effectiveFacts(info)
+    let r = policy.secureReason(facts: facts, tag: info.tag)
+    if r.isSecure || info.propertiesKnown { return r }
+    // While shields are up, a window whose facts are not known yet (created, not mapped)
+    // is shielded until they are: it cannot appear unshielded in a live capture.
+    if shieldsActive { return .provisional }
+    if let c = info.client, !(secureByClient[c]?.subtracting([info.id]).isEmpty ?? true) {
+      return .provisional
+    }
+    if info.client != nil || facts.exe != nil, policy.clientMayOwnSecureWindows(facts) {
+      return .provisional
+    }
+    return .none
+  }
+
+  mutating func setWindow(_ w: WindowState) {
+    if let old = windows[w.info.id], let c = old.info.client { secureByClient[c]?.remove(w.info.id) }
+    windows[w.info.id] = w
+    guard let c = w.info.client else { return }
+    windowsByClient[c, default: []].insert(w.info.id)
+    // Provisional windows do not count: they must not keep each other provisional.
+    if w.reason.isSecure && w.reason != .provisional { secureByClient[c, default: []].insert(w.info.id) }
+  }
+
+  /// Re-decides a client's windows (its identity or secure set changed); returns the ids
+  /// whose decision changed.
+  mutating func redecide(client c: ClientID, onlyUnknown: Bool, except: WindowID?) -> [WindowID] {
+    var changed: [WindowID] = []
+    for id in (windowsByClient[c] ?? []).sorted() where id != except {
+      guard let w = windows[id], !onlyUnknown || !w.info.propertiesKnown else { continue }
+      let r = decide(w.info)
+      if r != w.reason {
+        setWindow(WindowState(info: w.info, reason: r))
+        changed.append(id)
+      }
+    }
+    return changed
+  }
+
+  func baseline(_ w: WindowState) -> Bool { w.reason.isSecure && shieldsActive }
+
+  mutating func reconcile(_ ids: [WindowID], fx: inout [Effect], stateChanged: inout Bool) {
+    for id in ids {
+      guard let w = windows[id] else { continue }
+      let base = baseline(w)
+      var want = base
+      if let o = overrides[id] {
+        if o.baseline != base {
+          overrides[id] = nil
+        } else {
+          want = o.forced
+        }
+      }
+      if isPaused { want = false }
+      let have = shielded.contains(id)
+      if want && !have {
+        shielded.insert(id)
+        stateChanged = true
+        fx.append(.shield(id))
+        fx.append(
+          .audit(
+            AuditRecord(
+              "shield",
+              [
+                ("window", .string(hex(id))),
+                ("reason", .string(overrides[id] != nil ? "manual" : w.reason.description)),
+              ] + sessionFields())))
+      } else if !want && have {
+        shielded.remove(id)
+        stateChanged = true
+        fx.append(.unshield(id))
+        fx.append(.audit(AuditRecord("unshield", [("window", .string(hex(id))), ("reason", .string(unshieldWhy(w)))])))
+      }
+    }
+  }
+
+  func unshieldWhy(_ w: WindowState) -> String {
+    if isPaused { return "paused" }
+    if overrides[w.info.id] != nil { return "manual" }
+    if !w.reason.isSecure { return "not secure" }
+    return "no capture session"
+  }
+}
