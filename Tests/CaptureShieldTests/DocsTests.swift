@@ -1,6 +1,6 @@
-// The documentation keeps up with the code: README.md names every policy key the parser
-// accepts and every command `shieldctl help` lists, and the installed example policy
-// (dist/policy.example.json5) is valid and documents every key.
+// The documentation keeps up with the code: docs/policy.md names every policy key the
+// parser accepts, README.md names every command `shieldctl help` lists, and the installed
+// example policy (dist/policy.example.json5) is valid and documents every key.
 
 import Foundation
 import Testing
@@ -100,22 +100,23 @@ private func docsHelpCommands() throws -> [String] {
 
 @Suite("Documentation")
 struct DocsTests {
-  @Test("README.md names every policy key (capture.linger, shield.failMode, clipboard.clearAfter, ...)")
-  func readmeNamesEveryPolicyKey() throws {
-    let readme = try docsPackageFile("README.md")
-    let missingDotted = DocsPolicyKeys.dotted.filter { !docsContainsWord(readme, $0) }
+  @Test("docs/policy.md names every policy key (capture.linger, shield.failMode, clipboard.clearAfter, ...)")
+  func policyDocNamesEveryPolicyKey() throws {
+    let doc = try docsPackageFile("docs/policy.md")
+    let missingDotted = DocsPolicyKeys.dotted.filter { !docsContainsWord(doc, $0) }
     #expect(
-      missingDotted.isEmpty, "README.md does not name these policy keys: \(missingDotted.joined(separator: ", "))")
+      missingDotted.isEmpty, "docs/policy.md does not name these policy keys: \(missingDotted.joined(separator: ", "))")
     // A top-level key is named as `key` or through its children (`capture.allow`).
-    let missingTop = DocsPolicyKeys.top.filter { !readme.contains("`\($0)`") && !readme.contains("`\($0).") }
-    #expect(missingTop.isEmpty, "README.md does not name these top-level keys: \(missingTop.joined(separator: ", "))")
+    let missingTop = DocsPolicyKeys.top.filter { !doc.contains("`\($0)`") && !doc.contains("`\($0).") }
+    #expect(
+      missingTop.isEmpty, "docs/policy.md does not name these top-level keys: \(missingTop.joined(separator: ", "))")
   }
 
-  @Test("README.md names every matcher key")
-  func readmeNamesEveryMatcherKey() throws {
-    let readme = try docsPackageFile("README.md")
-    let missing = DocsPolicyKeys.matcher.filter { !readme.contains("`\($0)`") }
-    #expect(missing.isEmpty, "README.md does not name these matcher keys: \(missing.joined(separator: ", "))")
+  @Test("docs/policy.md names every matcher key")
+  func policyDocNamesEveryMatcherKey() throws {
+    let doc = try docsPackageFile("docs/policy.md")
+    let missing = DocsPolicyKeys.matcher.filter { !doc.contains("`\($0)`") }
+    #expect(missing.isEmpty, "docs/policy.md does not name these matcher keys: \(missing.joined(separator: ", "))")
   }
 
   @Test("README.md names every command of `shieldctl help`")
