@@ -153,7 +153,7 @@ struct CaptureTests {
     // program directories, else its loading libxcb, both before it can connect; the RECORD
     // thread maps the armed shields then, and again at ClientStarted. It stays a race (the
     // machine must run that thread within the few milliseconds the tool needs to load and
-    // connect: README, Known limitations); every leaking run is printed. Without
+    // connect: docs/security.md, Known limitations); every leaking run is printed. Without
     // quarantine all 10 first frames leak.
     // Our own unshield seen after the next quarantine had mapped the shield again once
     // looked like tampering and made the shield flap: nobody tampers here.
@@ -303,8 +303,8 @@ struct CaptureTests {
   func windowOpenedDuringRecording() async throws {
     // With a window manager, as on a real desktop, a new window is mapped through
     // MapRequest and reparenting, and its shield (put up at CreateNotify) is there first.
-    // Without one, an app that maps in the same batch can win by ~1 ms: see README,
-    // Known limitations.
+    // Without one, an app that maps in the same batch can win by ~1 ms: see
+    // docs/security.md, Known limitations.
     let server = try await XvfbServer.start()
     let wm = try await server.startWindowManager()
     let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)

@@ -23,8 +23,8 @@ struct SoakTests {
   func soak() async throws {
     let server = try await XvfbServer.start()
     // A desktop with a window manager (windows opened during a session are mapped through
-    // it; without one an app mapping in the same batch can win by ~1 ms: README, Known
-    // limitations). Linger 2 s: the second xwd of a session (after the first one's image
+    // it; without one an app mapping in the same batch can win by ~1 ms: docs/security.md,
+    // Known limitations). Linger 2 s: the second xwd of a session (after the first one's image
     // conversion) must fall inside the session even on a loaded machine.
     let wm = try await server.startWindowManager()
     let daemon = try await Daemon.start(

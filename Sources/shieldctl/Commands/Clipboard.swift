@@ -9,8 +9,8 @@ enum ClipboardGroup: CommandGroup {
     USAGE: shieldctl clipboard <subcommand>
 
     Text copied from a secure window is taken over by the daemon, kept sealed in its
-    memory and given only to the reader it was meant for (see 'Copied-text guard' in
-    the README). These commands never show the text.
+    memory and given only to the reader it was meant for (see docs/clipboard.md).
+    These commands never show the text.
 
     SUBCOMMANDS:
       status    Show whether copied text is guarded, from whom, and its reads.
