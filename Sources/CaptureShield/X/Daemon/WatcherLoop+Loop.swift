@@ -207,7 +207,7 @@ extension WatcherLoop {
   /// would otherwise wake the daemon, and make the server wake it, for every request. The
   /// price, during such a burst only: a capture that begins is seen up to `tuning.batchInterval`
   /// later, and a client that connects and exits within that time is not identified (so
-  /// never allowed) (README, Known limitations). Quarantine needs every ClientStarted at
+  /// never allowed) (docs/security.md, Known limitations). Quarantine needs every ClientStarted at
   /// once, so it turns this off; sporadic records are always read at once.
   func recordBatchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
     guard deferNewWindows, engine.policy.quarantine == nil, recordRun >= tuning.burstRecords else { return nil }
