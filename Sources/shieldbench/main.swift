@@ -10,6 +10,7 @@
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -49,7 +50,9 @@ func wanted(_ row: String) -> Bool { only.isEmpty || only.contains(row) }
 let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
 
 /// Runs one row on a fresh private Xvfb; a failure is reported, never replaced by a figure.
-@MainActor func onXvfb(_ key: String, _ rowName: String, _ body: (Xvfb, String, String) throws -> [String: Any]) {
+@MainActor func onXvfb(
+  _ key: String, _ rowName: String, _ body: (XvfbServer, String, String) throws -> [String: Any]
+) async {
   guard wanted(key) else { return }
   guard let shieldctl = locateShieldctl() else {
     print("\n\(key): not run: shieldctl not found next to shieldbench (set SHIELDCTL)")
@@ -59,11 +62,17 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
   }
   do {
     let scratch = try makeScratchDirectory()
-    let xvfb = try Xvfb(directory: scratch)
-    defer { xvfb.stop() }
+    // BENCH_XVFB_WRAPPER: a command the server runs under (scripts/profile-overhead.sh runs it
+    // under callgrind), split on spaces.
+    let wrapper = (env["BENCH_XVFB_WRAPPER"] ?? "").split(separator: " ").map(String.init)
+    let xvfb = try await XvfbServer.start(
+      width: 1280, height: 800, startupTimeout: .seconds(60), wrapper: wrapper)
     let t0 = monotonicNow()
-    var r = try body(xvfb, scratch, shieldctl)
-    r["bench_seconds"] = monotonicNow() - t0
+    let result = Result { try body(xvfb, scratch, shieldctl) }
+    let seconds = monotonicNow() - t0
+    await xvfb.stop()
+    var r = try result.get()
+    r["bench_seconds"] = seconds
     figures[key] = r
     if env["BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) }
   } catch {
@@ -73,19 +82,19 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
   }
 }
 
-onXvfb("reaction", "1+3") { xvfb, scratch, shieldctl in
+await onXvfb("reaction", "1+3") { xvfb, scratch, shieldctl in
   return try runReactionBenchmark(
     display: xvfb.display, scratch: scratch, shieldctl: shieldctl, runs: runs, table: &table)
 }
-onXvfb("idle", "2 idle") { xvfb, scratch, shieldctl in
+await onXvfb("idle", "2 idle") { xvfb, scratch, shieldctl in
   return try runIdleBenchmark(display: xvfb.display, scratch: scratch, shieldctl: shieldctl, table: &table)
 }
-onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
+await onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
   return try runOverheadBenchmark(
     xvfb: xvfb, scratch: scratch, shieldctl: shieldctl, alternations: Int(env["OVERHEAD_RUNS"] ?? "") ?? 12,
     table: &table)
 }
-onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
+await onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
   return try runScaleBenchmark(
     display: xvfb.display, scratch: scratch, shieldctl: shieldctl, stormSeconds: 10, stormRate: 1_000, table: &table)
 }
@@ -93,7 +102,7 @@ onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
 // The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
 if wanted("clipboard") {
   let t0 = monotonicNow()
-  var clip: [String: Any] = runClipboardBenchmark()
+  var clip: [String: Any] = await runClipboardBenchmark()
   clip["bench_seconds"] = monotonicNow() - t0
   figures["clipboard"] = clip
 }

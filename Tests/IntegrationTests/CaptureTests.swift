@@ -4,6 +4,7 @@
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 @Suite("Capture detection", .timeLimit(.minutes(6)))

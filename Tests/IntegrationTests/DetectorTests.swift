@@ -5,6 +5,7 @@ import CXCB
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Synchronization
 import Testing
 

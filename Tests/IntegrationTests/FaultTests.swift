@@ -7,6 +7,7 @@ import CXCB
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 @Suite("Faults", .timeLimit(.minutes(5)))
@@ -417,17 +418,4 @@ func rootCardinals(_ name: String, on server: XvfbServer) throws -> [UInt32] {
   let n = Int(xcb_get_property_value_length(reply)) / 4
   let p = xcb_get_property_value(reply)!.assumingMemoryBound(to: UInt32.self)
   return (0..<n).map { p[$0] }
-}
-
-/// A small deterministic PRNG (SplitMix64) for reproducible fault schedules.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
 }

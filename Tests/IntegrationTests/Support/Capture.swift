@@ -5,6 +5,7 @@
 
 import CXCB
 import Foundation
+import ShieldTestSupport
 
 enum CaptureError: Error, CustomStringConvertible {
   case toolFailed(String, CommandResult)

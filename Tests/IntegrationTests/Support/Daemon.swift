@@ -3,6 +3,7 @@
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 /// The `shieldctl` built next to this test bundle (also with `--scratch-path`), or
