@@ -3,9 +3,10 @@
 // 0. the policy/engine micro-benchmark (no X);
 // then, each on its own private Xvfb with the real daemon (`shieldctl watch`):
 // 1. reaction per capture tool (and with quarantine), 3. a /proc name scanner on the same runs,
-// 2. idle cost, 4. overhead on the X server, 5. scale.
+// 2. idle cost, 4. overhead on the X server, 5. scale, 6. the capture detector's recording
+// overhead on xwd and on a drawing client.
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
@@ -97,6 +98,9 @@ await onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
 await onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
   return try runScaleBenchmark(
     display: xvfb.display, scratch: scratch, shieldctl: shieldctl, stormSeconds: 10, stormRate: 1_000, table: &table)
+}
+await onXvfb("detector", "6 detector") { xvfb, scratch, _ in
+  return try runDetectorOverheadBenchmark(display: xvfb.display, scratch: scratch, table: &table)
 }
 
 // The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
