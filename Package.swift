@@ -50,7 +50,8 @@ let package = Package(
     .testTarget(
       name: "CaptureShieldTests",
       dependencies: ["CaptureShield", "ShieldTestSupport"],
-      path: "Tests/CaptureShieldTests"
+      path: "Tests/CaptureShieldTests",
+      exclude: ["Golden"]
     ),
     .testTarget(
       name: "IntegrationTests",
