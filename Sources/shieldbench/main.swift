@@ -4,9 +4,10 @@
 // then, each on its own private Xvfb with the real daemon (`shieldctl watch`):
 // 1. reaction per capture tool (and with quarantine), 3. a /proc name scanner on the same runs,
 // 2. idle cost, 4. overhead on the X server, 5. scale, 6. the capture detector's recording
-// overhead on xwd and on a drawing client.
+// overhead on xwd and on a drawing client, 7. the quarantine's leak rate for one-shot tools
+// (BENCH_QUARANTINE_RUNS per tool, default 50).
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, detector, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, quarantine-rate, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
@@ -101,6 +102,39 @@ await onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
 }
 await onXvfb("detector", "6 detector") { xvfb, scratch, _ in
   return try runDetectorOverheadBenchmark(display: xvfb.display, scratch: scratch, table: &table)
+}
+
+// Row 7: the quarantine's leak rate for one-shot tools (async captures: not through onXvfb).
+if wanted("quarantine-rate") {
+  let key = "quarantine-rate"
+  do {
+    guard let shieldctl = locateShieldctl() else {
+      throw BenchError("shieldctl not found next to shieldbench (set SHIELDCTL)")
+    }
+    let scratch = try makeScratchDirectory()
+    let server = try await XvfbServer.start(width: 1280, height: 800, startupTimeout: .seconds(60))
+    let t0 = monotonicNow()
+    let quarantineRuns = max(1, Int(env["BENCH_QUARANTINE_RUNS"] ?? "") ?? 50)
+    let result: Result<(figures: [String: Any], rows: [TableRow]), any Error>
+    do {
+      result = .success(
+        try await runQuarantineRateBenchmark(
+          server: server, scratch: scratch, shieldctl: shieldctl, runs: quarantineRuns))
+    } catch {
+      result = .failure(error)
+    }
+    let seconds = monotonicNow() - t0
+    await server.stop()
+    var (r, rows) = try result.get()
+    table += rows
+    r["bench_seconds"] = seconds
+    figures[key] = r
+    if env["BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) }
+  } catch {
+    print("\n\(key): FAILED: \(error)")
+    figures[key] = ["error": "\(error)"]
+    table.append(TableRow(row: "7 quarantine rate", figure: key, value: "FAILED: \(error)", target: "-", met: false))
+  }
 }
 
 // The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
