@@ -30,7 +30,7 @@ struct CaptureTests {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
     let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)
-    try await Task.sleep(for: .milliseconds(300))
+    try await daemon.waitUntilCaughtUp(retitling: window)
     let state = try #require(try daemon.state())
     #expect(!state.capturing)
     #expect(state.windows.first { $0.id == window.id }?.secure == true)
@@ -117,7 +117,11 @@ struct CaptureTests {
       let counts = try await CaptureMethod.xwdRoot.capture(window: window.id, on: server).counts(of: Self.red)
       #expect(counts == [200 * 150])
     }
-    try await Task.sleep(for: .milliseconds(300))
+    // The daemon has seen each run's capture request (and decided on it in the same step).
+    try await waitUntil("the daemon audits the 3 runs' capture requests", timeout: .seconds(10)) {
+      daemon.auditEvents("capture-request").count >= 3
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
     #expect(daemon.auditEvents("session-start").isEmpty)
     #expect(!daemon.isShielded(window.id))
     await daemon.stop()
@@ -271,7 +275,10 @@ struct CaptureTests {
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
     let daemon = try await Daemon.start(
       on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/picom\"}], linger: \"3s\"}}")
-    try await Task.sleep(for: .milliseconds(500))
+    try await waitUntil("the daemon names the compositor", timeout: .seconds(10)) {
+      try daemon.state()?.compositor != nil
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
     let state = try #require(try daemon.state())
     #expect(state.compositor?.exe?.hasSuffix("picom") == true, "\(String(describing: state.compositor))")
     #expect(!state.capturing)

@@ -222,11 +222,23 @@ struct DetectorTests {
     let seen = await collect(detector, timeout: .seconds(10), isSecure: isSecure) { seen in
       seen.filter { if case .request = $0.event { return true } else { return false } }.count >= 2
     }
-    try await Task.sleep(for: .milliseconds(100))
-    let late = await collect(detector, timeout: .milliseconds(200), isSecure: isSecure) { _ in false }
-    let requests = (seen + late).compactMap { s -> (ClientID, CaptureRequest)? in
-      if case .request(let c, let r) = s.event { return (c, r) } else { return nil }
+    // The positive marker: a GetImage of the victim's plain window, sent after everything
+    // above; once it is reported, any later report of the requests above would have come.
+    if let r = xcb_get_image_reply(
+      attacker.raw, xcb_get_image(attacker.raw, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), plain, 0, 0, 1, 1, ~0), nil)
+    {
+      free(r)
     }
+    let isMarker = { (r: CaptureRequest) in r.kind == "GetImage" && r.target == plain }
+    let late = await collect(detector, timeout: .seconds(10), isSecure: isSecure) { late in
+      late.contains { if case .request(_, let r) = $0.event { return isMarker(r) } else { return false } }
+    }
+    let requests = (seen + late).compactMap { s -> (ClientID, CaptureRequest)? in
+      if case .request(let c, let r) = s.event, !isMarker(r) { return (c, r) } else { return nil }
+    }
+    #expect(
+      late.contains { if case .request(_, let r) = $0.event { return isMarker(r) } else { return false } },
+      "the marker GetImage was not reported")
     #expect(
       requests.map(\.1) == [
         CaptureRequest(kind: "Composite RedirectSubwindows(Manual)", target: secure, bypassesShield: true),

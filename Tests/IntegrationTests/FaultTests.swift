@@ -80,7 +80,7 @@ struct FaultTests {
     }
     // A window destroyed before `track` reads its attributes must not leave the shield
     // that CreateNotify put up in ShieldDriver's table or in the registry.
-    try await Task.sleep(for: .milliseconds(300))
+    try await daemon.waitUntilCaughtUp(retitling: window)
     let pairs = try rootCardinals("_CAPTURE_SHIELD_SHIELDS", on: server)
     #expect(pairs.count == 2 && pairs.last == window.id, "shield registry has \(pairs.count / 2) pairs")
     app.disconnect()
@@ -296,7 +296,7 @@ struct FaultTests {
       try setRawProperty(
         on: server, malformed[0].id, secureWindowProperty, type: shape.type, format: shape.format, shape.bytes)
     }
-    try await Task.sleep(for: .milliseconds(200))
+    try await daemon.waitUntilCaughtUp(retitling: malformed[0])
     #expect(daemon.isShielded(malformed[0].id))
     let list = try await Shieldctl.run(["list", "--json"], on: server)
     #expect(list.status == .exited(0), "\(list)")
@@ -376,7 +376,7 @@ struct FaultTests {
     try setRawProperty(on: server, root.root, "_CAPTURE_SHIELD_SHIELDS", type: "CARDINAL", format: 32, pair)
     let daemon = try await Daemon.start(
       on: server, policy: "{version: 1, shield: {when: \"always\", failMode: \"closed\"}}")
-    try await Task.sleep(for: .milliseconds(300))
+    try await daemon.waitUntilCaughtUp()
     let log = String(decoding: daemon.process.stderr, as: UTF8.self)
     #expect(!log.contains("adopted"), "\(log)")
     #expect((try? server.geometry(of: forged.id)) != nil, "the daemon destroyed another client's window")
