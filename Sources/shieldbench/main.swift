@@ -53,7 +53,7 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
 
 /// Runs one row on a fresh private Xvfb; a failure is reported, never replaced by a figure.
 @MainActor func onXvfb(
-  _ key: String, _ rowName: String, _ body: (XvfbServer, String, String) throws -> [String: Any]
+  _ key: String, _ rowName: String, _ body: (XvfbServer, String, String) async throws -> [String: Any]
 ) async {
   guard wanted(key) else { return }
   guard let shieldctl = locateShieldctl() else {
@@ -70,7 +70,8 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
     let xvfb = try await XvfbServer.start(
       width: 1280, height: 800, startupTimeout: .seconds(60), wrapper: wrapper)
     let t0 = monotonicNow()
-    let result = Result { try body(xvfb, scratch, shieldctl) }
+    let result: Result<[String: Any], any Error>
+    do { result = .success(try await body(xvfb, scratch, shieldctl)) } catch { result = .failure(error) }
     let seconds = monotonicNow() - t0
     await xvfb.stop()
     var r = try result.get()
@@ -104,37 +105,12 @@ await onXvfb("detector", "6 detector") { xvfb, scratch, _ in
   return try runDetectorOverheadBenchmark(display: xvfb.display, scratch: scratch, table: &table)
 }
 
-// Row 7: the quarantine's leak rate for one-shot tools (async captures: not through onXvfb).
-if wanted("quarantine-rate") {
-  let key = "quarantine-rate"
-  do {
-    guard let shieldctl = locateShieldctl() else {
-      throw BenchError("shieldctl not found next to shieldbench (set SHIELDCTL)")
-    }
-    let scratch = try makeScratchDirectory()
-    let server = try await XvfbServer.start(width: 1280, height: 800, startupTimeout: .seconds(60))
-    let t0 = monotonicNow()
-    let quarantineRuns = max(1, Int(env["BENCH_QUARANTINE_RUNS"] ?? "") ?? 50)
-    let result: Result<(figures: [String: Any], rows: [TableRow]), any Error>
-    do {
-      result = .success(
-        try await runQuarantineRateBenchmark(
-          server: server, scratch: scratch, shieldctl: shieldctl, runs: quarantineRuns))
-    } catch {
-      result = .failure(error)
-    }
-    let seconds = monotonicNow() - t0
-    await server.stop()
-    var (r, rows) = try result.get()
-    table += rows
-    r["bench_seconds"] = seconds
-    figures[key] = r
-    if env["BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) }
-  } catch {
-    print("\n\(key): FAILED: \(error)")
-    figures[key] = ["error": "\(error)"]
-    table.append(TableRow(row: "7 quarantine rate", figure: key, value: "FAILED: \(error)", target: "-", met: false))
-  }
+await onXvfb("quarantine-rate", "7 quarantine rate") { xvfb, scratch, shieldctl in
+  let (r, rows) = try await runQuarantineRateBenchmark(
+    server: xvfb, scratch: scratch, shieldctl: shieldctl,
+    runs: max(1, Int(env["BENCH_QUARANTINE_RUNS"] ?? "") ?? 50))
+  table += rows
+  return r
 }
 
 // The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
