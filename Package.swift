@@ -37,19 +37,25 @@ let package = Package(
       dependencies: ["CaptureShield"],
       path: "Sources/shieldctl"
     ),
+    .target(
+      name: "ShieldTestSupport",
+      dependencies: ["CXCB"],
+      path: "Sources/ShieldTestSupport"
+    ),
     .executableTarget(
       name: "shieldbench",
-      dependencies: ["CaptureShield", "CXCB"],
+      dependencies: ["CaptureShield", "CXCB", "ShieldTestSupport"],
       path: "Sources/shieldbench"
     ),
     .testTarget(
       name: "CaptureShieldTests",
-      dependencies: ["CaptureShield"],
-      path: "Tests/CaptureShieldTests"
+      dependencies: ["CaptureShield", "ShieldTestSupport"],
+      path: "Tests/CaptureShieldTests",
+      exclude: ["Golden"]
     ),
     .testTarget(
       name: "IntegrationTests",
-      dependencies: ["CaptureShield", "CXCB"],
+      dependencies: ["CaptureShield", "CXCB", "ShieldTestSupport"],
       path: "Tests/IntegrationTests"
     ),
   ],

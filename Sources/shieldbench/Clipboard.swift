@@ -6,16 +6,20 @@
 import CXCB
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// Runs the clipboard benchmark; figures in milliseconds, plus `paste_ratio`. On failure
-/// returns `["error": 1]` and prints why.
-func runClipboardBenchmark() -> [String: Double] {
+/// Runs the clipboard benchmark on its own private Xvfb (640x480); figures in milliseconds,
+/// plus `paste_ratio`. On failure returns `["error": 1]` and prints why.
+func runClipboardBenchmark() async -> [String: Double] {
   do {
-    return try ClipBench().run()
+    let xvfb = try await XvfbServer.start(width: 640, height: 480)
+    let result = Result { try ClipBench().run(display: xvfb.display) }
+    await xvfb.stop()
+    return try result.get()
   } catch {
     print("clipboard benchmark failed: \(error)")
     return ["error": 1]
@@ -49,15 +53,6 @@ private final class ClipBench {
   func shieldctlPath() -> String {
     let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("shieldctl").path
-  }
-
-  /// SIGTERM, then SIGKILL after 3 s (a child can inherit a blocked SIGTERM).
-  func stop(_ p: Process) {
-    guard p.isRunning else { return }
-    p.terminate()
-    for _ in 0..<150 where p.isRunning { usleep(20_000) }
-    if p.isRunning { kill(p.processIdentifier, SIGKILL) }
-    p.waitUntilExit()
   }
 
   func connect(_ display: String) -> OpaquePointer? {
@@ -139,33 +134,21 @@ private final class ClipBench {
     throw ClipBenchError(description: "timed out waiting for an X event")
   }
 
-  func run() throws -> [String: Double] {
+  func run(display: String) throws -> [String: Double] {
     let dir = NSTemporaryDirectory() + "shieldbench-clip-\(getpid())"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let display = ":\(200 + Int(getpid() % 500))"
-    let xvfb = Process()
-    xvfb.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
-    xvfb.arguments = [display, "-nolisten", "tcp", "-screen", "0", "640x480x24"]
-    xvfb.standardError = FileHandle.nullDevice
-    try xvfb.run()
-    defer { stop(xvfb) }
-    var probe: OpaquePointer? = nil
-    for _ in 0..<200 where probe == nil {
-      usleep(20_000)
-      probe = connect(display)
-    }
-    guard let obs = probe else { throw ClipBenchError(description: "Xvfb \(display) did not start") }
+    guard let obs = connect(display) else { throw ClipBenchError(description: "cannot connect to \(display)") }
     defer { xcb_disconnect(obs) }
 
     let policy = dir + "/policy.json5"
     try "{version: 1}".write(toFile: policy, atomically: true, encoding: .utf8)
-    let daemon = Process()
-    daemon.executableURL = URL(fileURLWithPath: shieldctlPath())
-    daemon.arguments = ["watch", "--display", display, "--policy", policy]
-    daemon.standardError = FileHandle.nullDevice
-    try daemon.run()
-    defer { stop(daemon) }
+    var environment = ProcessInfo.processInfo.environment
+    environment["DISPLAY"] = display
+    let daemon = try ChildProcess(
+      shieldctlPath(), ["watch", "--display", display, "--policy", policy], environment: environment)
+    // SIGTERM, then SIGKILL after 3 s (a child can inherit a blocked SIGTERM).
+    defer { daemon.terminateBlocking(grace: .seconds(3)) }
     let manager = atom(obs, "_CAPTURE_SHIELD_S0")
     let stateAtom = atom(obs, "_CAPTURE_SHIELD_STATE")
     let clipboard = atom(obs, "CLIPBOARD")

@@ -2,6 +2,7 @@
 import CXCB
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -30,15 +31,18 @@ func writePolicy(_ text: String, to path: String) throws {
 
 /// One running daemon.
 final class Daemon {
-  let child: Child
+  let child: ChildProcess
   let spawnedAt: Double
   let logPath: String
 
   init(shieldctl: String, display: String, policy: String, logPath: String) throws {
     self.logPath = logPath
     spawnedAt = monotonicNow()
-    child = try Child(
-      shieldctl, ["watch", "--policy", policy, "--display", display], display: display, stderr: logPath)
+    var environment = ProcessInfo.processInfo.environment
+    environment["DISPLAY"] = display
+    child = try ChildProcess(
+      shieldctl, ["watch", "--policy", policy, "--display", display], environment: environment,
+      stderr: .writeFile(logPath))
   }
 
   var pid: pid_t { child.pid }
@@ -52,14 +56,14 @@ final class Daemon {
   ) throws -> Double {
     let deadline = monotonicNow() + timeout
     while monotonicNow() < deadline {
-      if child.poll() { throw BenchError("the daemon exited (status \(child.status ?? -1)); log: \(logPath)") }
+      if let status = child.poll() { throw BenchError("the daemon exited (\(status)); log: \(logPath)") }
       if let s = readState(probe), ready(s) { return monotonicNow() - spawnedAt }
       sleepSeconds(pollEvery)
     }
     throw BenchError("the daemon did not reach the expected state within \(timeout) s; log: \(logPath)")
   }
 
-  func stop() { child.stop(grace: 5) }
+  func stop() { child.terminateBlocking(grace: .seconds(5)) }
 }
 
 /// The daemon's `_CAPTURE_SHIELD_STATE` on the root, decoded.

@@ -1,6 +1,7 @@
 // Row 2: what the daemon costs while nothing happens.
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 /// CPU and wake-ups of `pid` over `seconds` of wall time.
 func measureProcess(pid: Int32, seconds: Double) throws -> [String: Any] {

@@ -3,6 +3,7 @@
 import CXCB
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 /// One iteration: create, map, configure, draw, retitle, read back own pixels, destroy, round trip.
 private func workload(_ c: XClient, iterations: Int) -> Double {
@@ -60,7 +61,7 @@ enum Placement: String, CaseIterable {
 }
 
 func runOverheadBenchmark(
-  xvfb: Xvfb, scratch: String, shieldctl: String, alternations: Int, table: inout [TableRow]
+  xvfb: XvfbServer, scratch: String, shieldctl: String, alternations: Int, table: inout [TableRow]
 ) throws -> [String: Any] {
   let display = xvfb.display
   let probe = try XClient(display: display)
@@ -96,10 +97,10 @@ func runOverheadBenchmark(
     }
     let pinned = placement != .free
     pinThread(0, to: pinned ? [0] : all)
-    pinProcess(xvfb.child.pid, to: pinned ? [0] : all)
+    pinProcess(xvfb.pid, to: pinned ? [0] : all)
     defer {
       pinThread(0, to: all)
-      pinProcess(xvfb.child.pid, to: all)
+      pinProcess(xvfb.pid, to: all)
     }
     let daemonCPUs = placement == .split ? [1] : pinned ? [0] : all
 
@@ -115,10 +116,10 @@ func runOverheadBenchmark(
     /// the daemon's.
     func measure(daemon: pid_t?) throws -> (Double, Double, Double) {
       let c = try XClient(display: display)
-      let a = ProcSample.read(pid: xvfb.child.pid)
+      let a = ProcSample.read(pid: xvfb.pid)
       let da = daemon.flatMap { ProcSample.read(pid: $0) }
       let t = workload(c, iterations: iterations)
-      let b = ProcSample.read(pid: xvfb.child.pid)
+      let b = ProcSample.read(pid: xvfb.pid)
       let db = daemon.flatMap { ProcSample.read(pid: $0) }
       let serverNs = Double((b?.runNanoseconds ?? 0) &- (a?.runNanoseconds ?? 0))
       let daemonNs = Double((db?.runNanoseconds ?? 0) &- (da?.runNanoseconds ?? 0))

@@ -1,6 +1,7 @@
 // The peer row: what Linux privacy tools do today, a process-list scanner that looks for
 // recorder names about once a second (/proc/*/comm).
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc

@@ -1,5 +1,6 @@
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 /// Policy and engine throughput: 200 `secure` rules against 5,000 windows.
 ///
@@ -13,7 +14,7 @@ import Foundation
 ///
 /// Prints a small table and returns the figures. Build with `-c release` to measure.
 func runPolicyBenchmark() -> [String: Double] {
-  var rng = BenchRandom(seed: 0x5eed_cafe)
+  var rng = SplitMix64(seed: 0x5eed_cafe)
   let policy = BenchData.policy(rules: 200)
   let clients = BenchData.clients(count: 250, rng: &rng)
   let windows = BenchData.windows(count: 5_000, clients: clients, rng: &rng)
@@ -108,22 +109,6 @@ func runPolicyBenchmark() -> [String: Double] {
 
 // MARK: - Data
 
-/// Deterministic generator (SplitMix64), so every run measures the same data.
-private struct BenchRandom {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-  mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-  mutating func pick<T>(_ a: [T]) -> T { a[int(a.count)] }
-  mutating func chance(_ p: Double) -> Bool { Double(next() % 1_000_000) / 1e6 < p }
-}
-
 private enum BenchData {
   struct Client {
     var id: ClientID
@@ -210,7 +195,7 @@ private enum BenchData {
     return policy
   }
 
-  static func clients(count: Int, rng: inout BenchRandom) -> [Client] {
+  static func clients(count: Int, rng: inout SplitMix64) -> [Client] {
     (0..<count).map { i in
       let app = rng.pick(apps)
       let identity = ClientIdentity(
@@ -220,7 +205,7 @@ private enum BenchData {
     }
   }
 
-  static func windows(count: Int, clients: [Client], rng: inout BenchRandom) -> [WindowInfo] {
+  static func windows(count: Int, clients: [Client], rng: inout SplitMix64) -> [WindowInfo] {
     (0..<count).map { i in
       let c = clients[i % clients.count]
       let title = rng.pick(c.app.titles) + (rng.chance(0.5) ? " - \(rng.int(1_000))" : "")

@@ -8,6 +8,7 @@
 import CXCB
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -97,7 +98,7 @@ final class ReactionBench {
     var out: [CaptureTool] = []
     var missing: [String] = []
     for (name, exe, args) in wanted {
-      if let path = findExecutable(exe) {
+      if let path = findExecutable(exe, environment: ProcessInfo.processInfo.environment) {
         out.append(CaptureTool(name: name, kind: .external(path, args)))
       } else {
         missing.append(name)
@@ -155,10 +156,15 @@ final class ReactionBench {
     var pid: Int32?
     switch tool.kind {
     case .external(let path, let args):
-      let child = try Child(path, args, display: display)
+      var environment = ProcessInfo.processInfo.environment
+      environment["DISPLAY"] = display
+      let child = try ChildProcess(path, args, environment: environment)
       pid = child.pid
-      child.wait(timeout: 30)
-      out.toolOK = child.succeeded
+      // Polled every 0.2 ms, so the exit is reaped at once; killed after 30 s.
+      let status =
+        child.waitBlocking(timeout: .seconds(30), pollInterval: .microseconds(200))
+        ?? child.terminateBlocking(grace: .seconds(2))
+      out.toolOK = status == .exited(0)
     case .getImageWindow:
       let c = try XClient(display: display)
       let ck = xcb_get_image(

@@ -4,6 +4,7 @@
 import CXCB
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc

@@ -2,6 +2,7 @@
 import CXCB
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 
 func runScaleBenchmark(
   display: String, scratch: String, shieldctl: String, stormSeconds: Double, stormRate: Int, table: inout [TableRow]

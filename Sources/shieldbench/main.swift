@@ -3,13 +3,16 @@
 // 0. the policy/engine micro-benchmark (no X);
 // then, each on its own private Xvfb with the real daemon (`shieldctl watch`):
 // 1. reaction per capture tool (and with quarantine), 3. a /proc name scanner on the same runs,
-// 2. idle cost, 4. overhead on the X server, 5. scale.
+// 2. idle cost, 4. overhead on the X server, 5. scale, 6. the capture detector's recording
+// overhead on xwd and on a drawing client, 7. the quarantine's leak rate for one-shot tools
+// (BENCH_QUARANTINE_RUNS per tool, default 50).
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, quarantine-rate, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
 import Foundation
+import ShieldTestSupport
 
 #if canImport(Glibc)
   import Glibc
@@ -49,7 +52,9 @@ func wanted(_ row: String) -> Bool { only.isEmpty || only.contains(row) }
 let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
 
 /// Runs one row on a fresh private Xvfb; a failure is reported, never replaced by a figure.
-@MainActor func onXvfb(_ key: String, _ rowName: String, _ body: (Xvfb, String, String) throws -> [String: Any]) {
+@MainActor func onXvfb(
+  _ key: String, _ rowName: String, _ body: (XvfbServer, String, String) async throws -> [String: Any]
+) async {
   guard wanted(key) else { return }
   guard let shieldctl = locateShieldctl() else {
     print("\n\(key): not run: shieldctl not found next to shieldbench (set SHIELDCTL)")
@@ -59,11 +64,18 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
   }
   do {
     let scratch = try makeScratchDirectory()
-    let xvfb = try Xvfb(directory: scratch)
-    defer { xvfb.stop() }
+    // BENCH_XVFB_WRAPPER: a command the server runs under (scripts/profile-overhead.sh runs it
+    // under callgrind), split on spaces.
+    let wrapper = (env["BENCH_XVFB_WRAPPER"] ?? "").split(separator: " ").map(String.init)
+    let xvfb = try await XvfbServer.start(
+      width: 1280, height: 800, startupTimeout: .seconds(60), wrapper: wrapper)
     let t0 = monotonicNow()
-    var r = try body(xvfb, scratch, shieldctl)
-    r["bench_seconds"] = monotonicNow() - t0
+    let result: Result<[String: Any], any Error>
+    do { result = .success(try await body(xvfb, scratch, shieldctl)) } catch { result = .failure(error) }
+    let seconds = monotonicNow() - t0
+    await xvfb.stop()
+    var r = try result.get()
+    r["bench_seconds"] = seconds
     figures[key] = r
     if env["BENCH_KEEP"] == nil { try? FileManager.default.removeItem(atPath: scratch) }
   } catch {
@@ -73,27 +85,38 @@ let runs = max(1, Int(env["BENCH_RUNS"] ?? "") ?? 10)
   }
 }
 
-onXvfb("reaction", "1+3") { xvfb, scratch, shieldctl in
+await onXvfb("reaction", "1+3") { xvfb, scratch, shieldctl in
   return try runReactionBenchmark(
     display: xvfb.display, scratch: scratch, shieldctl: shieldctl, runs: runs, table: &table)
 }
-onXvfb("idle", "2 idle") { xvfb, scratch, shieldctl in
+await onXvfb("idle", "2 idle") { xvfb, scratch, shieldctl in
   return try runIdleBenchmark(display: xvfb.display, scratch: scratch, shieldctl: shieldctl, table: &table)
 }
-onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
+await onXvfb("overhead", "4 overhead") { xvfb, scratch, shieldctl in
   return try runOverheadBenchmark(
     xvfb: xvfb, scratch: scratch, shieldctl: shieldctl, alternations: Int(env["OVERHEAD_RUNS"] ?? "") ?? 12,
     table: &table)
 }
-onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
+await onXvfb("scale", "5 scale") { xvfb, scratch, shieldctl in
   return try runScaleBenchmark(
     display: xvfb.display, scratch: scratch, shieldctl: shieldctl, stormSeconds: 10, stormRate: 1_000, table: &table)
+}
+await onXvfb("detector", "6 detector") { xvfb, scratch, _ in
+  return try runDetectorOverheadBenchmark(display: xvfb.display, scratch: scratch, table: &table)
+}
+
+await onXvfb("quarantine-rate", "7 quarantine rate") { xvfb, scratch, shieldctl in
+  let (r, rows) = try await runQuarantineRateBenchmark(
+    server: xvfb, scratch: scratch, shieldctl: shieldctl,
+    runs: max(1, Int(env["BENCH_QUARANTINE_RUNS"] ?? "") ?? 50))
+  table += rows
+  return r
 }
 
 // The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
 if wanted("clipboard") {
   let t0 = monotonicNow()
-  var clip: [String: Any] = runClipboardBenchmark()
+  var clip: [String: Any] = await runClipboardBenchmark()
   clip["bench_seconds"] = monotonicNow() - t0
   figures["clipboard"] = clip
 }

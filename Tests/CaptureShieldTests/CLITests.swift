@@ -135,6 +135,109 @@ private final class CLIScratchDir: Sendable {
   }
 }
 
+// MARK: - Golden help texts
+
+/// The expected help texts, one file per command under Tests/CaptureShieldTests/Golden/help,
+/// read through this file's path (the package's sources are where the tests run).
+private enum GoldenHelp {
+  static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .appendingPathComponent("Golden/help")
+
+  /// With `UPDATE_GOLDEN=1` the golden test rewrites the files instead of comparing.
+  static var updating: Bool { ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] == "1" }
+
+  /// "" (the top level) is shieldctl.txt; "policy explain" is policy-explain.txt.
+  static func fileName(_ command: String) -> String {
+    (command.isEmpty ? "shieldctl" : command.replacingOccurrences(of: " ", with: "-")) + ".txt"
+  }
+
+  /// The commands and subcommands in the COMMANDS section of the top-level help: a word
+  /// indented by two spaces is a command, one indented by four a subcommand of the one above.
+  static func commands(listedIn help: String) -> [String] {
+    var commands: [String] = []
+    var parent = ""
+    var inSection = false
+    for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+      if line == "COMMANDS:" {
+        inSection = true
+        continue
+      }
+      guard inSection else { continue }
+      if line.isEmpty { break }
+      guard let word = line.split(separator: " ").first.map(String.init) else { continue }
+      if line.hasPrefix("    ") {
+        commands.append(parent + " " + word)
+      } else {
+        parent = word
+        commands.append(word)
+      }
+    }
+    return commands
+  }
+
+  static func write(_ text: String, command: String) throws {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    try Data(text.utf8).write(to: directory.appendingPathComponent(fileName(command)))
+  }
+
+  /// Records an issue with a line diff unless `actual` is exactly the golden text.
+  static func expectMatches(
+    _ actual: String, command: String, args: [String], sourceLocation: Testing.SourceLocation = #_sourceLocation
+  ) throws {
+    let file = directory.appendingPathComponent(fileName(command))
+    guard let data = FileManager.default.contents(atPath: file.path) else {
+      let message =
+        "no golden help \(file.path) for `shieldctl \(args.joined(separator: " "))`; create it with"
+        + " `UPDATE_GOLDEN=1 swift test --filter CLITests`"
+      Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+      return
+    }
+    let expected = String(decoding: data, as: UTF8.self)
+    guard actual != expected else { return }
+    let message =
+      "`shieldctl \(args.joined(separator: " "))` differs from \(file.path)"
+      + " (- golden, + actual; if the change is intended, review it and regenerate the files with"
+      + " `UPDATE_GOLDEN=1 swift test --filter CLITests`):\n" + lineDiff(expected, actual)
+    Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
+  }
+
+  /// A unified-style diff of two texts (longest common subsequence of lines), changed lines
+  /// with two lines of context.
+  static func lineDiff(_ old: String, _ new: String) -> String {
+    let a = old.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    let b = new.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    var lcs = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
+    for i in stride(from: a.count - 1, through: 0, by: -1) {
+      for j in stride(from: b.count - 1, through: 0, by: -1) {
+        lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : max(lcs[i + 1][j], lcs[i][j + 1])
+      }
+    }
+    var lines: [(mark: Character, text: String)] = []
+    var (i, j) = (0, 0)
+    while i < a.count || j < b.count {
+      if i < a.count, j < b.count, a[i] == b[j] {
+        lines.append((" ", a[i]))
+        (i, j) = (i + 1, j + 1)
+      } else if i < a.count, j == b.count || lcs[i + 1][j] >= lcs[i][j + 1] {
+        lines.append(("-", a[i]))
+        i += 1
+      } else {
+        lines.append(("+", b[j]))
+        j += 1
+      }
+    }
+    let changed = lines.indices.filter { lines[$0].mark != " " }
+    var out: [String] = []
+    var last = -1
+    for index in lines.indices where changed.contains(where: { abs($0 - index) <= 2 }) {
+      if last >= 0 && index > last + 1 { out.append("@@") }
+      out.append(String(lines[index].mark) + lines[index].text)
+      last = index
+    }
+    return out.joined(separator: "\n")
+  }
+}
+
 // MARK: - Tables
 
 /// Each command's usage line, as its help and usage errors print it.
@@ -322,6 +425,34 @@ struct CLITests {
     #expect(r.stdout.contains("USAGE: \(cliUsageLines[c.command]!)\n"), "\(r)")
     #expect(r.stdout.hasPrefix("OVERVIEW: "), "\(r)")
     #expect(r.stderr.isEmpty, "\(r)")
+    // Every way of asking prints exactly the command's golden help.
+    if !GoldenHelp.updating { try GoldenHelp.expectMatches(r.stdout, command: c.command, args: c.args) }
+  }
+
+  /// `shieldctl --help`, `shieldctl help` and `--help` of every command `shieldctl help`
+  /// lists print exactly Golden/help/<command>.txt (`UPDATE_GOLDEN=1` rewrites the files).
+  @Test("help texts match the golden files")
+  func goldenHelp() throws {
+    let top = try ShieldctlBinary.run(["--help"])
+    #expect(top.status == 0, "\(top)")
+    let commands = GoldenHelp.commands(listedIn: top.stdout)
+    #expect(commands.count >= 15, "too few commands parsed from `shieldctl --help`: \(commands)")
+    var cases: [(args: [String], command: String)] = [(["--help"], ""), (["help"], "")]
+    cases += commands.map { ($0.split(separator: " ").map(String.init) + ["--help"], $0) }
+    for (args, command) in cases {
+      let r = try ShieldctlBinary.run(args)
+      #expect(r.status == 0, "shieldctl \(args.joined(separator: " ")): \(r)")
+      #expect(r.stderr.isEmpty, "shieldctl \(args.joined(separator: " ")): \(r)")
+      if GoldenHelp.updating {
+        try GoldenHelp.write(r.stdout, command: command)
+      } else {
+        try GoldenHelp.expectMatches(r.stdout, command: command, args: args)
+      }
+    }
+    // No golden file is left over from a command that no longer exists.
+    let expectedFiles = Set(([""] + commands).map(GoldenHelp.fileName))
+    let files = Set(try FileManager.default.contentsOfDirectory(atPath: GoldenHelp.directory.path))
+    #expect(files == expectedFiles, "stale or missing golden help files: \(files.symmetricDifference(expectedFiles))")
   }
 
   @Test("usage errors exit 64 with the three-line report", arguments: cliUsageCases)

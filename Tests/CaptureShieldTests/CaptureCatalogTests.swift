@@ -3,6 +3,7 @@
 
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 import Testing
 
 /// Builds a request: header (major, byte 1, length) and little- or big-endian fields.
@@ -698,21 +699,9 @@ struct RecordDecodingTests {
     long.withUnsafeBytes { #expect(RecordedReply.decode($0, hostIsBigEndian: false)?.data == 32..<36) }
   }
 
-  /// A small deterministic generator (SplitMix64) so failures reproduce.
-  struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9e37_79b9_7f4a_7c15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-      z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-      return z ^ (z >> 31)
-    }
-  }
-
   @Test("fuzz: random and mutated bytes never trap", arguments: [1, 2, 3, 4])
   func fuzz(seed: UInt64) {
-    var rng = SplitMix(state: seed)
+    var rng = SplitMix64(seed: seed)
     let valid = (ClassifyCase.core + ClassifyCase.extensions + ClassifyCase.encodings).map(\.bytes)
     var classified = 0
     for i in 0..<20000 {

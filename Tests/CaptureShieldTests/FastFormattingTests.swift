@@ -1,9 +1,10 @@
 import Foundation
+import ShieldTestSupport
 import Testing
 
 @testable import CaptureShield
 
-/// (Random tables use `SplitMix64` from HostileInputTests.)
+/// (Random tables use `SplitMix64` from ShieldTestSupport.)
 /// The audit line's timestamp and decimals, and the /proc reader, are written by hand for
 /// speed (they run for every client that connects): each is checked against the
 /// Foundation code it replaced.

@@ -3,23 +3,10 @@
 // audit and syslog formatting of hostile titles.
 
 import Foundation
+import ShieldTestSupport
 import Testing
 
 @testable import CaptureShield
-
-/// A small deterministic PRNG (SplitMix64), so every random case can be reproduced.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-  mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}
 
 private func diagnostics(_ text: String, path: String = "t.json5") -> [String] {
   do {

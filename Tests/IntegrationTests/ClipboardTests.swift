@@ -7,6 +7,7 @@ import CXCB
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Synchronization
 import Testing
 
@@ -283,11 +284,19 @@ struct ClipboardIntegrationTests {
   @Test("copies from non-secure windows are untouched")
   func nonSecureUntouched() async throws {
     let (server, daemon, source) = try await start(policy: "{version: 1}", secure: false)
-    try await Task.sleep(for: .milliseconds(300))
+    // The positive marker: a secure source copies to PRIMARY after the plain copy to
+    // CLIPBOARD; once that copy is guarded, the daemon has handled the CLIPBOARD one too.
+    let marker = try CopySource(display: server.display, secure: true, text: "marker")
+    try await waitUntil("the marker window is secure") {
+      (try daemon.state())?.windows.contains { $0.id == marker.window && $0.secure } ?? false
+    }
+    try marker.copy(to: ["PRIMARY"])
+    try await waitGuarded(daemon, ["PRIMARY"])
     let r = try await server.run("xclip", ["-o", "-selection", "clipboard"], timeout: .seconds(10))
     #expect(r.stdoutText == Self.secret)
-    #expect(daemon.auditEvents("clipboard-guard").isEmpty)
-    #expect(try daemon.state()?.clipboard?.guarded.isEmpty == true)
+    #expect(daemon.auditEvents("clipboard-guard").filter { $0["selection"] as? String != "PRIMARY" }.isEmpty)
+    #expect(try daemon.state()?.clipboard?.guarded.allSatisfy { $0.selection == "PRIMARY" } == true)
+    marker.stop()
     source.stop()
     await daemon.stop()
     await server.stop()

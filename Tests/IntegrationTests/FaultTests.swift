@@ -7,6 +7,7 @@ import CXCB
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 @Suite("Faults", .timeLimit(.minutes(5)))
@@ -79,7 +80,7 @@ struct FaultTests {
     }
     // A window destroyed before `track` reads its attributes must not leave the shield
     // that CreateNotify put up in ShieldDriver's table or in the registry.
-    try await Task.sleep(for: .milliseconds(300))
+    try await daemon.waitUntilCaughtUp(retitling: window)
     let pairs = try rootCardinals("_CAPTURE_SHIELD_SHIELDS", on: server)
     #expect(pairs.count == 2 && pairs.last == window.id, "shield registry has \(pairs.count / 2) pairs")
     app.disconnect()
@@ -295,7 +296,7 @@ struct FaultTests {
       try setRawProperty(
         on: server, malformed[0].id, secureWindowProperty, type: shape.type, format: shape.format, shape.bytes)
     }
-    try await Task.sleep(for: .milliseconds(200))
+    try await daemon.waitUntilCaughtUp(retitling: malformed[0])
     #expect(daemon.isShielded(malformed[0].id))
     let list = try await Shieldctl.run(["list", "--json"], on: server)
     #expect(list.status == .exited(0), "\(list)")
@@ -375,7 +376,7 @@ struct FaultTests {
     try setRawProperty(on: server, root.root, "_CAPTURE_SHIELD_SHIELDS", type: "CARDINAL", format: 32, pair)
     let daemon = try await Daemon.start(
       on: server, policy: "{version: 1, shield: {when: \"always\", failMode: \"closed\"}}")
-    try await Task.sleep(for: .milliseconds(300))
+    try await daemon.waitUntilCaughtUp()
     let log = String(decoding: daemon.process.stderr, as: UTF8.self)
     #expect(!log.contains("adopted"), "\(log)")
     #expect((try? server.geometry(of: forged.id)) != nil, "the daemon destroyed another client's window")
@@ -417,17 +418,4 @@ func rootCardinals(_ name: String, on server: XvfbServer) throws -> [UInt32] {
   let n = Int(xcb_get_property_value_length(reply)) / 4
   let p = xcb_get_property_value(reply)!.assumingMemoryBound(to: UInt32.self)
   return (0..<n).map { p[$0] }
-}
-
-/// A small deterministic PRNG (SplitMix64) for reproducible fault schedules.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
 }

@@ -6,6 +6,7 @@
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 @Suite("Integration harness", .timeLimit(.minutes(2)))

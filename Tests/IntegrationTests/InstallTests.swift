@@ -9,6 +9,7 @@
 
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 /// The package's root directory (this file is Tests/IntegrationTests/InstallTests.swift).

@@ -6,6 +6,7 @@ import CXCB
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 @Suite("Shields", .timeLimit(.minutes(5)))

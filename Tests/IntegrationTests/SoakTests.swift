@@ -6,6 +6,7 @@
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 @Suite("Soak", .timeLimit(.minutes(60)))

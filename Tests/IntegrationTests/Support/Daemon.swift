@@ -3,6 +3,7 @@
 import CaptureShield
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Testing
 
 /// The `shieldctl` built next to this test bundle (also with `--scratch-path`), or
@@ -45,6 +46,8 @@ final class Daemon: @unchecked Sendable {
   let process: BackgroundProcess
   let policyPath: String
   let directory: String
+  /// How many `waitUntilCaughtUp` markers were set (each title is new).
+  private var markers = 0
 
   /// Starts the daemon with `policy` (JSON5 text) and waits until it publishes its state.
   static func start(
@@ -91,6 +94,32 @@ final class Daemon: @unchecked Sendable {
     }
     // The state is published after the shield request was flushed; one X round trip
     // (the XControl read above) orders our captures after it.
+  }
+
+  /// The positive marker before a check that nothing happened. With `window` (a secure
+  /// window the daemon tracks) it retitles the window and waits until the published state
+  /// shows the new title; without, it opens a small secure window from a new client, waits
+  /// until the state lists it, and closes it (not for policies with a quarantine: a new
+  /// client would start one). The daemon handles its connection's X events in order, so by
+  /// then it has processed every event the server sent it before, and a negative check that
+  /// follows is not merely early.
+  func waitUntilCaughtUp(retitling window: TestWindow? = nil, timeout: Duration = .seconds(10)) async throws {
+    markers += 1
+    let title = "caught-up marker \(markers)"
+    if let window {
+      try window.setString("WM_NAME", type: "STRING", title)
+      try window.setString("_NET_WM_NAME", type: "UTF8_STRING", title)
+      try await waitUntil("the daemon shows \(hex(window.id)) titled \(title.debugDescription)", timeout: timeout) {
+        try self.state()?.windows.contains { $0.id == window.id && $0.title == title } ?? false
+      }
+      return
+    }
+    let marker = try await TestWindow.open(
+      on: server, rect: PixelRect(x: 0, y: 0, width: 4, height: 4), color: .black, title: title, secure: true)
+    defer { marker.close() }
+    try await waitUntil("the daemon lists the marker window \(hex(marker.id))", timeout: timeout) {
+      try self.state()?.windows.contains { $0.id == marker.id && $0.secure } ?? false
+    }
   }
 
   /// Audit records written so far (JSON lines on stderr).

@@ -5,6 +5,7 @@
 import CXCB
 import Foundation
 import Glibc
+import ShieldTestSupport
 import Synchronization
 
 enum TestWindowError: Error, CustomStringConvertible {

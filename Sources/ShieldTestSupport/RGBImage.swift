@@ -4,47 +4,54 @@
 import Foundation
 
 /// An 8-bit-per-channel colour.
-struct RGB: Hashable, Sendable, CustomStringConvertible {
-  var r: UInt8
-  var g: UInt8
-  var b: UInt8
+public struct RGB: Hashable, Sendable, CustomStringConvertible {
+  public var r: UInt8
+  public var g: UInt8
+  public var b: UInt8
 
-  init(_ r: UInt8, _ g: UInt8, _ b: UInt8) {
+  public init(_ r: UInt8, _ g: UInt8, _ b: UInt8) {
     self.r = r
     self.g = g
     self.b = b
   }
 
-  init(_ tuple: (UInt8, UInt8, UInt8)) { self.init(tuple.0, tuple.1, tuple.2) }
+  public init(_ tuple: (UInt8, UInt8, UInt8)) { self.init(tuple.0, tuple.1, tuple.2) }
 
-  var tuple: (UInt8, UInt8, UInt8) { (r, g, b) }
+  public var tuple: (UInt8, UInt8, UInt8) { (r, g, b) }
 
-  static let red = RGB(255, 0, 0)
-  static let green = RGB(0, 255, 0)
-  static let blue = RGB(0, 0, 255)
-  static let black = RGB(0, 0, 0)
-  static let white = RGB(255, 255, 255)
+  public static let red = RGB(255, 0, 0)
+  public static let green = RGB(0, 255, 0)
+  public static let blue = RGB(0, 0, 255)
+  public static let black = RGB(0, 0, 0)
+  public static let white = RGB(255, 255, 255)
 
-  var description: String { "(\(r),\(g),\(b))" }
+  public var description: String { "(\(r),\(g),\(b))" }
 
-  func matches(_ other: RGB, tolerance: UInt8) -> Bool {
+  public func matches(_ other: RGB, tolerance: UInt8) -> Bool {
     func close(_ a: UInt8, _ b: UInt8) -> Bool { (a > b ? a - b : b - a) <= tolerance }
     return close(r, other.r) && close(g, other.g) && close(b, other.b)
   }
 }
 
 /// An axis-aligned pixel rectangle.
-struct PixelRect: Hashable, Sendable, CustomStringConvertible {
-  var x: Int
-  var y: Int
-  var width: Int
-  var height: Int
+public struct PixelRect: Hashable, Sendable, CustomStringConvertible {
+  public var x: Int
+  public var y: Int
+  public var width: Int
+  public var height: Int
 
-  var area: Int { max(0, width) * max(0, height) }
-  var maxX: Int { x + width }
-  var maxY: Int { y + height }
+  public init(x: Int, y: Int, width: Int, height: Int) {
+    self.x = x
+    self.y = y
+    self.width = width
+    self.height = height
+  }
 
-  func intersection(_ other: PixelRect) -> PixelRect {
+  public var area: Int { max(0, width) * max(0, height) }
+  public var maxX: Int { x + width }
+  public var maxY: Int { y + height }
+
+  public func intersection(_ other: PixelRect) -> PixelRect {
     let left = max(x, other.x)
     let top = max(y, other.y)
     let right = min(maxX, other.maxX)
@@ -52,17 +59,17 @@ struct PixelRect: Hashable, Sendable, CustomStringConvertible {
     return PixelRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
   }
 
-  func offsetBy(dx: Int, dy: Int) -> PixelRect { PixelRect(x: x + dx, y: y + dy, width: width, height: height) }
+  public func offsetBy(dx: Int, dy: Int) -> PixelRect { PixelRect(x: x + dx, y: y + dy, width: width, height: height) }
 
-  var description: String { "\(width)x\(height)+\(x)+\(y)" }
+  public var description: String { "\(width)x\(height)+\(x)+\(y)" }
 }
 
-enum ImageDecodingError: Error, CustomStringConvertible {
+public enum ImageDecodingError: Error, CustomStringConvertible {
   case notPNM(String)
   case truncated(expected: Int, got: Int)
   case unsupported(String)
 
-  var description: String {
+  public var description: String {
     switch self {
     case .notPNM(let detail): "not a binary PPM/PGM: \(detail)"
     case .truncated(let expected, let got): "PPM data truncated: need \(expected) bytes, have \(got)"
@@ -72,19 +79,19 @@ enum ImageDecodingError: Error, CustomStringConvertible {
 }
 
 /// An 8-bit RGB image; `pixels` holds width*height*3 bytes, row-major, R G B per pixel.
-struct RGBImage: Sendable, Equatable {
-  let width: Int
-  let height: Int
-  var pixels: [UInt8]
+public struct RGBImage: Sendable, Equatable {
+  public let width: Int
+  public let height: Int
+  public var pixels: [UInt8]
 
-  init(width: Int, height: Int, pixels: [UInt8]) {
+  public init(width: Int, height: Int, pixels: [UInt8]) {
     precondition(pixels.count == width * height * 3, "pixel buffer does not match \(width)x\(height)")
     self.width = width
     self.height = height
     self.pixels = pixels
   }
 
-  init(width: Int, height: Int, fill: RGB) {
+  public init(width: Int, height: Int, fill: RGB) {
     var pixels = [UInt8](repeating: 0, count: width * height * 3)
     for index in stride(from: 0, to: pixels.count, by: 3) {
       pixels[index] = fill.r
@@ -94,9 +101,9 @@ struct RGBImage: Sendable, Equatable {
     self.init(width: width, height: height, pixels: pixels)
   }
 
-  var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
+  public var bounds: PixelRect { PixelRect(x: 0, y: 0, width: width, height: height) }
 
-  subscript(x: Int, y: Int) -> RGB {
+  public subscript(x: Int, y: Int) -> RGB {
     get {
       let at = (y * width + x) * 3
       return RGB(pixels[at], pixels[at + 1], pixels[at + 2])
@@ -111,11 +118,11 @@ struct RGBImage: Sendable, Equatable {
 
   /// Number of pixels within `tolerance` (per channel) of `rgb`, inside `rect` (clipped to the
   /// image; the whole image if nil).
-  func count(of rgb: (UInt8, UInt8, UInt8), tolerance: UInt8 = 0, in rect: PixelRect? = nil) -> Int {
+  public func count(of rgb: (UInt8, UInt8, UInt8), tolerance: UInt8 = 0, in rect: PixelRect? = nil) -> Int {
     count(of: RGB(rgb), tolerance: tolerance, in: rect)
   }
 
-  func count(of color: RGB, tolerance: UInt8 = 0, in rect: PixelRect? = nil) -> Int {
+  public func count(of color: RGB, tolerance: UInt8 = 0, in rect: PixelRect? = nil) -> Int {
     let area = (rect ?? bounds).intersection(bounds)
     guard area.area > 0 else { return 0 }
     let tolerance = Int(tolerance)
@@ -138,7 +145,7 @@ struct RGBImage: Sendable, Equatable {
   }
 
   /// Smallest rectangle containing every pixel matching `color` (nil if none).
-  func boundingBox(of color: RGB, tolerance: UInt8 = 0) -> PixelRect? {
+  public func boundingBox(of color: RGB, tolerance: UInt8 = 0) -> PixelRect? {
     var minX = Int.max
     var minY = Int.max
     var maxX = -1
@@ -157,7 +164,7 @@ struct RGBImage: Sendable, Equatable {
 
   /// The most frequent colours in `rect` (whole image if nil), most frequent first. Handy in
   /// failure messages.
-  func dominantColors(in rect: PixelRect? = nil, limit: Int = 5) -> [(color: RGB, count: Int)] {
+  public func dominantColors(in rect: PixelRect? = nil, limit: Int = 5) -> [(color: RGB, count: Int)] {
     let area = (rect ?? bounds).intersection(bounds)
     var histogram: [RGB: Int] = [:]
     for y in area.y..<area.maxY {
@@ -167,7 +174,7 @@ struct RGBImage: Sendable, Equatable {
   }
 
   /// Crops to `rect` (clipped to the image).
-  func cropped(to rect: PixelRect) -> RGBImage {
+  public func cropped(to rect: PixelRect) -> RGBImage {
     let area = rect.intersection(bounds)
     var out = [UInt8]()
     out.reserveCapacity(area.area * 3)
@@ -182,7 +189,7 @@ struct RGBImage: Sendable, Equatable {
 
   /// Decodes binary PPM (P6) or PGM (P5), maxval up to 65535, with `#` comments in the header
   /// (ImageMagick writes one, e.g. "#xwdump").
-  static func decodePNM(_ data: Data) throws(ImageDecodingError) -> RGBImage {
+  public static func decodePNM(_ data: Data) throws(ImageDecodingError) -> RGBImage {
     let bytes = [UInt8](data)
     var index = 0
 
@@ -247,7 +254,7 @@ struct RGBImage: Sendable, Equatable {
     return RGBImage(width: width, height: height, pixels: pixels)
   }
 
-  init(pnmFile path: String) throws {
+  public init(pnmFile path: String) throws {
     guard let data = FileManager.default.contents(atPath: path) else {
       throw ImageDecodingError.notPNM("cannot read \(path)")
     }
@@ -255,13 +262,13 @@ struct RGBImage: Sendable, Equatable {
   }
 
   /// Binary PPM (P6, maxval 255) encoding, e.g. to keep a failing capture for inspection.
-  func ppmData() -> Data {
+  public func ppmData() -> Data {
     var data = Data("P6\n\(width) \(height)\n255\n".utf8)
     data.append(contentsOf: pixels)
     return data
   }
 
-  func writePPM(to path: String) throws {
+  public func writePPM(to path: String) throws {
     try ppmData().write(to: URL(fileURLWithPath: path))
   }
 }

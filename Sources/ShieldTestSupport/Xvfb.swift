@@ -6,11 +6,11 @@ import Glibc
 
 /// How to get the integration tests' tools (Xvfb, xwd, ImageMagick, ffmpeg, scrot, maim, openbox,
 /// picom): the project's test command installs whatever is missing before it runs the tests.
-let integrationTestInstallHint =
+public let integrationTestInstallHint =
   "run the tests through `make test`, which installs the missing test tools first"
   + " (`make deps`, i.e. `scripts/install-deps.sh test`, installs them alone)"
 
-enum XvfbError: Error, CustomStringConvertible {
+public enum XvfbError: Error, CustomStringConvertible {
   case notInstalled(searchPath: String)
   case exitedEarly(status: ExitStatus, log: String)
   case startupTimedOut(after: Duration, log: String)
@@ -18,7 +18,7 @@ enum XvfbError: Error, CustomStringConvertible {
   case cannotConnect(display: String, underlying: String, log: String)
   case startFailed(String)
 
-  var description: String {
+  public var description: String {
     switch self {
     case .notInstalled(let searchPath):
       "Xvfb is not installed (not found in PATH=\(searchPath)). The integration tests need a real X"
@@ -41,26 +41,26 @@ enum XvfbError: Error, CustomStringConvertible {
 ///
 ///     let server = try await XvfbServer.start()
 ///     let result = try await runCommand("xwd", ["-root"], environment: server.environment)
-final class XvfbServer: Sendable {
-  let displayNumber: Int
-  let width: Int
-  let height: Int
-  let depth: Int
+public final class XvfbServer: Sendable {
+  public let displayNumber: Int
+  public let width: Int
+  public let height: Int
+  public let depth: Int
   /// The complete Xvfb command line.
-  let command: [String]
+  public let command: [String]
   /// This process's environment with DISPLAY set to this server (and WAYLAND_DISPLAY removed,
   /// so no tool prefers a Wayland compositor).
-  let environment: [String: String]
+  public let environment: [String: String]
 
   private let child: ChildProcess
   private let directory: String
 
   /// ":N"
-  var display: String { ":\(displayNumber)" }
-  var pid: pid_t { child.pid }
-  var isRunning: Bool { child.isRunning }
+  public var display: String { ":\(displayNumber)" }
+  public var pid: pid_t { child.pid }
+  public var isRunning: Bool { child.isRunning }
   /// Xvfb's stderr so far.
-  var log: String { (try? String(contentsOfFile: directory + "/xvfb.log", encoding: .utf8)) ?? "" }
+  public var log: String { (try? String(contentsOfFile: directory + "/xvfb.log", encoding: .utf8)) ?? "" }
 
   private init(
     displayNumber: Int, width: Int, height: Int, depth: Int, command: [String], child: ChildProcess,
@@ -82,13 +82,15 @@ final class XvfbServer: Sendable {
   /// Starts `Xvfb -displayfd 3 -nolisten tcp -noreset -screen 0 WxHxD EXTRA...` and waits
   /// until it has reported its display number and accepts a connection.
   /// `extraArguments` go last, e.g. `["+extension", "RANDR"]` or `["-ac"]`. `environment` is
-  /// Xvfb's and, with DISPLAY added, the base of `self.environment` for the tools.
-  static func start(
+  /// Xvfb's and, with DISPLAY added, the base of `self.environment` for the tools. `wrapper`
+  /// is a command Xvfb runs under (the benchmark's BENCH_XVFB_WRAPPER, e.g. callgrind); its
+  /// first word is looked up in PATH.
+  public static func start(
     width: Int = 1024, height: Int = 768, depth: Int = 24, extraArguments: [String] = [],
     environment: [String: String] = ProcessInfo.processInfo.environment,
-    startupTimeout: Duration = .seconds(15)
+    startupTimeout: Duration = .seconds(15), wrapper: [String] = []
   ) async throws -> XvfbServer {
-    guard findExecutable("Xvfb", environment: environment) != nil else {
+    guard let xvfbPath = findExecutable("Xvfb", environment: environment) else {
       throw XvfbError.notInstalled(searchPath: environment["PATH"] ?? "")
     }
     let directory: String
@@ -117,8 +119,9 @@ final class XvfbServer: Sendable {
       + extraArguments
     let child: ChildProcess
     do {
+      let command = wrapper.isEmpty ? ["Xvfb"] + arguments : wrapper + [xvfbPath] + arguments
       child = try ChildProcess(
-        "Xvfb", arguments, environment: environment, stdout: .devNull,
+        command[0], Array(command.dropFirst()), environment: environment, stdout: .devNull,
         stderr: .writeFile(logPath), extra: [3: .inherit(writeEnd)])
     } catch {
       close(writeEnd)
@@ -182,97 +185,33 @@ final class XvfbServer: Sendable {
   }
 
   /// SIGTERM, wait, SIGKILL fallback. Idempotent; also done on deinit.
-  func stop() async {
+  public func stop() async {
     await child.terminate(grace: .seconds(3))
   }
 
   // MARK: Conveniences bound to this display
 
   /// Runs a command with this server's environment.
-  func run(
+  public func run(
     _ executable: String, _ arguments: [String] = [], timeout: Duration = .seconds(30)
   ) async throws(ProcessError) -> CommandResult {
     try await runCommand(executable, arguments, environment: environment, timeout: timeout)
   }
 
   /// Starts a long-running command with this server's environment.
-  func startBackground(_ executable: String, _ arguments: [String] = []) throws(ProcessError) -> BackgroundProcess {
+  public func startBackground(_ executable: String, _ arguments: [String] = []) throws(ProcessError)
+    -> BackgroundProcess
+  {
     try BackgroundProcess(executable, arguments, environment: environment)
   }
 
   /// A new xcb connection to this server.
-  func connect() throws(XConnectionError) -> XConnection { try XConnection(display: display) }
+  public func connect() throws(XConnectionError) -> XConnection { try XConnection(display: display) }
 
   /// Where `window`'s content is on the screen (root coordinates), and whether it is viewable.
-  func geometry(of window: UInt32) throws -> WindowGeometry {
+  public func geometry(of window: UInt32) throws -> WindowGeometry {
     let connection = try connect()
     defer { connection.disconnect() }
     return try connection.geometry(of: window)
-  }
-
-  /// Starts openbox and waits until it really manages windows. With a window manager,
-  /// top-level windows get reparented into frames.
-  ///
-  /// openbox sets `_NET_SUPPORTING_WM_CHECK` some 30 ms before it is ready, and a MapRequest
-  /// sent in between is lost for good (the window never maps). So after the property appears,
-  /// a probe window is mapped (again every 250 ms) until openbox maps it, then closed.
-  func startWindowManager(timeout: Duration = .seconds(10)) async throws -> BackgroundProcess {
-    let deadline = ContinuousClock.now + timeout
-    let process = try startBackground("openbox", ["--sm-disable"])
-    let connection = try connect()
-    try await waitForHelper("openbox to set _NET_SUPPORTING_WM_CHECK", timeout: timeout, process: process) {
-      try connection.windowProperty("_NET_SUPPORTING_WM_CHECK", of: connection.root) != nil
-    }
-    let probe = try await TestWindow.open(
-      on: self, rect: PixelRect(x: 0, y: 0, width: 8, height: 8), color: .black,
-      title: "CaptureShield window-manager probe", instance: "captureshield-wm-probe",
-      className: "CaptureShieldProbe", map: false)
-    while true {
-      do {
-        try await probe.map(timeout: .milliseconds(250))
-        break
-      } catch TestWindowError.timedOut(let what) {
-        if !process.isRunning || ContinuousClock.now >= deadline {
-          let result = await process.stop()
-          throw ProcessError.io("openbox does not map windows (\(what)): \(result)")
-        }
-      }
-    }
-    try await probe.closeAndWaitUntilGone()
-    return process
-  }
-
-  /// Starts picom (xrender backend, no fading, no config file) and waits until it owns
-  /// `_NET_WM_CM_S0` *and* has redirected the root's subwindows (X-Resource shows a
-  /// CompositeClientSubwindows resource for its client). A compositor redirects every
-  /// top-level window (Composite, manual) and paints the screen itself, asynchronously: a
-  /// change shows on the root some milliseconds later.
-  func startCompositor(timeout: Duration = .seconds(10)) async throws -> BackgroundProcess {
-    let process = try startBackground(
-      "picom", ["--backend", "xrender", "--no-fading-openclose", "--config", "/dev/null"])
-    let connection = try connect()
-    try await waitForHelper("picom to own _NET_WM_CM_S0 and redirect the screen", timeout: timeout, process: process) {
-      let owner = try connection.selectionOwner("_NET_WM_CM_S0")
-      return try owner != 0
-        && connection.resourceTypes(ofClientOwning: owner)["CompositeClientSubwindows", default: 0] > 0
-    }
-    return process
-  }
-
-  private func waitForHelper(
-    _ what: String, timeout: Duration, process: BackgroundProcess, _ condition: () throws -> Bool
-  ) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try !condition() {
-      if !process.isRunning {
-        let result = await process.stop()
-        throw ProcessError.io("waiting for \(what): the process exited: \(result)")
-      }
-      if ContinuousClock.now >= deadline {
-        let result = await process.stop()
-        throw ProcessError.io("timed out after \(timeout) waiting for \(what): \(result)")
-      }
-      try await Task.sleep(for: .milliseconds(10))
-    }
   }
 }

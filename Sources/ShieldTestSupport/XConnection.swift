@@ -6,19 +6,19 @@ import Glibc
 import Synchronization
 
 /// An X protocol error (the reply to a checked request or a request with a reply).
-struct XProtocolError: Error, CustomStringConvertible, Equatable {
-  let request: String
-  let errorCode: UInt8
-  let majorOpcode: UInt8
-  let minorOpcode: UInt16
-  let resourceID: UInt32
+public struct XProtocolError: Error, CustomStringConvertible, Equatable {
+  public let request: String
+  public let errorCode: UInt8
+  public let majorOpcode: UInt8
+  public let minorOpcode: UInt16
+  public let resourceID: UInt32
 
-  static let badMatch: UInt8 = 8
-  static let badWindow: UInt8 = 3
-  static let badDrawable: UInt8 = 9
-  static let badAccess: UInt8 = 10
+  public static let badMatch: UInt8 = 8
+  public static let badWindow: UInt8 = 3
+  public static let badDrawable: UInt8 = 9
+  public static let badAccess: UInt8 = 10
 
-  var name: String {
+  public var name: String {
     let names = [
       1: "BadRequest", 2: "BadValue", 3: "BadWindow", 4: "BadPixmap", 5: "BadAtom", 6: "BadCursor",
       7: "BadFont", 8: "BadMatch", 9: "BadDrawable", 10: "BadAccess", 11: "BadAlloc",
@@ -28,12 +28,12 @@ struct XProtocolError: Error, CustomStringConvertible, Equatable {
     return names[Int(errorCode)] ?? "error \(errorCode)"
   }
 
-  var description: String {
+  public var description: String {
     "\(request) failed: \(name) (major \(majorOpcode), minor \(minorOpcode), resource 0x"
       + String(resourceID, radix: 16) + ")"
   }
 
-  init(_ request: String, _ error: UnsafeMutablePointer<xcb_generic_error_t>) {
+  public init(_ request: String, _ error: UnsafeMutablePointer<xcb_generic_error_t>) {
     self.request = request
     errorCode = error.pointee.error_code
     majorOpcode = error.pointee.major_code
@@ -42,14 +42,14 @@ struct XProtocolError: Error, CustomStringConvertible, Equatable {
   }
 }
 
-enum XConnectionError: Error, CustomStringConvertible {
+public enum XConnectionError: Error, CustomStringConvertible {
   case connectFailed(display: String, code: Int32)
   case connectionBroken(display: String, code: Int32)
   case noReply(String)
   case extensionMissing(String)
   case unsupportedImage(String)
 
-  var description: String {
+  public var description: String {
     switch self {
     case .connectFailed(let display, let code):
       "cannot connect to X display \(display) (xcb error \(code)); is the server running?"
@@ -64,44 +64,53 @@ enum XConnectionError: Error, CustomStringConvertible {
 
 /// Position and size of a window, with the position relative to the root window's origin.
 /// `x`/`y` is where the window's *inside* (its content, excluding the border) starts.
-struct WindowGeometry: Sendable, Equatable, CustomStringConvertible {
-  var x: Int
-  var y: Int
-  var width: Int
-  var height: Int
-  var borderWidth: Int
-  var isViewable: Bool
+public struct WindowGeometry: Sendable, Equatable, CustomStringConvertible {
+  public var x: Int
+  public var y: Int
+  public var width: Int
+  public var height: Int
+  public var borderWidth: Int
+  public var isViewable: Bool
+
+  public init(x: Int, y: Int, width: Int, height: Int, borderWidth: Int, isViewable: Bool) {
+    self.x = x
+    self.y = y
+    self.width = width
+    self.height = height
+    self.borderWidth = borderWidth
+    self.isViewable = isViewable
+  }
 
   /// The content area in root coordinates, i.e. where the window's pixels appear in a
   /// root-window capture (if nothing covers it).
-  var rect: PixelRect { PixelRect(x: x, y: y, width: width, height: height) }
+  public var rect: PixelRect { PixelRect(x: x, y: y, width: width, height: height) }
 
-  var description: String {
+  public var description: String {
     "\(width)x\(height)+\(x)+\(y) border \(borderWidth)\(isViewable ? "" : " (not viewable)")"
   }
 }
 
 /// One xcb connection. xcb connections are thread-safe, hence `@unchecked Sendable`.
-final class XConnection: @unchecked Sendable {
-  let raw: OpaquePointer
-  let display: String
-  let root: xcb_window_t
-  let rootVisual: xcb_visualid_t
-  let rootDepth: UInt8
-  let screenWidth: Int
-  let screenHeight: Int
-  let blackPixel: UInt32
-  let whitePixel: UInt32
+public final class XConnection: @unchecked Sendable {
+  public let raw: OpaquePointer
+  public let display: String
+  public let root: xcb_window_t
+  public let rootVisual: xcb_visualid_t
+  public let rootDepth: UInt8
+  public let screenWidth: Int
+  public let screenHeight: Int
+  public let blackPixel: UInt32
+  public let whitePixel: UInt32
   /// Channel masks of the root visual (TrueColor on Xvfb).
-  let redMask: UInt32
-  let greenMask: UInt32
-  let blueMask: UInt32
-  let imageByteOrderLSBFirst: Bool
+  public let redMask: UInt32
+  public let greenMask: UInt32
+  public let blueMask: UInt32
+  public let imageByteOrderLSBFirst: Bool
   /// bits per pixel and scanline pad (bits) for each depth, from the connection setup.
-  let pixmapFormats: [UInt8: (bitsPerPixel: Int, scanlinePad: Int)]
+  public let pixmapFormats: [UInt8: (bitsPerPixel: Int, scanlinePad: Int)]
   private let disconnected = Mutex(false)
 
-  init(display: String) throws(XConnectionError) {
+  public init(display: String) throws(XConnectionError) {
     var screenNumber: Int32 = 0
     guard let connection = xcb_connect(display, &screenNumber) else {
       throw .connectFailed(display: display, code: -1)
@@ -156,7 +165,7 @@ final class XConnection: @unchecked Sendable {
 
   /// Closes the connection (the server then frees the client's resources). Idempotent; no
   /// request may be made afterwards.
-  func disconnect() {
+  public func disconnect() {
     let first = disconnected.withLock { done in
       defer { done = true }
       return !done
@@ -166,18 +175,18 @@ final class XConnection: @unchecked Sendable {
 
   // MARK: Basics
 
-  func flush() { _ = xcb_flush(raw) }
+  public func flush() { _ = xcb_flush(raw) }
 
-  func generateID() -> UInt32 { xcb_generate_id(raw) }
+  public func generateID() -> UInt32 { xcb_generate_id(raw) }
 
   /// Throws if the connection has been closed or broken.
-  func checkConnection() throws(XConnectionError) {
+  public func checkConnection() throws(XConnectionError) {
     let code = xcb_connection_has_error(raw)
     if code != 0 { throw .connectionBroken(display: display, code: code) }
   }
 
   /// A round trip: when it returns, the server has processed every earlier request.
-  func sync() throws(XConnectionError) {
+  public func sync() throws(XConnectionError) {
     let reply = xcb_get_input_focus_reply(raw, xcb_get_input_focus(raw), nil)
     guard let reply else {
       try checkConnection()
@@ -187,7 +196,7 @@ final class XConnection: @unchecked Sendable {
   }
 
   /// Waits for the result of a `_checked` request and throws its error, if any.
-  func check(_ cookie: xcb_void_cookie_t, _ request: String) throws {
+  public func check(_ cookie: xcb_void_cookie_t, _ request: String) throws {
     if let error = xcb_request_check(raw, cookie) {
       defer { free(error) }
       throw XProtocolError(request, error)
@@ -197,7 +206,7 @@ final class XConnection: @unchecked Sendable {
 
   /// Fetches a reply, converting an X error into `XProtocolError`. The caller owns the reply
   /// and must `free` it.
-  func ownedReply<Reply>(
+  public func ownedReply<Reply>(
     _ request: String,
     _ fetch: (UnsafeMutablePointer<UnsafeMutablePointer<xcb_generic_error_t>?>) -> UnsafeMutablePointer<Reply>?
   ) throws -> UnsafeMutablePointer<Reply> {
@@ -216,7 +225,7 @@ final class XConnection: @unchecked Sendable {
   }
 
   /// Fetches a fixed-size reply and copies it out.
-  func reply<Reply>(
+  public func reply<Reply>(
     _ request: String,
     _ fetch: (UnsafeMutablePointer<UnsafeMutablePointer<xcb_generic_error_t>?>) -> UnsafeMutablePointer<Reply>?
   ) throws -> Reply {
@@ -225,12 +234,12 @@ final class XConnection: @unchecked Sendable {
     return reply.pointee
   }
 
-  func internAtom(_ name: String, onlyIfExists: Bool = false) throws -> xcb_atom_t {
+  public func internAtom(_ name: String, onlyIfExists: Bool = false) throws -> xcb_atom_t {
     let cookie = xcb_intern_atom(raw, onlyIfExists ? 1 : 0, UInt16(name.utf8.count), name)
     return try reply("InternAtom(\(name))") { xcb_intern_atom_reply(raw, cookie, $0) }.atom
   }
 
-  func hasExtension(_ name: String) -> Bool {
+  public func hasExtension(_ name: String) -> Bool {
     let cookie = xcb_query_extension(raw, UInt16(name.utf8.count), name)
     guard let reply = xcb_query_extension_reply(raw, cookie, nil) else { return false }
     defer { free(reply) }
@@ -241,7 +250,7 @@ final class XConnection: @unchecked Sendable {
 
   /// Geometry of `window` relative to the root (TranslateCoordinates + GetGeometry), so it is
   /// right also for windows reparented by a window manager.
-  func geometry(of window: xcb_window_t) throws -> WindowGeometry {
+  public func geometry(of window: xcb_window_t) throws -> WindowGeometry {
     let geometryCookie = xcb_get_geometry(raw, window)
     let translateCookie = xcb_translate_coordinates(raw, window, root, 0, 0)
     let attributesCookie = xcb_get_window_attributes(raw, window)
@@ -260,14 +269,14 @@ final class XConnection: @unchecked Sendable {
 
   /// Width, height and depth of any drawable (window or pixmap). Width/height exclude a
   /// window's border.
-  func drawableSize(_ drawable: xcb_drawable_t) throws -> (width: Int, height: Int, depth: UInt8, border: Int) {
+  public func drawableSize(_ drawable: xcb_drawable_t) throws -> (width: Int, height: Int, depth: UInt8, border: Int) {
     let cookie = xcb_get_geometry(raw, drawable)
     let geometry = try reply("GetGeometry") { xcb_get_geometry_reply(raw, cookie, $0) }
     return (Int(geometry.width), Int(geometry.height), geometry.depth, Int(geometry.border_width))
   }
 
   /// Reads a 32-bit CARDINAL (or any format-32) property; nil if absent.
-  func cardinalProperty(_ name: String, of window: xcb_window_t) throws -> UInt32? {
+  public func cardinalProperty(_ name: String, of window: xcb_window_t) throws -> UInt32? {
     let atom = try internAtom(name)
     let cookie = xcb_get_property(raw, 0, window, atom, UInt32(XCB_GET_PROPERTY_TYPE_ANY.rawValue), 0, 1)
     let reply = try ownedReply("GetProperty(\(name))") { xcb_get_property_reply(raw, cookie, $0) }
@@ -277,14 +286,14 @@ final class XConnection: @unchecked Sendable {
   }
 
   /// Owner of a selection such as `_NET_WM_CM_S0` (0 if none).
-  func selectionOwner(_ name: String) throws -> xcb_window_t {
+  public func selectionOwner(_ name: String) throws -> xcb_window_t {
     let atom = try internAtom(name)
     let cookie = xcb_get_selection_owner(raw, atom)
     return try reply("GetSelectionOwner(\(name))") { xcb_get_selection_owner_reply(raw, cookie, $0) }.owner
   }
 
   /// A WINDOW property of the root such as `_NET_SUPPORTING_WM_CHECK` (nil if absent).
-  func windowProperty(_ name: String, of window: xcb_window_t) throws -> xcb_window_t? {
+  public func windowProperty(_ name: String, of window: xcb_window_t) throws -> xcb_window_t? {
     let atom = try internAtom(name)
     let cookie = xcb_get_property(raw, 0, window, atom, UInt32(XCB_ATOM_WINDOW.rawValue), 0, 1)
     let reply = try ownedReply("GetProperty(\(name))") { xcb_get_property_reply(raw, cookie, $0) }
@@ -293,7 +302,7 @@ final class XConnection: @unchecked Sendable {
     return xcb_get_property_value(reply)!.load(as: UInt32.self)
   }
 
-  func atomName(_ atom: xcb_atom_t) throws -> String {
+  public func atomName(_ atom: xcb_atom_t) throws -> String {
     let cookie = xcb_get_atom_name(raw, atom)
     let reply = try ownedReply("GetAtomName(\(atom))") { xcb_get_atom_name_reply(raw, cookie, $0) }
     defer { free(reply) }
@@ -305,7 +314,7 @@ final class XConnection: @unchecked Sendable {
   /// X-Resource QueryClientResources for the client that owns `xid` (any resource of it):
   /// resource type name -> count, e.g. "CompositeClientSubwindows" for a client that
   /// redirects the subwindows of some window (a compositor).
-  func resourceTypes(ofClientOwning xid: UInt32) throws -> [String: Int] {
+  public func resourceTypes(ofClientOwning xid: UInt32) throws -> [String: Int] {
     let versionCookie = xcb_res_query_version(raw, 1, 2)
     _ = try reply("XResQueryVersion") { xcb_res_query_version_reply(raw, versionCookie, $0) }
     let cookie = xcb_res_query_client_resources(raw, xid)
@@ -326,7 +335,7 @@ final class XConnection: @unchecked Sendable {
 
   /// Core GetImage (ZPixmap, all planes) of `rect` of `drawable` (whole drawable if nil),
   /// decoded to RGB with the root visual's channel masks.
-  func getImage(of drawable: xcb_drawable_t, rect: PixelRect? = nil) throws -> RGBImage {
+  public func getImage(of drawable: xcb_drawable_t, rect: PixelRect? = nil) throws -> RGBImage {
     let area: PixelRect
     if let rect {
       area = rect
@@ -345,7 +354,7 @@ final class XConnection: @unchecked Sendable {
   }
 
   /// Decodes ZPixmap data of the given depth (TrueColor, masks of the root visual).
-  func decodeZPixmap(_ data: UnsafeRawBufferPointer, width: Int, height: Int, depth: UInt8) throws -> RGBImage {
+  public func decodeZPixmap(_ data: UnsafeRawBufferPointer, width: Int, height: Int, depth: UInt8) throws -> RGBImage {
     guard let format = pixmapFormats[depth] else {
       throw XConnectionError.unsupportedImage("no pixmap format for depth \(depth)")
     }
@@ -381,24 +390,24 @@ final class XConnection: @unchecked Sendable {
   }
 
   /// The pixel value of an RGB colour in the root visual.
-  func pixel(for color: RGB) -> UInt32 {
+  public func pixel(for color: RGB) -> UInt32 {
     Channel(redMask).insert(color.r) | Channel(greenMask).insert(color.g) | Channel(blueMask).insert(color.b)
   }
 }
 
 /// One colour channel of a TrueColor visual, given its mask.
 private struct Channel {
-  let shift: UInt32
-  let bits: UInt32
-  let mask: UInt32
+  public let shift: UInt32
+  public let bits: UInt32
+  public let mask: UInt32
 
-  init(_ mask: UInt32) {
+  public init(_ mask: UInt32) {
     self.mask = mask
     shift = mask == 0 ? 0 : UInt32(mask.trailingZeroBitCount)
     bits = UInt32(mask.nonzeroBitCount)
   }
 
-  func extract(_ value: UInt32) -> UInt8 {
+  public func extract(_ value: UInt32) -> UInt8 {
     guard bits > 0 else { return 0 }
     let raw = (value & mask) >> shift
     if bits >= 8 { return UInt8(truncatingIfNeeded: raw >> (bits - 8)) }
@@ -406,7 +415,7 @@ private struct Channel {
     return UInt8((raw * 255 + maximum / 2) / maximum)
   }
 
-  func insert(_ component: UInt8) -> UInt32 {
+  public func insert(_ component: UInt8) -> UInt32 {
     guard bits > 0 else { return 0 }
     let scaled: UInt32 =
       bits >= 8 ? UInt32(component) << (bits - 8) : (UInt32(component) * ((1 << bits) - 1) + 127) / 255

@@ -12,11 +12,11 @@ import Glibc
 import Synchronization
 
 /// How a child process ended.
-enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
+public enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
   case exited(Int32)
   case signaled(Int32)
 
-  var description: String {
+  public var description: String {
     switch self {
     case .exited(let code): "exit status \(code)"
     case .signaled(let signal): "killed by signal \(signal)"
@@ -24,7 +24,7 @@ enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
   }
 
   /// Decodes a raw `waitpid` status (WIFEXITED/WEXITSTATUS are C macros Swift cannot import).
-  init(waitStatus status: Int32) {
+  public init(waitStatus status: Int32) {
     if status & 0x7f == 0 {
       self = .exited((status >> 8) & 0xff)
     } else {
@@ -34,39 +34,39 @@ enum ExitStatus: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Output and status of a finished command.
-struct CommandResult: Sendable, CustomStringConvertible {
+public struct CommandResult: Sendable, CustomStringConvertible {
   /// argv[0] is the resolved executable path.
-  let command: [String]
-  let status: ExitStatus
-  let stdout: Data
-  let stderr: Data
-  let duration: Duration
+  public let command: [String]
+  public let status: ExitStatus
+  public let stdout: Data
+  public let stderr: Data
+  public let duration: Duration
 
-  var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-  var stderrText: String { String(decoding: stderr, as: UTF8.self) }
-  var succeeded: Bool { status == .exited(0) }
+  public var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+  public var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+  public var succeeded: Bool { status == .exited(0) }
 
-  var description: String {
+  public var description: String {
     "`\(command.joined(separator: " "))` -> \(status) after \(duration)"
       + (stderr.isEmpty ? "" : "; stderr: \(stderrText.suffix(2000))")
   }
 
   /// Returns self if the command exited with status 0, throws `ProcessError.failed` otherwise.
   @discardableResult
-  func checked() throws(ProcessError) -> CommandResult {
+  public func checked() throws(ProcessError) -> CommandResult {
     guard succeeded else { throw .failed(self) }
     return self
   }
 }
 
-enum ProcessError: Error, CustomStringConvertible {
+public enum ProcessError: Error, CustomStringConvertible {
   case executableNotFound(name: String, searchPath: String)
   case spawnFailed(command: [String], errno: Int32)
   case timedOut(command: [String], after: Duration, stdout: String, stderr: String)
   case failed(CommandResult)
   case io(String)
 
-  var description: String {
+  public var description: String {
     switch self {
     case .executableNotFound(let name, let searchPath):
       "executable `\(name)` not found in PATH=\(searchPath)"
@@ -86,7 +86,7 @@ enum ProcessError: Error, CustomStringConvertible {
 // MARK: - Locating executables and temporary files
 
 /// Finds `name` in the PATH of `environment` (falling back to this process's PATH), like execvp.
-func findExecutable(_ name: String, environment: [String: String]) -> String? {
+public func findExecutable(_ name: String, environment: [String: String]) -> String? {
   if name.contains("/") {
     return access(name, X_OK) == 0 ? name : nil
   }
@@ -104,7 +104,7 @@ func findExecutable(_ name: String, environment: [String: String]) -> String? {
 }
 
 /// A fresh private directory under the system temporary directory.
-func makeTemporaryDirectory(prefix: String) throws(ProcessError) -> String {
+public func makeTemporaryDirectory(prefix: String) throws(ProcessError) -> String {
   let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
   var template = Array((base + "/" + prefix + "-XXXXXX").utf8CString)
   let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
@@ -115,14 +115,14 @@ func makeTemporaryDirectory(prefix: String) throws(ProcessError) -> String {
 }
 
 /// Removes a directory tree, ignoring errors (best-effort cleanup).
-func removeTree(_ path: String) {
+public func removeTree(_ path: String) {
   try? FileManager.default.removeItem(atPath: path)
 }
 
 // MARK: - Spawning
 
 /// What a child's descriptor should be connected to.
-enum ChildDescriptor: Sendable {
+public enum ChildDescriptor: Sendable {
   case devNull
   /// Opened for writing (created/truncated) in the child.
   case writeFile(String)
@@ -147,16 +147,16 @@ private let addCloseFrom: AddCloseFrom? = {
 
 /// A spawned child process. Reaps itself exactly once; signals are sent only while it is
 /// known to be unreaped, so a recycled PID is never hit.
-final class ChildProcess: Sendable {
-  let pid: pid_t
-  let command: [String]
-  let started: ContinuousClock.Instant
+public final class ChildProcess: Sendable {
+  public let pid: pid_t
+  public let command: [String]
+  public let started: ContinuousClock.Instant
   private let reaped = Mutex<ExitStatus?>(nil)
 
   /// Starts `executable` (looked up in `environment`'s PATH) with exactly `environment`.
   /// Descriptors 0, 1, 2 come from `stdin`/`stdout`/`stderr`; `extra` maps additional child
   /// descriptor numbers (>= 3) to sources. Everything else is closed in the child.
-  init(
+  public init(
     _ executable: String, _ arguments: [String], environment: [String: String],
     stdin: ChildDescriptor = .devNull, stdout: ChildDescriptor = .devNull,
     stderr: ChildDescriptor = .devNull, extra: [Int32: ChildDescriptor] = [:]
@@ -240,7 +240,7 @@ final class ChildProcess: Sendable {
   }
 
   /// The exit status if the child has ended (reaps it), nil while it runs.
-  func poll() -> ExitStatus? {
+  public func poll() -> ExitStatus? {
     reaped.withLock { status in
       if let status { return status }
       var raw: Int32 = 0
@@ -255,17 +255,17 @@ final class ChildProcess: Sendable {
     }
   }
 
-  var isRunning: Bool { poll() == nil }
+  public var isRunning: Bool { poll() == nil }
 
   /// Sends `signal` unless the child has already been reaped.
-  func send(_ signal: Int32) {
+  public func send(_ signal: Int32) {
     reaped.withLock { status in
       if status == nil { _ = kill(pid, signal) }
     }
   }
 
   /// Waits for the child to end, up to `timeout` (forever if nil). Does not block a thread.
-  func wait(timeout: Duration? = nil) async -> ExitStatus? {
+  public func wait(timeout: Duration? = nil) async -> ExitStatus? {
     let deadline = timeout.map { ContinuousClock.now + $0 }
     var interval = Duration.milliseconds(1)
     while true {
@@ -277,19 +277,21 @@ final class ChildProcess: Sendable {
     }
   }
 
-  /// Blocking variant of `wait`, for deinit and other synchronous contexts.
-  func waitBlocking(timeout: Duration) -> ExitStatus? {
+  /// Blocking variant of `wait`, for deinit and other synchronous contexts. Polls every
+  /// `pollInterval` (the benchmark polls every 0.2 ms, so an exit is reaped at once).
+  public func waitBlocking(timeout: Duration, pollInterval: Duration = .milliseconds(2)) -> ExitStatus? {
     let deadline = ContinuousClock.now + timeout
+    let microseconds = useconds_t(pollInterval / .microseconds(1))
     while true {
       if let status = poll() { return status }
       if ContinuousClock.now >= deadline { return nil }
-      usleep(2000)
+      usleep(microseconds)
     }
   }
 
   /// SIGTERM, wait up to `grace`, then SIGKILL and wait. Idempotent.
   @discardableResult
-  func terminate(grace: Duration = .seconds(3)) async -> ExitStatus {
+  public func terminate(grace: Duration = .seconds(3)) async -> ExitStatus {
     if let status = poll() { return status }
     send(SIGTERM)
     if let status = await wait(timeout: grace) { return status }
@@ -299,7 +301,7 @@ final class ChildProcess: Sendable {
   }
 
   @discardableResult
-  func terminateBlocking(grace: Duration = .seconds(3)) -> ExitStatus {
+  public func terminateBlocking(grace: Duration = .seconds(3)) -> ExitStatus {
     if let status = poll() { return status }
     send(SIGTERM)
     if let status = waitBlocking(timeout: grace) { return status }
@@ -314,7 +316,7 @@ final class ChildProcess: Sendable {
 /// (through temporary files, so a chatty child can never deadlock on a full pipe).
 /// On timeout the child gets SIGTERM, then SIGKILL, and `ProcessError.timedOut` is thrown.
 /// A non-zero exit status is *not* an error here; use `.checked()`.
-func runCommand(
+public func runCommand(
   _ executable: String, _ arguments: [String] = [],
   environment: [String: String] = ProcessInfo.processInfo.environment,
   timeout: Duration = .seconds(30), stdin: Data? = nil
@@ -353,11 +355,11 @@ func runCommand(
 /// A long-running helper (window manager, compositor, capture loop...) started now and
 /// stopped later. Its output is collected in temporary files and can be read at any time.
 /// Stopped (SIGTERM, then SIGKILL) in `stop()` or, at the latest, on deinit.
-final class BackgroundProcess: Sendable {
-  let child: ChildProcess
+public final class BackgroundProcess: Sendable {
+  public let child: ChildProcess
   private let directory: String
 
-  init(
+  public init(
     _ executable: String, _ arguments: [String] = [],
     environment: [String: String] = ProcessInfo.processInfo.environment
   ) throws(ProcessError) {
@@ -378,12 +380,12 @@ final class BackgroundProcess: Sendable {
     removeTree(directory)
   }
 
-  var pid: pid_t { child.pid }
-  var isRunning: Bool { child.isRunning }
+  public var pid: pid_t { child.pid }
+  public var isRunning: Bool { child.isRunning }
 
   /// Everything the process has written so far.
-  var stdout: Data { FileManager.default.contents(atPath: directory + "/stdout") ?? Data() }
-  var stderr: Data { FileManager.default.contents(atPath: directory + "/stderr") ?? Data() }
+  public var stdout: Data { FileManager.default.contents(atPath: directory + "/stdout") ?? Data() }
+  public var stderr: Data { FileManager.default.contents(atPath: directory + "/stderr") ?? Data() }
 
   private func result(_ status: ExitStatus) -> CommandResult {
     CommandResult(
@@ -393,12 +395,12 @@ final class BackgroundProcess: Sendable {
 
   /// Stops the process (SIGTERM, `grace`, SIGKILL) and returns what it printed. Idempotent.
   @discardableResult
-  func stop(grace: Duration = .seconds(3)) async -> CommandResult {
+  public func stop(grace: Duration = .seconds(3)) async -> CommandResult {
     result(await child.terminate(grace: grace))
   }
 
   /// Waits for the process to end on its own; throws `timedOut` (and stops it) if it doesn't.
-  func waitForExit(timeout: Duration = .seconds(30)) async throws(ProcessError) -> CommandResult {
+  public func waitForExit(timeout: Duration = .seconds(30)) async throws(ProcessError) -> CommandResult {
     if let status = await child.wait(timeout: timeout) { return result(status) }
     let partial = await stop(grace: .seconds(1))
     throw .timedOut(

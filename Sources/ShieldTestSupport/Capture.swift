@@ -1,17 +1,18 @@
 // Screen captures the way real users take them: real tools (xwd, ImageMagick import, ffmpeg
 // x11grab, scrot, maim) run against the test's Xvfb, their files converted to binary PPM by
 // ImageMagick `convert` and decoded in Swift; plus two captures done from the test process
-// itself over XCB (core GetImage and Composite NameWindowPixmap).
+// itself over XCB (core GetImage and Composite NameWindowPixmap). Used by the integration
+// tests and by the benchmark's quarantine-rate row.
 
 import CXCB
 import Foundation
 
-enum CaptureError: Error, CustomStringConvertible {
+public enum CaptureError: Error, CustomStringConvertible {
   case toolFailed(String, CommandResult)
   case noOutput(String, directory: String)
   case extensionMissing(String)
 
-  var description: String {
+  public var description: String {
     switch self {
     case .toolFailed(let tool, let result): "\(tool) capture failed: \(result)"
     case .noOutput(let tool, let directory): "\(tool) wrote no image into \(directory)"
@@ -21,7 +22,7 @@ enum CaptureError: Error, CustomStringConvertible {
 }
 
 /// Every capture path the harness knows.
-enum CaptureMethod: String, CaseIterable, Sendable, CustomStringConvertible {
+public enum CaptureMethod: String, CaseIterable, Sendable, CustomStringConvertible {
   /// `xwd -root -silent`: core GetImage on the root.
   case xwdRoot
   /// `xwd -id WINDOW -silent`: GetImage on the window (includes its border).
@@ -42,10 +43,10 @@ enum CaptureMethod: String, CaseIterable, Sendable, CustomStringConvertible {
   /// test process (includes the border).
   case compositePixmap
 
-  var description: String { rawValue }
+  public var description: String { rawValue }
 
   /// True if the capture contains only the window, false if it is the whole screen.
-  var isWindowCapture: Bool {
+  public var isWindowCapture: Bool {
     switch self {
     case .xwdWindow, .getImageWindow, .compositePixmap: true
     case .xwdRoot, .importRoot, .ffmpeg, .scrot, .maim, .getImageRoot: false
@@ -54,7 +55,7 @@ enum CaptureMethod: String, CaseIterable, Sendable, CustomStringConvertible {
 
   /// Captures with this method. `frames` holds one image, or several for ffmpeg;
   /// `windowRect` is where `window`'s content must appear in each frame if nothing hides it.
-  func capture(window: UInt32, on server: XvfbServer, ffmpegFrames: Int = 3) async throws -> CaptureResult {
+  public func capture(window: UInt32, on server: XvfbServer, ffmpegFrames: Int = 3) async throws -> CaptureResult {
     let geometry = try server.geometry(of: window)
     let border = geometry.borderWidth
     let insideWindow = PixelRect(x: 0, y: 0, width: geometry.width, height: geometry.height)
@@ -81,28 +82,28 @@ enum CaptureMethod: String, CaseIterable, Sendable, CustomStringConvertible {
   }
 }
 
-struct CaptureResult: Sendable {
-  let method: CaptureMethod
+public struct CaptureResult: Sendable {
+  public let method: CaptureMethod
   /// One image per frame (ffmpeg: several).
-  let frames: [RGBImage]
+  public let frames: [RGBImage]
   /// Where the window's content appears in each frame (root coordinates for screen captures).
-  let windowRect: PixelRect
+  public let windowRect: PixelRect
 
   /// For each frame, the number of pixels of `color` inside `windowRect`.
-  func counts(of color: RGB, tolerance: UInt8 = 0) -> [Int] {
+  public func counts(of color: RGB, tolerance: UInt8 = 0) -> [Int] {
     frames.map { $0.count(of: color, tolerance: tolerance, in: windowRect) }
   }
 }
 
 /// The capture implementations.
-enum Capture {
+public enum Capture {
   /// Set CAPTURESHIELD_KEEP_CAPTURES=1 to keep every tool's raw output (the directory is
   /// printed); by default it is deleted after decoding.
-  static var keepFiles: Bool {
+  public static var keepFiles: Bool {
     !(ProcessInfo.processInfo.environment["CAPTURESHIELD_KEEP_CAPTURES"] ?? "").isEmpty
   }
 
-  static let toolTimeout = Duration.seconds(30)
+  public static let toolTimeout = Duration.seconds(30)
 
   /// Runs `body` with a fresh directory for a tool's output files.
   private static func inScratchDirectory<T>(
@@ -125,7 +126,9 @@ enum Capture {
   /// Converts an image file of ImageMagick format `format` ("xwd", "png", ...) into binary PPM
   /// (`file`.ppm) and decodes it. Output goes to a file, and `-alpha off` drops an alpha
   /// channel instead of blending it against a background.
-  static func convertToPPM(_ file: String, format: String, environment: [String: String]) async throws -> RGBImage {
+  public static func convertToPPM(_ file: String, format: String, environment: [String: String]) async throws
+    -> RGBImage
+  {
     let output = file + ".ppm"
     let result = try await runCommand(
       "convert", [format + ":" + file, "-alpha", "off", "-depth", "8", "ppm:" + output], environment: environment,
@@ -135,7 +138,7 @@ enum Capture {
   }
 
   /// `xwd -root -silent`.
-  static func xwdRoot(on server: XvfbServer) async throws -> RGBImage {
+  public static func xwdRoot(on server: XvfbServer) async throws -> RGBImage {
     try await inScratchDirectory("xwd") { directory in
       let file = directory + "/root.xwd"
       try await run("xwd", ["-root", "-silent", "-out", file], on: server)
@@ -144,7 +147,7 @@ enum Capture {
   }
 
   /// `xwd -id WINDOW -silent` (the image includes the window's border).
-  static func xwdWindow(_ window: UInt32, on server: XvfbServer) async throws -> RGBImage {
+  public static func xwdWindow(_ window: UInt32, on server: XvfbServer) async throws -> RGBImage {
     try await inScratchDirectory("xwd") { directory in
       let file = directory + "/window.xwd"
       try await run("xwd", ["-id", "0x" + String(window, radix: 16), "-silent", "-out", file], on: server)
@@ -153,7 +156,7 @@ enum Capture {
   }
 
   /// ImageMagick `import -window root`.
-  static func importRoot(on server: XvfbServer) async throws -> RGBImage {
+  public static func importRoot(on server: XvfbServer) async throws -> RGBImage {
     try await inScratchDirectory("import") { directory in
       let file = directory + "/root.png"
       try await run("import", ["-window", "root", "png:" + file], on: server)
@@ -164,7 +167,7 @@ enum Capture {
   /// `ffmpeg -f x11grab`: `count` frames at `frameRate` fps of `region` (whole screen if nil),
   /// written as individual PPM files by ffmpeg itself. The mouse pointer is drawn by default,
   /// as ffmpeg does.
-  static func ffmpegFrames(
+  public static func ffmpegFrames(
     on server: XvfbServer, count: Int = 3, frameRate: Int = 15, region: PixelRect? = nil,
     drawMouse: Bool = true
   ) async throws -> [RGBImage] {
@@ -186,7 +189,7 @@ enum Capture {
   }
 
   /// `scrot` (whole screen; scrot does not draw the pointer unless asked with -p).
-  static func scrot(on server: XvfbServer) async throws -> RGBImage {
+  public static func scrot(on server: XvfbServer) async throws -> RGBImage {
     try await inScratchDirectory("scrot") { directory in
       let file = directory + "/screen.png"
       try await run("scrot", ["--overwrite", file], on: server)
@@ -196,7 +199,7 @@ enum Capture {
 
   /// `maim` (whole screen). Like ffmpeg, maim draws the pointer unless told not to
   /// (`hideCursor` adds `--hidecursor`); in a fresh Xvfb it sits at the screen's centre.
-  static func maim(on server: XvfbServer, hideCursor: Bool = false) async throws -> RGBImage {
+  public static func maim(on server: XvfbServer, hideCursor: Bool = false) async throws -> RGBImage {
     try await inScratchDirectory("maim") { directory in
       let file = directory + "/screen.png"
       try await run("maim", (hideCursor ? ["--hidecursor"] : []) + ["--format", "png", file], on: server)
@@ -205,14 +208,14 @@ enum Capture {
   }
 
   /// Core GetImage (ZPixmap) of the whole root window, from the test process.
-  static func getImageRoot(on server: XvfbServer) throws -> RGBImage {
+  public static func getImageRoot(on server: XvfbServer) throws -> RGBImage {
     let connection = try server.connect()
     defer { connection.disconnect() }
     return try connection.getImage(of: connection.root)
   }
 
   /// Core GetImage (ZPixmap) of a window, pixmap or the root, from the test process.
-  static func getImage(of drawable: UInt32, on server: XvfbServer, rect: PixelRect? = nil) throws -> RGBImage {
+  public static func getImage(of drawable: UInt32, on server: XvfbServer, rect: PixelRect? = nil) throws -> RGBImage {
     let connection = try server.connect()
     defer { connection.disconnect() }
     return try connection.getImage(of: drawable, rect: rect)
@@ -221,7 +224,7 @@ enum Capture {
   /// What a compositor sees: Composite RedirectWindow(window, Automatic), NameWindowPixmap,
   /// GetImage on that pixmap (includes the border). The redirection ends when the connection
   /// closes at the end of this call. Throws XProtocolError (BadMatch) for an unmapped window.
-  static func compositeWindowPixmap(of window: UInt32, on server: XvfbServer) throws -> RGBImage {
+  public static func compositeWindowPixmap(of window: UInt32, on server: XvfbServer) throws -> RGBImage {
     let connection = try server.connect()
     defer { connection.disconnect() }
     let raw = connection.raw
@@ -236,17 +239,5 @@ enum Capture {
       xcb_composite_name_window_pixmap_checked(raw, window, pixmap), "CompositeNameWindowPixmap")
     defer { xcb_free_pixmap(raw, pixmap) }
     return try connection.getImage(of: pixmap)
-  }
-}
-
-/// Polls `condition` until it holds, or throws after `timeout`.
-func waitUntil(
-  _ what: String, timeout: Duration = .seconds(5), interval: Duration = .milliseconds(10),
-  _ condition: () async throws -> Bool
-) async throws {
-  let deadline = ContinuousClock.now + timeout
-  while try await !condition() {
-    if ContinuousClock.now >= deadline { throw TestWindowError.timedOut(what) }
-    try await Task.sleep(for: interval)
   }
 }

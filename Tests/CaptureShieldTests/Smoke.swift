@@ -1,5 +1,0 @@
-import Testing
-
-@testable import CaptureShield
-
-@Test func versionIsSet() { #expect(!CaptureShieldVersion.string.isEmpty) }
