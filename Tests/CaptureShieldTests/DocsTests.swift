@@ -101,7 +101,6 @@ private func docsHelpCommands() throws -> [String] {
 /// Links that may point to files not written yet: they are being written on other branches.
 /// Remove this list once those branches are merged.
 private let docsLinksBeingWritten: Set<String> = [
-  "docs/architecture.md",  // data flow, threads and writers
   "xorg/README.md",  // the Xorg module
 ]
 
