@@ -101,7 +101,7 @@ private func docsHelpCommands() throws -> [String] {
 /// Links that may point to files not written yet: they are being written on other branches.
 /// Remove this list once those branches are merged.
 private let docsLinksBeingWritten: Set<String> = [
-  "xorg/README.md",  // the Xorg module
+  "xorg/README.md"  // the Xorg module
 ]
 
 /// The targets of the Markdown links `[text](target)` in `text`, outside fenced code blocks.
