@@ -15,6 +15,8 @@
 #include <xcb/shm.h>
 #include <xcb/render.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
 
 /// Why: xcb_generic_event_t's response_type carries the "sent by SendEvent" flag in
 /// bit 7; Swift code should not repeat the magic mask.
@@ -25,5 +27,27 @@ static inline uint8_t CXCB_event_type(const xcb_generic_event_t *ev) {
 /// Why: libxcb returns malloc'd replies/events; Swift must free them with the same
 /// allocator, and `free` through an UnsafeMutableRawPointer reads better here.
 static inline void CXCB_free(void *p) { free(p); }
+
+/// Why: the CaptureShield Xorg module's extension (xorg/PROTOCOL.md) has no xcb-proto
+/// XML, so no generated xcb functions. Every one of its requests is 8 bytes: major opcode,
+/// minor opcode, length 2, one CARD32. This sends one as a raw request (libxcb fills in the
+/// sequence number) and returns the sequence number, for `xcb_wait_for_reply` when
+/// `has_reply` (0 on a broken connection). Swift cannot build the iovec array libxcb wants.
+static inline unsigned int CXCB_shield_ext_request(xcb_connection_t *c, uint8_t major, uint8_t minor,
+                                                   uint32_t arg, int has_reply) {
+  uint8_t req[8];
+  uint16_t length = 2;
+  req[0] = major;
+  req[1] = minor;
+  memcpy(req + 2, &length, 2);
+  memcpy(req + 4, &arg, 4);
+  struct iovec parts[4];
+  parts[2].iov_base = req;
+  parts[2].iov_len = sizeof req;
+  parts[3].iov_base = 0;
+  parts[3].iov_len = 0;
+  xcb_protocol_request_t xr = {.count = 2, .ext = 0, .opcode = minor, .isvoid = !has_reply};
+  return xcb_send_request(c, XCB_REQUEST_RAW | (has_reply ? XCB_REQUEST_CHECKED : 0), parts + 2, &xr);
+}
 
 #endif

@@ -28,6 +28,29 @@ public struct DaemonState: Sendable, Codable, Hashable {
   /// launches, and how many such programs the scan found so far.
   public var launchDirectories: [String]? = nil
   public var launchPrograms: Int? = nil
+  /// Which enforcement is active (absent in states written by daemons before server
+  /// enforcement existed: those used shield windows).
+  public var enforcement: Enforcement? = nil
+
+  /// How secure windows are kept out of captures.
+  public struct Enforcement: Sendable, Codable, Hashable {
+    /// `server`: the CaptureShield Xorg module enforces inside the X server; `client`: the
+    /// daemon maps shield windows.
+    public var kind: String
+    /// The module's version and mode (`censor` or `deny`), under server enforcement.
+    public var moduleVersion: String? = nil
+    public var moduleMode: String? = nil
+    /// The programs the module trusts (its `Trust` list), when it reports them.
+    public var trusted: [String]? = nil
+    /// Clients the daemon granted (`capture.allow`).
+    public var granted: [ClientID]? = nil
+    /// Windows the daemon tagged for the module (`_CAPTURE_SHIELD_POLICY`).
+    public var policyTagged: Int? = nil
+    /// False while paused: the module does not protect tagged windows.
+    public var protecting: Bool? = nil
+
+    public init(kind: String) { self.kind = kind }
+  }
 
   public struct PolicySummary: Sendable, Codable, Hashable {
     public var sources: [String]
@@ -68,6 +91,8 @@ public struct DaemonState: Sendable, Codable, Hashable {
     public var compositor: Bool
     public var captureRequests: Int
     public var identity: String?
+    /// Granted by the daemon to read secure windows (server enforcement).
+    public var granted: Bool? = nil
   }
 }
 

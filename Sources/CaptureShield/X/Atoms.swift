@@ -12,6 +12,9 @@ enum ProtocolAtom {
   static let captureChanged = "_CAPTURE_SHIELD_CAPTURE_CHANGED"
   /// ClientMessage type of CLI → daemon commands.
   static let command = "_CAPTURE_SHIELD_COMMAND"
+  /// CARDINAL/32 on a window, set by the daemon under server enforcement: the policy makes
+  /// it secure (the Xorg module protects it; only trusted clients may change it).
+  static let policyTag = "_CAPTURE_SHIELD_POLICY"
   /// Manager selection prefix; the screen number is appended.
   static let managerPrefix = "_CAPTURE_SHIELD_S"
 }

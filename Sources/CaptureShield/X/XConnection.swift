@@ -166,6 +166,14 @@ final class XConnection {
   }
 
   /// The first event code of an extension (0 when absent).
+  /// The extension's major opcode; 0 when the server lacks it.
+  func majorOpcode(_ name: String) -> UInt8 {
+    let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
+    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return 0 }
+    defer { free(r) }
+    return r.pointee.present != 0 ? r.pointee.major_opcode : 0
+  }
+
   func firstEvent(_ name: String) -> UInt8 {
     let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
     guard let r = xcb_query_extension_reply(conn, ck, nil) else { return 0 }

@@ -139,6 +139,18 @@ final class WatcherLoop {
   /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
   /// could not start). Its failures are logged, never fatal.
   var clipboard: ClipboardGuard?
+  // MARK: Server enforcement
+  /// The CaptureShield Xorg module, when it is loaded and trusts this daemon: then the
+  /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).
+  var module: ServerModule?
+  /// What the module has been told (policy tags, grants, protection).
+  var enforcement = ServerEnforcement()
+  /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
+  let aPolicyTag: xcb_atom_t
+  /// Names of the requests the module reports, by major opcode.
+  var moduleRequestNames: [UInt8: String] = [:]
+  /// The module's Trust list, when it reports it.
+  var moduleTrustList: [String]?
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
@@ -154,11 +166,13 @@ final class WatcherLoop {
       "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
       ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
       ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
+      ProtocolAtom.policyTag,
     ])
     (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
       (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
     managerAtom = a[8]
     cmAtom = a[9]
+    aPolicyTag = a[10]
 
     // One daemon per display: own the manager selection, as window managers do.
     let owner = x.selectionOwner(managerAtom)
@@ -173,18 +187,33 @@ final class WatcherLoop {
     shieldX = shieldConn
     driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
     driver.errors = XErrorPolicy(log: log)
+    // Server enforcement when the Xorg module is loaded and trusts us.
+    if let m = ServerModule.probe(x) {
+      if m.callerTrust == .none {
+        log.error(
+          "the CaptureShield Xorg module \(m.versionString) is loaded but does not trust this daemon (\(ProcessInfo.processInfo.arguments.first ?? "shieldctl")): add its absolute path to Option \"Trust\" of SubSection \"captureshield\" in xorg.conf; using client-side shields"
+        )
+      } else {
+        module = m
+        engine = Engine(policy: Self.effectivePolicy(policy, serverEnforced: true))
+      }
+    }
     do {
       // Only requests that start a session are recorded (indicators such as GrabServer or
-      // MIT-SHM Attach would cost records without changing a decision).
+      // MIT-SHM Attach would cost records without changing a decision). Under server
+      // enforcement only connections and disconnections are recorded: the module decides
+      // inside each request, and the daemon needs to know when a client to grant connects.
       let d = try CaptureDetector(
-        display: options.display, catalog: CaptureCatalog.standard.sessionStartersOnly.windowReaders)
+        display: options.display,
+        catalog: module != nil ? CaptureCatalog(entries: []) : CaptureCatalog.standard.sessionStartersOnly.windowReaders
+      )
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
       detector = d
     } catch {
       log.error(
         "capture detection unavailable (\(error)); shield.when=capturing falls back to shielding secure windows always"
       )
-      var p = policy
+      var p = Self.effectivePolicy(policy, serverEnforced: module != nil)
       if p.when == .capturing { p.when = .always }
       engine = Engine(policy: p)
     }

@@ -47,15 +47,17 @@ extension WatcherLoop {
       default: break
       }
     }
+    syncServerEnforcement()
   }
 
   /// Carries out one effect, through `ShieldDriver` and `XEffects` (the X writers).
   func perform(_ effect: Engine.Effect) {
     switch effect {
     case .shield(let w):
-      if !driver.shield(w) { windowGone(w) }
+      // Under server enforcement the module protects the window: no shield window.
+      if module == nil, !driver.shield(w) { windowGone(w) }
     case .unshield(let w):
-      driver.unshield(w)
+      if module == nil { driver.unshield(w) }
     case .audit(let r):
       log.write(r)
     case .publishState:
@@ -79,6 +81,21 @@ extension WatcherLoop {
         snap.launchDirectories = w.programDirectories.values.sorted()
         snap.launchPrograms = w.watchedPrograms
       }
+    }
+    if let module {
+      var e = DaemonState.Enforcement(kind: "server")
+      e.moduleVersion = module.versionString
+      e.moduleMode = module.mode.rawValue
+      e.trusted = moduleTrustList
+      e.granted = enforcement.granted.sorted { $0.base < $1.base }
+      e.policyTagged = enforcement.tagged.count
+      e.protecting = enforcement.protecting
+      snap.enforcement = e
+      for i in snap.clients.indices where enforcement.granted.contains(snap.clients[i].client) {
+        snap.clients[i].granted = true
+      }
+    } else {
+      snap.enforcement = DaemonState.Enforcement(kind: "client")
     }
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]

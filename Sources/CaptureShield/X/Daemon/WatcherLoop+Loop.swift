@@ -15,6 +15,13 @@ extension WatcherLoop {
     log.info(
       "watching display \(x.displayName) (pid \(getpid()), policy: \(policyPaths.isEmpty ? "built-in defaults" : policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
     )
+    if let module {
+      log.info(
+        "server enforcement: the CaptureShield Xorg module \(module.versionString) (\(module.mode.rawValue)) keeps secure windows out of untrusted clients' captures; no shield windows are mapped"
+      )
+      effects.selectModuleEvents(module)
+      moduleRequestNames = readRequestNames()
+    }
     // Root: new top-level windows and reparenting.
     effects.watchRoot()
     // Adopt shields a previous daemon left (closed mode), then scan the tree.
@@ -24,7 +31,8 @@ extension WatcherLoop {
     watchCompositor()
     scanExistingWindows()
     // Shields the engine did not claim after the initial scan are stale: remove them.
-    for t in adopted where !engine.shielded.contains(t) { driver.destroy(t) }
+    // (Under server enforcement, all of them.)
+    for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }
     updatePump()
     flushAll()
 

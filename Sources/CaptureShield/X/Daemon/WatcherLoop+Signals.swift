@@ -65,7 +65,7 @@ extension WatcherLoop {
       let p = try Watcher.loadPolicy(policyPaths)
       let hadTitles = policyUsesTitle
       if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
-      apply(.policyReplaced(p))
+      apply(.policyReplaced(enginePolicy(p)))
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
       }

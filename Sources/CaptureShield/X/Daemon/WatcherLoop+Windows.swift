@@ -191,7 +191,7 @@ extension WatcherLoop {
       guard e.parent == x.root, !isOwn(e.window), !destroyedLater(e.window) else { return }
       // While shields are up, every new top-level gets a shield before anything else
       // (the engine keeps it provisionally until the window's facts are known).
-      if engine.shieldsActive {
+      if engine.shieldsActive && module == nil {
         driver.shieldAtOnce(e.window)
       } else if deferNewWindows {
         if pendingSet.insert(e.window).inserted { pendingCreates.append(e.window) }
@@ -265,7 +265,7 @@ extension WatcherLoop {
       let owner = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue) ? e.owner : 0
       apply(.compositorChanged(owner == 0 ? nil : ClientID(x.clientBase(of: owner))))
     default:
-      break
+      if let module, let n = module.notify(ev) { moduleNotified(n) }
     }
   }
 

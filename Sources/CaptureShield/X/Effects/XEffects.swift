@@ -60,3 +60,27 @@ struct XEffects {
     for a in atoms { x.deleteProperty(root, a) }
   }
 }
+
+extension XEffects {
+  /// `_CAPTURE_SHIELD_POLICY` = 1 on a window the policy makes secure (server
+  /// enforcement: the module protects it; only trusted clients may change it).
+  func policyTag(_ w: WindowID, atom: UInt32) { x.changeProperty(w, atom, cardinals: [1]) }
+
+  func policyUntag(_ w: WindowID, atom: UInt32) { x.deleteProperty(w, atom) }
+
+  /// Grant or revoke a client (any XID of it) in the module.
+  func grant(_ client: ClientID, granted: Bool, module: ServerModule) {
+    x.moduleRequest(
+      major: module.majorOpcode, minor: granted ? ServerModule.Minor.grant : ServerModule.Minor.revoke, client.base)
+  }
+
+  /// The module's CaptureNotify events, to this connection.
+  func selectModuleEvents(_ module: ServerModule) {
+    x.moduleRequest(major: module.majorOpcode, minor: ServerModule.Minor.selectInput, 1)
+  }
+
+  /// Protection of secure windows on or off (pause) in the module.
+  func setProtection(_ on: Bool, module: ServerModule) {
+    x.moduleRequest(major: module.majorOpcode, minor: ServerModule.Minor.setProtection, on ? 1 : 0)
+  }
+}

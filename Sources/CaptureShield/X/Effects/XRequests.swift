@@ -53,6 +53,9 @@ protocol XRequests: AnyObject {
   func freeGC(_ gc: UInt32)
   func fillRectangles(_ drawable: UInt32, gc: UInt32, _ rects: [(x: Int16, y: Int16, width: UInt16, height: UInt16)])
   func drawText(_ drawable: UInt32, gc: UInt32, x: Int16, y: Int16, _ bytes: [UInt8])
+  /// A state-changing request of the CaptureShield Xorg module's extension (Grant, Revoke,
+  /// SelectInput, SetProtection: xorg/PROTOCOL.md), with its one CARD32 argument.
+  func moduleRequest(major: UInt8, minor: UInt8, _ argument: UInt32)
   /// Opens a core font; false when the server has none of that name.
   func openFont(_ font: UInt32, name: String) -> Bool
   func flush()
@@ -206,6 +209,10 @@ extension XConnection: XRequests {
   func drawText(_ drawable: UInt32, gc: UInt32, x: Int16, y: Int16, _ bytes: [UInt8]) {
     xcb_image_text_8(
       conn, UInt8(min(255, bytes.count)), drawable, gc, x, y, bytes.prefix(255).map { CChar(bitPattern: $0) })
+  }
+
+  func moduleRequest(major: UInt8, minor: UInt8, _ argument: UInt32) {
+    _ = CXCB_shield_ext_request(conn, major, minor, argument, 0)
   }
 
   func openFont(_ font: UInt32, name: String) -> Bool {

@@ -1,0 +1,116 @@
+// Server enforcement (the CaptureShield Xorg module is loaded): the daemon decides, the
+// server enforces. This pure state machine turns the engine's decisions into what the
+// module must be told: policy tags, grants, whether protection is on, and audit records of
+// the reads the module censored.
+
+/// What the daemon tells the Xorg module, derived from the engine's state. No I/O: the
+/// shell calls `sync(engine:)` after every engine event and `censored(...)` for every
+/// CaptureNotify, and carries out the effects.
+///
+/// - **Policy tags.** A window the engine wants protected whose app did not tag it itself
+///   (a `secure` rule, a malformed tag, `shieldctl shield`, a provisional window) gets
+///   `_CAPTURE_SHIELD_POLICY` from the daemon; the module protects it like a tagged one.
+///   Only trusted clients may write that property, so an app (or anyone else) cannot
+///   remove it. An app's own `_CAPTURE_SHIELD_SECURE` is the app's call: the module honours
+///   it whatever the daemon says.
+/// - **Grants.** Clients that `capture.allow` names are granted as soon as they are
+///   identified (never before); a policy change that no longer allows one revokes it. The
+///   module ends a grant when its client disconnects.
+/// - **Pause.** While paused, protection is off in the module (tagged windows are not
+///   censored) and nobody new is granted; `resume` turns it back on.
+/// - **Audit.** Each censored or refused read is audited with the reader's identity, at
+///   most once per reader and drawable per `auditInterval`; the repeats are counted in the
+///   next record.
+public struct ServerEnforcement: Sendable {
+  /// What the shell must send to the module (or write to the audit log).
+  public enum Effect: Sendable, Hashable {
+    case tag(WindowID)
+    case untag(WindowID)
+    case grant(ClientID)
+    case revoke(ClientID)
+    /// Protection of secure windows on (true) or off (paused).
+    case protect(Bool)
+    case audit(AuditRecord)
+  }
+
+  /// Windows the daemon tagged with `_CAPTURE_SHIELD_POLICY`.
+  public private(set) var tagged: Set<WindowID> = []
+  /// Clients granted by the daemon.
+  public private(set) var granted: Set<ClientID> = []
+  /// Whether the module's protection is on.
+  public private(set) var protecting = true
+  /// How often one reader's reads of one drawable are audited at most.
+  public var auditInterval = PolicyDuration.seconds(5)
+  private var lastAudit: [AuditKey: (at: MonotonicTime, suppressed: Int)] = [:]
+
+  struct AuditKey: Hashable, Sendable {
+    var reader: ClientID
+    var drawable: UInt32
+  }
+
+  public init() {}
+
+  /// What changed since the last call, given the engine's state now. The engine runs with
+  /// `shield.when: always` in this mode, so `engine.shielded` is "protected".
+  public mutating func sync(engine: Engine) -> [Effect] {
+    var fx: [Effect] = []
+    let paused = engine.isPaused
+    if protecting == paused {
+      protecting = !paused
+      fx.append(.protect(protecting))
+    }
+    // The app's own tag protects its window already; everything else the engine protects
+    // gets the daemon's policy tag.
+    let want = Set(engine.shielded.filter { engine.windows[$0].map { $0.info.tag != .secure } ?? false })
+    for w in tagged.subtracting(want).sorted() {
+      tagged.remove(w)
+      // A window that is gone needs nothing (its properties went with it).
+      if engine.windows[w] != nil { fx.append(.untag(w)) }
+    }
+    for w in want.subtracting(tagged).sorted() {
+      tagged.insert(w)
+      fx.append(.tag(w))
+    }
+    let allowed = Set(
+      engine.clients.values.filter { $0.clientClass == .allowed && $0.identity != nil }.map(\.id))
+    for c in granted.subtracting(allowed).sorted(by: { $0.base < $1.base }) {
+      granted.remove(c)
+      // A client that is gone lost its grant with its connection.
+      if engine.clients[c] != nil { fx.append(.revoke(c)) }
+    }
+    if !paused {
+      for c in allowed.subtracting(granted).sorted(by: { $0.base < $1.base }) {
+        granted.insert(c)
+        fx.append(.grant(c))
+      }
+    }
+    return fx
+  }
+
+  /// The module censored (`denied`: refused) a read by `reader` of `drawable`.
+  public mutating func censored(
+    reader: ClientID, drawable: UInt32, request: String, denied: Bool, identity: ClientIdentity?,
+    now: MonotonicTime
+  ) -> [Effect] {
+    let key = AuditKey(reader: reader, drawable: drawable)
+    if let last = lastAudit[key], now < last.at + auditInterval {
+      lastAudit[key]!.suppressed += 1
+      return []
+    }
+    let repeats = lastAudit[key]?.suppressed ?? 0
+    lastAudit[key] = (now, 0)
+    // Old entries go (a recorder reading every frame keeps one entry).
+    if lastAudit.count > 4096 { lastAudit = lastAudit.filter { now < $0.value.at + auditInterval } }
+    var fields: [(String, AuditRecord.Value)] = [
+      ("client", .string(reader.description)), ("drawable", .string("0x" + String(drawable, radix: 16))),
+      ("request", .string(request)), ("action", .string(denied ? "denied" : "censored")),
+      ("repeats", .int(repeats)),
+    ]
+    if let identity {
+      fields += [("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-"))]
+    } else {
+      fields.append(("exe", "unidentified"))
+    }
+    return [.audit(AuditRecord("capture-censored", fields))]
+  }
+}

@@ -1,0 +1,88 @@
+// Server enforcement: with the CaptureShield Xorg module loaded, the daemon maps no shields;
+// it tags what the policy makes secure, grants what `capture.allow` names, and audits what
+// the module censored (see `ServerEnforcement`).
+
+internal import CXCB
+import Foundation
+
+extension WatcherLoop {
+  /// The policy as the engine runs it. Under server enforcement the module protects secure
+  /// windows all the time (so `shield.when` is `always` for the engine), and a new client's
+  /// quarantine has nothing to race (the module decides inside each request).
+  static func effectivePolicy(_ p: Policy, serverEnforced: Bool) -> Policy {
+    guard serverEnforced else { return p }
+    var e = p
+    e.when = .always
+    e.quarantine = nil
+    return e
+  }
+
+  /// Names of the requests the module reports (core ones, and the extensions whose
+  /// requests read pixels, by their major opcode on this server).
+  func readRequestNames() -> [UInt8: String] {
+    var names: [UInt8: String] = [62: "CopyArea", 63: "CopyPlane", 73: "GetImage"]
+    for ext in ["MIT-SHM", "RENDER", "Composite", "DRI2", "DRI3", "DOUBLE-BUFFER", "GLX"] {
+      let major = x.majorOpcode(ext)
+      if major != 0 { names[major] = ext }
+    }
+    return names
+  }
+
+  /// The policy the engine runs: server enforcement's (see `effectivePolicy`), and without
+  /// capture detection `shield.when: capturing` becomes `always` (fail safe).
+  func enginePolicy(_ p: Policy) -> Policy {
+    var e = Self.effectivePolicy(p, serverEnforced: module != nil)
+    if detector == nil, e.when == .capturing { e.when = .always }
+    return e
+  }
+
+  /// After every engine event, under server enforcement: tell the module what changed.
+  func syncServerEnforcement() {
+    guard let module else { return }
+    for e in enforcement.sync(engine: engine) { performServer(e, module: module) }
+  }
+
+  func performServer(_ e: ServerEnforcement.Effect, module: ServerModule) {
+    switch e {
+    case .tag(let w): effects.policyTag(w, atom: aPolicyTag)
+    case .untag(let w): effects.policyUntag(w, atom: aPolicyTag)
+    case .grant(let c):
+      effects.grant(c, granted: true, module: module)
+      log.write(AuditRecord("grant", [("client", .string(c.description))] + identityFields(c)))
+      stateDirty = true
+    case .revoke(let c):
+      effects.grant(c, granted: false, module: module)
+      log.write(AuditRecord("revoke", [("client", .string(c.description))] + identityFields(c)))
+      stateDirty = true
+    case .protect(let on):
+      effects.setProtection(on, module: module)
+      log.write(
+        AuditRecord(
+          "server-protection",
+          [("enabled", .bool(on)), ("why", .string(on ? "resumed" : "paused: tagged windows readable by anyone"))]))
+      stateDirty = true
+    case .audit(let r): log.write(r)
+    }
+  }
+
+  /// A CaptureNotify from the module: audit it (rate-limited) with the reader's identity.
+  func moduleNotified(_ n: ServerModule.Notify) {
+    guard let module else { return }
+    let reader = ClientID(n.reader)
+    let identity = engine.clients[reader]?.identity ?? identities[n.reader] ?? identify(base: n.reader)
+    let request =
+      moduleRequestNames[n.requestMajor].map { $0 + (n.requestMajor >= 128 ? " \(n.requestMinor)" : "") }
+      ?? "request \(n.requestMajor).\(n.requestMinor)"
+    for e in enforcement.censored(
+      reader: reader, drawable: n.drawable, request: request, denied: n.kind == ServerModule.NotifyKind.denied.rawValue,
+      identity: identity, now: Clock.now())
+    {
+      performServer(e, module: module)
+    }
+  }
+
+  private func identityFields(_ c: ClientID) -> [(String, AuditRecord.Value)] {
+    guard let id = engine.clients[c]?.identity else { return [] }
+    return [("pid", id.pid.map { .int($0) } ?? "-"), ("exe", .string(id.exe ?? "-"))]
+  }
+}

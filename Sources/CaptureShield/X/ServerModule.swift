@@ -1,0 +1,104 @@
+// Finding the CaptureShield Xorg module (xorg/PROTOCOL.md) on a display and reading what
+// it says about itself and about clients. Its state-changing requests are in Effects/.
+
+internal import CXCB
+import Foundation
+
+/// The CAPTURESHIELD extension of the Xorg module, as a client sees it.
+struct ServerModule: Sendable, Hashable {
+  /// Minor opcodes (xorg/PROTOCOL.md).
+  enum Minor {
+    static let queryVersion: UInt8 = 0
+    static let grant: UInt8 = 1
+    static let revoke: UInt8 = 2
+    static let selectInput: UInt8 = 3
+    static let getClientTrust: UInt8 = 4
+    static let setProtection: UInt8 = 5
+  }
+  /// How the module keeps secure pixels from untrusted readers.
+  enum Mode: String, Sendable, Codable {
+    case censor, deny
+  }
+  /// How the module trusts a client (GetClientTrust, and QueryVersion for the caller).
+  enum Trust: UInt8, Sendable, Codable {
+    case none = 0
+    case server = 1
+    case trustList = 2
+    case granted = 3
+  }
+  /// The CaptureNotify event's kinds.
+  enum NotifyKind: UInt8, Sendable {
+    case censored = 0
+    case denied = 1
+  }
+
+  static let name = "CAPTURESHIELD"
+  let majorOpcode: UInt8
+  let firstEvent: UInt8
+  let version: (major: UInt16, minor: UInt16)
+  let mode: Mode
+  /// How the module trusts the connection that asked.
+  let callerTrust: Trust
+
+  static func == (a: Self, b: Self) -> Bool {
+    a.majorOpcode == b.majorOpcode && a.firstEvent == b.firstEvent && a.version == b.version && a.mode == b.mode
+      && a.callerTrust == b.callerTrust
+  }
+  func hash(into h: inout Hasher) {
+    h.combine(majorOpcode)
+    h.combine(version.major)
+    h.combine(version.minor)
+  }
+
+  /// "1.0"
+  var versionString: String { "\(version.major).\(version.minor)" }
+
+  /// The module on `x`'s display, or nil when the server has no CAPTURESHIELD extension.
+  static func probe(_ x: XConnection) -> ServerModule? {
+    let ck = name.withCString { xcb_query_extension(x.conn, UInt16(strlen($0)), $0) }
+    guard let r = xcb_query_extension_reply(x.conn, ck, nil) else { return nil }
+    let (present, major, firstEvent) = (r.pointee.present != 0, r.pointee.major_opcode, r.pointee.first_event)
+    free(r)
+    guard present else { return nil }
+    // QueryVersion: client version 1.1 in the argument (two CARD16).
+    let seq = CXCB_shield_ext_request(x.conn, major, Minor.queryVersion, 1 | (1 << 16), 1)
+    guard seq != 0, let reply = xcb_wait_for_reply(x.conn, seq, nil) else { return nil }
+    defer { free(reply) }
+    let b = UnsafeRawPointer(reply)
+    let mode: Mode = b.load(fromByteOffset: 1, as: UInt8.self) == 1 ? .deny : .censor
+    return ServerModule(
+      majorOpcode: major, firstEvent: firstEvent,
+      version: (
+        b.loadUnaligned(fromByteOffset: 8, as: UInt16.self), b.loadUnaligned(fromByteOffset: 10, as: UInt16.self)
+      ),
+      mode: mode, callerTrust: Trust(rawValue: b.load(fromByteOffset: 12, as: UInt8.self)) ?? .none)
+  }
+
+  /// How the module trusts the client owning `xid`; nil when it does not exist.
+  func trust(of xid: UInt32, on x: XConnection) -> Trust? {
+    let seq = CXCB_shield_ext_request(x.conn, majorOpcode, Minor.getClientTrust, xid, 1)
+    guard seq != 0, let reply = xcb_wait_for_reply(x.conn, seq, nil) else { return nil }
+    defer { free(reply) }
+    return Trust(rawValue: UnsafeRawPointer(reply).load(fromByteOffset: 1, as: UInt8.self))
+  }
+
+  /// A CaptureNotify event: who read, what, with which request, and what the module did.
+  struct Notify: Sendable, Hashable {
+    var kind: UInt8
+    var reader: UInt32
+    var drawable: UInt32
+    var requestMajor: UInt8
+    var requestMinor: UInt16
+  }
+
+  /// Decodes `ev` when it is this module's CaptureNotify.
+  func notify(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) -> Notify? {
+    guard CXCB_event_type(ev) == firstEvent else { return nil }
+    let b = UnsafeRawPointer(ev)
+    return Notify(
+      kind: b.load(fromByteOffset: 1, as: UInt8.self), reader: b.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
+      drawable: b.loadUnaligned(fromByteOffset: 8, as: UInt32.self),
+      requestMajor: b.load(fromByteOffset: 16, as: UInt8.self),
+      requestMinor: b.loadUnaligned(fromByteOffset: 18, as: UInt16.self))
+  }
+}
