@@ -115,6 +115,7 @@ final class RecordingConnection: ShieldConnection {
   func drawText(_ drawable: UInt32, gc: UInt32, x: Int16, y: Int16, _ bytes: [UInt8]) {
     requests.append(.text(drawable, String(decoding: bytes, as: UTF8.self)))
   }
+  func moduleRequest(major: UInt8, minor: UInt8, _ argument: UInt32) {}
   func openFont(_ font: UInt32, name: String) -> Bool { true }
   func flush() { requests.append(.flush) }
 
