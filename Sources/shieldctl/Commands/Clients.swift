@@ -51,10 +51,10 @@ struct ClientsCommand: Command {
       [
         c.client.description, c.pid.map(String.init) ?? "-",
         (c.exe ?? c.comm).map { Text.show($0, limit: 80) } ?? c.identity.map { "(\(Text.show($0, limit: 60)))" } ?? "-",
-        c.class.rawValue, c.capturing ? "yes" : "no", c.compositor ? "yes" : "no",
+        c.class.rawValue, c.capturing ? "yes" : "no", c.compositor ? "yes" : "no", c.granted == true ? "yes" : "-",
       ]
     }
-    print(Text.table(["CLIENT", "PID", "EXE", "CLASS", "CAPTURING", "COMPOSITOR"], rows))
+    print(Text.table(["CLIENT", "PID", "EXE", "CLASS", "CAPTURING", "COMPOSITOR", "GRANTED"], rows))
     return ExitCode.ok
   }
 }

@@ -102,6 +102,24 @@ struct StatusCommand: Command {
             ?? "not watched: the quarantine starts at each client's connection"))
     }
 
+    if let e = s.enforcement, e.kind == "server" {
+      let mode = e.moduleMode.map { " (\($0))" } ?? ""
+      out.append(
+        field(
+          "enforcement",
+          "server: the CaptureShield Xorg module \(e.moduleVersion ?? "?")\(mode) keeps secure windows out of untrusted captures; no shields"
+        ))
+      if let trusted = e.trusted {
+        out.append(field("trusted", trusted.isEmpty ? "none" : trusted.map { Text.show($0) }.joined(separator: ", ")))
+      }
+      let granted = e.granted ?? []
+      out.append(
+        field("granted", granted.isEmpty ? "none" : granted.map(\.description).joined(separator: ", ")))
+      if e.protecting == false { out.append(field("protection", "OFF (paused): tagged windows are readable by anyone")) }
+    } else {
+      out.append(field("enforcement", "client-side shields (no CaptureShield Xorg module on this server)"))
+    }
+
     let capturing = s.sessions.filter { $0.kind != .quarantine }
     out.append(field("capturing", s.capturing ? "YES (\(Text.count(capturing.count, "session")))" : "no"))
     for session in s.sessions { out.append("  " + describe(session)) }
