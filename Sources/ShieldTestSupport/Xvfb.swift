@@ -97,6 +97,97 @@ public final class XvfbServer: Sendable {
     do { directory = try makeTemporaryDirectory(prefix: "captureshield-xvfb") } catch {
       throw XvfbError.startFailed("\(error)")
     }
+    let arguments =
+      ["-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "\(width)x\(height)x\(depth)"]
+      + extraArguments
+    let command = wrapper.isEmpty ? ["Xvfb"] + arguments : wrapper + [xvfbPath] + arguments
+    return try await launch(
+      command: command, directory: directory, width: width, height: height, depth: depth, environment: environment,
+      startupTimeout: startupTimeout)
+  }
+
+  /// A headless Xorg with the dummy driver (`width`x`height`, depth 24), with the
+  /// CaptureShield module loaded from `moduleDirectory` when it is given (the lines of
+  /// `moduleOptions` go into its `SubSection "captureshield"`). Same interface as Xvfb's.
+  /// Needs root (Xorg opens no console here: `-novtswitch -sharevts`).
+  public static func startXorg(
+    moduleDirectory: String?, moduleOptions: [String] = [], width: Int = 800, height: Int = 600,
+    environment: [String: String] = ProcessInfo.processInfo.environment, startupTimeout: Duration = .seconds(20)
+  ) async throws -> XvfbServer {
+    let xorg = "/usr/lib/xorg/Xorg"
+    guard FileManager.default.isExecutableFile(atPath: xorg) else {
+      throw XvfbError.startFailed("\(xorg) is not installed (xserver-xorg-core): \(integrationTestInstallHint)")
+    }
+    let directory: String
+    do { directory = try makeTemporaryDirectory(prefix: "captureshield-xorg") } catch {
+      throw XvfbError.startFailed("\(error)")
+    }
+    let module =
+      moduleDirectory.map { _ in
+        (["  SubSection \"captureshield\""] + moduleOptions.map { "    " + $0 } + ["  EndSubSection"])
+          .joined(separator: "\n")
+      } ?? ""
+    let config = """
+      Section "ServerFlags"
+        Option "AutoAddDevices" "false"
+        Option "AutoEnableDevices" "false"
+        Option "AutoAddGPU" "false"
+        Option "DontVTSwitch" "true"
+        Option "DontZap" "true"
+      EndSection
+      Section "Files"
+        ModulePath "\(moduleDirectory.map { $0 + "," } ?? "")/usr/lib/xorg/modules"
+      EndSection
+      Section "Module"
+      \(module)
+      EndSection
+      Section "Device"
+        Identifier "dev0"
+        Driver "dummy"
+        VideoRam 32768
+      EndSection
+      Section "Monitor"
+        Identifier "mon0"
+        HorizSync 5.0 - 1000.0
+        VertRefresh 5.0 - 200.0
+        Modeline "\(width)x\(height)" 38.25 \(width) \(width + 32) \(width + 112) \(width + 224) \(height) \(height + 3) \(height + 7) \(height + 24) -hsync +vsync
+      EndSection
+      Section "Screen"
+        Identifier "scr0"
+        Device "dev0"
+        Monitor "mon0"
+        DefaultDepth 24
+        SubSection "Display"
+          Depth 24
+          Modes "\(width)x\(height)"
+          Virtual \(width) \(height)
+        EndSubSection
+      EndSection
+
+      """
+    do {
+      try config.write(toFile: directory + "/xorg.conf", atomically: true, encoding: .utf8)
+      try FileManager.default.createDirectory(atPath: directory + "/conf.d", withIntermediateDirectories: true)
+    } catch {
+      removeTree(directory)
+      throw XvfbError.startFailed("\(error)")
+    }
+    let command = [
+      xorg, "-config", directory + "/xorg.conf", "-configdir", directory + "/conf.d", "-logfile",
+      directory + "/Xorg.log", "-noreset", "-nolisten", "tcp", "-novtswitch", "-sharevts", "-displayfd", "3",
+    ]
+    return try await launch(
+      command: command, directory: directory, width: width, height: height, depth: 24, environment: environment,
+      startupTimeout: startupTimeout)
+  }
+
+  /// The Xorg log (a server started by `startXorg`).
+  public var xorgLog: String { (try? String(contentsOfFile: directory + "/Xorg.log", encoding: .utf8)) ?? "" }
+
+  private static func launch(
+    command: [String], directory: String, width: Int, height: Int, depth: Int, environment: [String: String],
+    startupTimeout: Duration
+  ) async throws -> XvfbServer {
     let logPath = directory + "/xvfb.log"
     let readLog = { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
@@ -114,12 +205,8 @@ public final class XvfbServer: Sendable {
     _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
     defer { close(readEnd) }
 
-    let arguments =
-      ["-displayfd", "3", "-nolisten", "tcp", "-noreset", "-screen", "0", "\(width)x\(height)x\(depth)"]
-      + extraArguments
     let child: ChildProcess
     do {
-      let command = wrapper.isEmpty ? ["Xvfb"] + arguments : wrapper + [xvfbPath] + arguments
       child = try ChildProcess(
         command[0], Array(command.dropFirst()), environment: environment, stdout: .devNull,
         stderr: .writeFile(logPath), extra: [3: .inherit(writeEnd)])

@@ -67,7 +67,11 @@ public struct DaemonState: Sendable, Codable, Hashable {
     public var exe: String?
     public var secure: Bool
     public var reason: String
+    /// A shield window covers it (client-side enforcement).
     public var shielded: Bool
+    /// The X server keeps it out of untrusted captures (server enforcement; absent in
+    /// client-side mode).
+    public var protected: Bool? = nil
   }
   public struct SessionRow: Sendable, Codable, Hashable {
     public var id: Int

@@ -46,13 +46,16 @@ struct ListCommand: Command {
       print("no secure windows")
       return ExitCode.ok
     }
+    let server = state.enforcement?.kind == "server"
     let rows = state.windows.map { w in
       [
-        Text.hex(w.id), w.shielded ? "yes" : "no", Text.show(w.reason, limit: 80), Text.show(w.class ?? "-", limit: 40),
+        Text.hex(w.id), server ? (w.protected == true ? "server" : "no") : (w.shielded ? "yes" : "no"),
+        Text.show(w.reason, limit: 80), Text.show(w.class ?? "-", limit: 40),
         w.title.map { Text.quoted($0, limit: 60) } ?? "-",
       ]
     }
-    print(Text.table(["WINDOW", "SHIELDED", "REASON", "CLASS", "TITLE"], rows))
+    // Under server enforcement the column says whether the X server protects the window.
+    print(Text.table(["WINDOW", server ? "PROTECTED" : "SHIELDED", "REASON", "CLASS", "TITLE"], rows))
     return ExitCode.ok
   }
 }

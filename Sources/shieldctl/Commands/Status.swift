@@ -115,7 +115,9 @@ struct StatusCommand: Command {
       let granted = e.granted ?? []
       out.append(
         field("granted", granted.isEmpty ? "none" : granted.map(\.description).joined(separator: ", ")))
-      if e.protecting == false { out.append(field("protection", "OFF (paused): tagged windows are readable by anyone")) }
+      if e.protecting == false {
+        out.append(field("protection", "OFF (paused): tagged windows are readable by anyone"))
+      }
     } else {
       out.append(field("enforcement", "client-side shields (no CaptureShield Xorg module on this server)"))
     }
@@ -132,9 +134,14 @@ struct StatusCommand: Command {
     }
 
     let secure = s.windows.filter(\.secure).count
-    let shielded = s.windows.filter(\.shielded).count
-    out.append(field("windows", "\(secure) secure, \(shielded) shielded"))
-    out.append(field("shields", s.shieldsActive ? "active (secure windows are covered)" : "inactive"))
+    if s.enforcement?.kind == "server" {
+      let protected = s.windows.filter { $0.protected == true }.count
+      out.append(field("windows", "\(secure) secure, \(protected) protected by the X server"))
+    } else {
+      let shielded = s.windows.filter(\.shielded).count
+      out.append(field("windows", "\(secure) secure, \(shielded) shielded"))
+      out.append(field("shields", s.shieldsActive ? "active (secure windows are covered)" : "inactive"))
+    }
     if s.paused {
       let until = s.pauseRemaining.map { "\(Text.duration(seconds: $0)) left" } ?? "until 'shieldctl resume'"
       out.append(field("paused", "yes, \(until)"))

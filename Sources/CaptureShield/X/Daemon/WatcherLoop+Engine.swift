@@ -94,6 +94,14 @@ extension WatcherLoop {
       for i in snap.clients.indices where enforcement.granted.contains(snap.clients[i].client) {
         snap.clients[i].granted = true
       }
+      // No shield windows: what the engine "shields", the module protects (while not paused).
+      snap.shieldsActive = false
+      for i in snap.windows.indices {
+        let w = snap.windows[i]
+        let tagged = engine.windows[w.id]?.info.tag == .secure
+        snap.windows[i].protected = enforcement.protecting && (w.shielded || tagged)
+        snap.windows[i].shielded = false
+      }
     } else {
       snap.enforcement = DaemonState.Enforcement(kind: "client")
     }

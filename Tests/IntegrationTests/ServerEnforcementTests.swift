@@ -1,0 +1,168 @@
+// Server enforcement on a real headless Xorg (dummy driver) with the CaptureShield module
+// loaded from the build folder and the real daemon: the policy decides, the module enforces,
+// the user's (trusted) view keeps every secret pixel, untrusted captures get none, and no
+// shield window is ever mapped.
+
+import CXCB
+import CaptureShield
+import Foundation
+import Glibc
+import ShieldTestSupport
+import Testing
+
+/// The package's root (this file is Tests/IntegrationTests/ServerEnforcementTests.swift).
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+  .deletingLastPathComponent().path
+
+/// Where `make xorg-module` puts the module (`$CAPTURESHIELD_XORG_MODULE_DIR` overrides).
+private let moduleDirectory =
+  ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"] ?? packageRoot + "/.build/xorg"
+
+/// `path` with symlinks resolved (the module compares /proc/PID/exe, which is resolved).
+private func realPath(_ path: String) -> String {
+  guard let p = realpath(path, nil) else { return path }
+  defer { free(p) }
+  return String(cString: p)
+}
+
+/// This test process's executable: the user's trusted capture runs in it.
+private let testExecutable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+
+@Suite("Server enforcement (Xorg module + daemon)", .serialized, .timeLimit(.minutes(6)))
+struct ServerEnforcementTests {
+  static let red = RGB.red
+  static let taggedRect = PixelRect(x: 60, y: 60, width: 200, height: 150)
+  static let ruleRect = PixelRect(x: 320, y: 60, width: 200, height: 150)
+
+  /// A headless Xorg with the module, trusting the daemon's binary and this test process.
+  static func startServer() async throws -> XvfbServer {
+    #expect(
+      FileManager.default.fileExists(atPath: moduleDirectory + "/libcaptureshield.so"),
+      "build the module first: make xorg-module")
+    return try await XvfbServer.startXorg(
+      moduleDirectory: moduleDirectory,
+      moduleOptions: ["Option \"Trust\" \"\(realPath(Shieldctl.path)):\(testExecutable)\""])
+  }
+
+  /// Red pixels of `rect` in `image` (a root capture).
+  static func secret(_ image: RGBImage, _ rect: PixelRect) -> Int { image.count(of: red, tolerance: 8, in: rect) }
+
+  @Test("tagged and policy-secured windows: the user sees every pixel, untrusted tools none, no shield is mapped")
+  func untrustedCapturesGetNothing() async throws {
+    let server = try await Self.startServer()
+    let tagged = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, title: "tagged")
+    let byRule = try await TestWindow.open(
+      on: server, rect: Self.ruleRect, color: Self.red, title: "bank", className: "BankApp")
+    let daemon = try await Daemon.start(
+      on: server, policy: "{version: 1, secure: [{class: \"BankApp\"}], capture: {allow: [{exe: \"*/ffmpeg\"}]}}")
+    let state = try #require(try daemon.state())
+    #expect(state.enforcement?.kind == "server", "\(server.xorgLog.suffix(2000))")
+    #expect(state.enforcement?.moduleMode == "censor")
+
+    // The CLI tags one window (shieldctl is trusted, so the module lets it tag another
+    // client's window); the policy secures the other.
+    let tag = try await Shieldctl.run(["tag", hex(tagged.id)], on: server)
+    #expect(tag.status == .exited(0), "\(tag)")
+    try await waitUntil("both windows secure", timeout: .seconds(10)) {
+      let windows = try daemon.state()?.windows ?? []
+      return windows.filter { [tagged.id, byRule.id].contains($0.id) && $0.secure }.count == 2
+    }
+    try await daemon.waitUntilCaughtUp(retitling: tagged)
+
+    // The user's view: this (trusted) process reads every secret pixel.
+    let mine = try Capture.getImageRoot(on: server)
+    #expect(Self.secret(mine, Self.taggedRect) == Self.taggedRect.width * Self.taggedRect.height)
+    #expect(Self.secret(mine, Self.ruleRect) == Self.ruleRect.width * Self.ruleRect.height)
+
+    // Untrusted tools: nothing, first frame included, every run.
+    var report: [String] = []
+    for run in 0..<3 {
+      let shots: [(String, RGBImage)] = [
+        ("xwd", try await Capture.xwdRoot(on: server)),
+        ("import", try await Capture.importRoot(on: server)),
+        ("scrot", try await Capture.scrot(on: server)),
+        ("maim", try await Capture.maim(on: server)),
+      ]
+      for (tool, image) in shots {
+        let leaked = Self.secret(image, Self.taggedRect) + Self.secret(image, Self.ruleRect)
+        report.append("\(tool)#\(run): \(leaked)")
+        #expect(leaked == 0, "\(tool) run \(run) read \(leaked) secret pixels")
+      }
+    }
+    print("server enforcement, untrusted captures (secret pixels): " + report.joined(separator: ", "))
+
+    // No shield window, ever: none in the registry, no child in either window.
+    let x = try server.connect()
+    for w in [tagged.id, byRule.id] {
+      let tree = try #require(xcb_query_tree_reply(x.raw, xcb_query_tree(x.raw, w), nil))
+      #expect(tree.pointee.children_len == 0)
+      free(tree)
+    }
+    let registry = try x.internAtom("_CAPTURE_SHIELD_SHIELDS")
+    let reply = try #require(
+      xcb_get_property_reply(x.raw, xcb_get_property(x.raw, 0, x.root, registry, 0, 0, 1024), nil))
+    #expect(xcb_get_property_value_length(reply) == 0)
+    free(reply)
+    let rows = try #require(try daemon.state()?.windows)
+    #expect(rows.allSatisfy { !$0.shielded })
+    #expect(rows.filter { $0.protected == true }.map(\.id).sorted() == [tagged.id, byRule.id].sorted())
+
+    // Every refused read is audited with the reader's executable.
+    try await waitUntil("censored reads audited for xwd, import, scrot and maim", timeout: .seconds(10)) {
+      let exes = Set(daemon.auditEvents("capture-censored").compactMap { $0["exe"] as? String })
+      // (ImageMagick's import runs as /usr/bin/import-im6.q16 on Debian.)
+      return ["xwd", "import", "scrot", "maim"].allSatisfy { tool in exes.contains { $0.contains("/" + tool) } }
+    }
+    await daemon.stop()
+    tagged.close()
+    byRule.close()
+    await server.stop()
+  }
+
+  @Test("ffmpeg: untrusted, every frame is black there; allowed, it is granted and sees the window")
+  func recorderUntrustedThenAllowed() async throws {
+    let server = try await Self.startServer()
+    let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    let frames = try await Capture.ffmpegFrames(on: server, count: 15)
+    #expect(frames.count >= 10)
+    let leaks = frames.map { Self.secret($0, Self.taggedRect) }
+    #expect(leaks.allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaks)")
+    print("server enforcement, ffmpeg untrusted: \(frames.count) frames, secret pixels \(leaks)")
+    await daemon.stop()
+
+    // Allowed: granted once identified (ffmpeg needs ~100 ms before its first frame).
+    let allowing = try await Daemon.start(on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/ffmpeg\"}]}}")
+    try await allowing.waitUntilCaughtUp(retitling: window)
+    let seen = try await Capture.ffmpegFrames(on: server, count: 15)
+    let last = try #require(seen.last)
+    #expect(Self.secret(last, Self.taggedRect) == Self.taggedRect.width * Self.taggedRect.height)
+    #expect(!allowing.auditEvents("grant").isEmpty)
+    print(
+      "server enforcement, ffmpeg allowed: secret pixels per frame \(seen.map { Self.secret($0, Self.taggedRect) })")
+    await allowing.stop()
+    window.close()
+    await server.stop()
+  }
+
+  @Test("status --json reports server enforcement; clients marks granted clients")
+  func statusReportsTheMode() async throws {
+    let server = try await Self.startServer()
+    let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/sleep\"}]}}")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    let json = try await Shieldctl.run(["status", "--json"], on: server)
+    #expect(json.status == .exited(0))
+    let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+    let enforcement = try #require(object["enforcement"] as? [String: Any])
+    #expect(enforcement["kind"] as? String == "server")
+    #expect(enforcement["moduleVersion"] as? String == "1.1")
+    let text = try await Shieldctl.run(["status"], on: server)
+    #expect(
+      text.stdoutText.contains("enforcement: server: the CaptureShield Xorg module 1.1 (censor)"), "\(text.stdoutText)")
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+}
