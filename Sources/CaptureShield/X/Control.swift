@@ -31,6 +31,27 @@ public struct XControl: ~Copyable {
     }
   }
 
+  /// Whether the manager selection's owner really is the daemon that published `state`:
+  /// its X client's PID (from the X server, X-Resource) is `state.pid`, that process runs a
+  /// program named `shieldctl`, and it is not stopped. nil when it is; else what is wrong.
+  public func daemonProblem(_ state: DaemonState) -> String? {
+    let owner = managerOwner
+    guard owner != 0 else { return "no client owns the manager selection" }
+    guard let pid = x.clientPID(of: owner) else {
+      return "the manager selection's owner (window 0x\(String(owner, radix: 16))) has no PID the X server knows"
+    }
+    let id = ProcessInfoReader.identity(pid: pid)
+    let exe = id.exe ?? "?"
+    guard pid == state.pid, (exe as NSString).lastPathComponent == "shieldctl" else {
+      return
+        "the manager selection is held by pid \(pid) (\(exe)), not by the daemon that published the state (pid \(state.pid)): another client took it"
+    }
+    if ProcessInfoReader.isStopped(pid: pid) {
+      return "the daemon (pid \(pid)) is stopped (SIGSTOP?): it does not react to anything"
+    }
+    return nil
+  }
+
   /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag.
   public func setTag(_ window: WindowID, secure: Bool) throws(XError) {
     guard x.attributes(window) != nil else { throw .noSuchWindow(window) }

@@ -239,6 +239,19 @@ enum ProcessInfoReader {
     return id
   }
 
+  /// Whether the process is stopped (state `T` or `t` in `/proc/PID/stat`: SIGSTOP, a
+  /// debugger).
+  static func isStopped(pid: Int) -> Bool {
+    guard let stat = readSmallFile("/proc/\(pid)/stat") else { return false }
+    return processState(stat: stat).map { $0 == UInt8(ascii: "T") || $0 == UInt8(ascii: "t") } ?? false
+  }
+
+  /// Field 3 of `/proc/PID/stat` (after the parenthesised command name).
+  static func processState(stat: [UInt8]) -> UInt8? {
+    guard let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+    return stat[(close + 1)...].split(separator: UInt8(ascii: " ")).first?.first
+  }
+
   /// The process's start time, in clock ticks after boot: field 22 of `/proc/PID/stat`
   /// (counted after the command name, which is in parentheses and may hold spaces).
   static func startTicks(stat: [UInt8]) -> UInt64? {

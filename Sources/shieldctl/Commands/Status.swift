@@ -14,8 +14,15 @@ struct StatusCommand: Command {
     Reads the state the daemon publishes on the display and summarises it: the
     daemon's pid, the policy files in force and their main settings, whether someone is
     capturing the screen (each capture session with the client's pid, executable and
-    first capture request), the compositor, how many windows are secure and how many
-    are shielded, and whether shielding is paused.
+    first capture request), the enforcement (the CaptureShield Xorg module, or shield
+    windows), the compositor, how many windows are secure and how many are shielded or
+    protected by the X server, and whether shielding is paused.
+
+    The state is only what a daemon once wrote, so status also checks that its writer
+    still owns the daemon's manager selection (by the X server's PID of the owner), runs
+    a program named shieldctl, and is not stopped. If not, it prints
+    'CaptureShield: NOT PROTECTING on display :N: ...' with the reason (with --json,
+    {"running":"true","healthy":"false","problem":...}) and exits with status 1.
 
     When no daemon runs, prints 'CaptureShield: not running on display :N' (with
     --json, {"running":false}) and exits with status 1.
@@ -27,7 +34,8 @@ struct StatusCommand: Command {
 
     EXIT STATUS:
       0   the daemon runs
-      1   no daemon runs on the display, or the display cannot be reached
+      1   no daemon runs on the display, it does not own its selection or is stopped,
+          or the display cannot be reached
       64  usage error
     """
 
@@ -61,9 +69,20 @@ struct StatusCommand: Command {
 
   func run() throws -> Int32 {
     guard let state = try Self.publishedState(display: display, json: json) else { return ExitCode.failure }
+    // The state is only what a daemon once wrote: check that its writer still owns the
+    // manager selection, is a shieldctl, and runs.
+    let problem = try XControl(display: display).daemonProblem(state)
     if json {
+      if let problem {
+        try Output.json(["running": "true", "healthy": "false", "problem": problem])
+        return ExitCode.failure
+      }
       try Output.json(state)
     } else {
+      if let problem {
+        print("CaptureShield: NOT PROTECTING on display \(Text.show(state.display)): \(Text.show(problem, limit: 400))")
+        return ExitCode.failure
+      }
       print(Self.summary(state, now: Date().timeIntervalSince1970).joined(separator: "\n"))
     }
     return ExitCode.ok

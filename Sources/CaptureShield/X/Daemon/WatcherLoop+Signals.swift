@@ -59,6 +59,26 @@ extension WatcherLoop {
     if reload { reloadPolicy(by: "SIGHUP") }
   }
 
+  /// Another client took the manager selection. A second daemon never does (`watch`
+  /// refuses to start while one owns it), so this is a bug or an attack: protection goes
+  /// on, the taker is audited, and the selection is taken back (`status` checks who owns
+  /// it). Losing the selection never ends protection.
+  func managerSelectionTaken() {
+    let owner = x.selectionOwner(managerAtom)
+    var fields: [(String, AuditRecord.Value)] = [("owner", .string("0x" + String(owner, radix: 16)))]
+    if owner != 0 {
+      let base = x.clientBase(of: owner)
+      let id = engine.clients[ClientID(base)]?.identity ?? identify(base: base, sample: owner)
+      fields += [
+        ("client", .string(ClientID(base).description)), ("pid", id.pid.map { .int($0) } ?? "-"),
+        ("exe", .string(id.exe ?? "-")),
+      ]
+    }
+    fields.append(("action", "taken back; protection continues"))
+    log.write(AuditRecord("manager-selection-taken", fields))
+    effects.reclaimManager(window: managerWindow, selection: managerAtom)
+  }
+
   func reloadPolicy(by: String) {
     trackPending()
     do {

@@ -255,10 +255,7 @@ extension WatcherLoop {
       handleCommand(cmd, sender: "shieldctl (pid \(sender))")
     case XCB_SELECTION_CLEAR:
       let e = raw.load(as: xcb_selection_clear_event_t.self)
-      if e.selection == managerAtom {
-        log.error("another daemon took over the display; exiting")
-        shuttingDown = true
-      }
+      if e.selection == managerAtom { managerSelectionTaken() }
     case Int32(xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where xfixesFirstEvent != 0:
       let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
       guard e.selection == cmAtom else { return }

@@ -23,6 +23,9 @@ struct XEffects {
     x.setSelectionOwner(window, selection: selection, time: 0)
   }
 
+  /// Takes the manager selection back for our window (another client took it).
+  func reclaimManager(window: UInt32, selection: UInt32) { x.setSelectionOwner(window, selection: selection, time: 0) }
+
   /// New top-levels and reparenting: SubstructureNotify on the root.
   func watchRoot() { x.selectEvents(root, XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue) }
 

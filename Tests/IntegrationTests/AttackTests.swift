@@ -1,0 +1,72 @@
+// Client-side mode against an attacker on the same display (issue "client-side mode against
+// an active attacker"): each test is an attack by a client of our own on a real Xvfb, and
+// what the daemon must do about it.
+
+import CXCB
+import CaptureShield
+import Foundation
+import Glibc
+import ShieldTestSupport
+import Testing
+
+@Suite("Attacks on the client-side daemon", .serialized, .timeLimit(.minutes(4)))
+struct AttackTests {
+  static let rect = PixelRect(x: 100, y: 100, width: 200, height: 150)
+
+  @Test("taking the manager selection does not end protection: audited, taken back, status checks the owner")
+  func managerSelectionTaken() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    try await daemon.waitShielded(window.id)
+
+    // The attacker: one SetSelectionOwner on _CAPTURE_SHIELD_S0.
+    let attacker = try server.connect()
+    let selection = try attacker.internAtom("_CAPTURE_SHIELD_S0")
+    let w = attacker.generateID()
+    try attacker.check(
+      xcb_create_window_checked(
+        attacker.raw, 0, w, attacker.root, 0, 0, 1, 1, 0, UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue), 0, 0, nil),
+      "CreateWindow")
+    try attacker.check(xcb_set_selection_owner_checked(attacker.raw, w, selection, 0), "SetSelectionOwner")
+    try await waitUntil("the daemon audits the taken selection", timeout: .seconds(10)) {
+      !daemon.auditEvents("manager-selection-taken").isEmpty
+    }
+    let record = try #require(daemon.auditEvents("manager-selection-taken").first)
+    #expect(record["pid"] as? Int == Int(getpid()), "\(record)")
+    try await waitUntil("the daemon owns its selection again", timeout: .seconds(10)) {
+      try attacker.selectionOwner("_CAPTURE_SHIELD_S0") != w
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    #expect(daemon.process.isRunning)
+    #expect(daemon.isShielded(window.id))
+    let shot = try await Capture.xwdRoot(on: server)
+    #expect(shot.count(of: .red, in: Self.rect) == 0)
+    let status = try await Shieldctl.run(["status"], on: server)
+    #expect(status.status == .exited(0), "\(status.stdoutText)")
+
+    // Stopped: status says so and fails; an impostor holding the selection meanwhile too.
+    daemon.signal(SIGSTOP)
+    try await waitUntil("the daemon is stopped", timeout: .seconds(5)) {
+      let stat = (try? String(contentsOfFile: "/proc/\(daemon.process.pid)/stat", encoding: .utf8)) ?? ""
+      return stat.split(separator: ")").last?.split(separator: " ").first == "T"
+    }
+    let stopped = try await Shieldctl.run(["status"], on: server)
+    #expect(stopped.status == .exited(1))
+    #expect(
+      stopped.stdoutText.contains("NOT PROTECTING") && stopped.stdoutText.contains("stopped"), "\(stopped.stdoutText)")
+    try attacker.check(xcb_set_selection_owner_checked(attacker.raw, w, selection, 0), "SetSelectionOwner")
+    let impostor = try await Shieldctl.run(["status", "--json"], on: server)
+    #expect(impostor.status == .exited(1))
+    #expect(impostor.stdoutText.contains("held by pid \(getpid())"), "\(impostor.stdoutText)")
+    daemon.signal(SIGCONT)
+    try await waitUntil("the daemon owns its selection again", timeout: .seconds(10)) {
+      try attacker.selectionOwner("_CAPTURE_SHIELD_S0") != w
+    }
+    let healthy = try await Shieldctl.run(["status"], on: server)
+    #expect(healthy.status == .exited(0), "\(healthy.stdoutText)")
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+}
