@@ -212,6 +212,7 @@ wait_mapped(xcb_window_t w)
     xcb_generic_event_t *ev;
     int mapped = 0;
 
+    xcb_flush(c);
     while (!mapped && (ev = xcb_wait_for_event(c))) {
         if ((ev->response_type & 0x7f) == XCB_MAP_NOTIFY &&
             ((xcb_map_notify_event_t *) ev)->window == w)
