@@ -178,9 +178,13 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
         return;
     if (dst->type == DRAWABLE_WINDOW && cs_win_in_secure((WindowPtr) dst))
         return;                 /* stays inside a secure window: nothing leaves */
-    scratch = GetScratchGC(dst->depth, dst->pScreen);
-    if (!scratch)
-        return;
+    /* a private GC: a shared scratch GC would keep the copied clip for its next user */
+    {
+        int status;
+        scratch = CreateGC(dst, 0, NULL, &status, (XID) 0, serverClient);
+        if (!scratch)
+            return;
+    }
     rects = malloc(sizeof(xRectangle) * (n ? n : 1));
     if (rects) {
         CopyGC(gc, scratch, GCSubwindowMode | GCClipMask | GCClipXOrigin | GCClipYOrigin);
@@ -198,7 +202,7 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
         scratch->ops->PolyFillRect(dst, scratch, n, rects);
         free(rects);
     }
-    FreeScratchGC(scratch);
+    FreeGC(scratch, 0);
     (void) c;
 }
 

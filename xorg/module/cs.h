@@ -43,6 +43,7 @@ enum cs_rule {
     CS_RULE_PROPERTY = 1 << 6,         /* the tag belongs to the window's owner */
     CS_RULE_DRI = 1 << 7,              /* DRI2/DRI3 on secure windows */
     CS_RULE_DAEMON = 1 << 8,           /* selections, KillClient, root properties, SendEvent */
+    CS_RULE_DBE = 1 << 9,              /* DOUBLE-BUFFER back buffers of secure windows */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -108,6 +109,10 @@ Bool cs_censor_init(void);
 
 /* hooks.c */
 Bool cs_hooks_init(void);
+
+/* defences.c */
+Bool cs_defences_init(void);
+int cs_root_property_refused(ClientPtr client, WindowPtr win, Atom name, Mask mode);
 
 /* ext.c */
 Bool cs_ext_init(void);

@@ -4,7 +4,7 @@
 #include <byteswap.h>
 #include <X11/extensions/composite.h>
 
-static int cs_composite_major = -1, cs_dri2_major = -1, cs_dri3_major = -1;
+static int cs_composite_major = -1, cs_dri2_major = -1, cs_dri3_major = -1, cs_dbe_major = -1;
 static int (*cs_orig_prop[256])(ClientPtr);
 static int (*cs_orig_sprop[256])(ClientPtr);
 
@@ -49,6 +49,15 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         return;
     }
 
+    if ((rec->rtype & RC_DRAWABLE) && rec->rtype != RT_PIXMAP && rec->rtype != RT_WINDOW &&
+        (rec->access_mode & DixCreateAccess) && rec->ptype == RT_WINDOW && rec->parent &&
+        rec->res && ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP) {
+        /* a DOUBLE-BUFFER back buffer (created as the server): secret like the window */
+        if (cs_win_has_secure(rec->parent))
+            cs_taint_pixmap(rec->res);
+        return;
+    }
+
     if (rec->rtype == RT_PIXMAP && (rec->access_mode & DixCreateAccess) &&
         rec->ptype == RT_WINDOW && rec->parent) {
         /* Composite NameWindowPixmap */
@@ -69,7 +78,9 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         return;
     }
 
-    if (rec->rtype == RT_PIXMAP && rec->res && rec->access_mode != DixGetAttrAccess &&
+    if ((rec->rtype & RC_DRAWABLE) && rec->rtype != RT_WINDOW && rec->res &&
+        ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP &&
+        rec->access_mode != DixGetAttrAccess &&
         cs_rule_on(CS_RULE_PIXMAP) && cs_pixmap_tainted(rec->res) &&
         !cs_client_trusted(client) && CLIENT_ID(rec->id) != client->index) {
         /* a pixmap a trusted client named from a secure window: copy source, picture,
@@ -86,9 +97,10 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
             (client->minorOp == X_CompositeRedirectWindow ||
              client->minorOp == X_CompositeRedirectSubwindows))
             cs_note_redirect(client, rec->res);
-        if ((major == cs_dri2_major || major == cs_dri3_major) && major > 0 &&
-            cs_rule_on(CS_RULE_DRI) && cs_win_has_secure(rec->res) &&
-            !cs_trusted_for(client, rec->res)) {
+        if (major > 0 && (((major == cs_dri2_major || major == cs_dri3_major) &&
+                            cs_rule_on(CS_RULE_DRI)) ||
+                           (major == cs_dbe_major && cs_rule_on(CS_RULE_DBE))) &&
+            cs_win_has_secure(rec->res) && !cs_trusted_for(client, rec->res)) {
             client->errorValue = rec->id;
             cs_report(client, rec->id, CS_KIND_DENIED);
             rec->status = BadAccess;
@@ -106,6 +118,12 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !rec->ppProp || !(prop = *rec->ppProp))
         return;
+    if (cs_root_property_refused(rec->client, rec->pWin, prop->propertyName,
+                                 rec->access_mode)) {
+        rec->client->errorValue = prop->propertyName;
+        rec->status = BadAccess;
+        return;
+    }
     if (prop->propertyName != cs_secure_atom() || !cs_rule_on(CS_RULE_PROPERTY))
         return;
     if (!(rec->access_mode & (DixWriteAccess | DixDestroyAccess | DixCreateAccess |
@@ -166,6 +184,8 @@ cs_hooks_init(void)
         cs_dri2_major = e->base;
     if ((e = CheckExtension("DRI3")))
         cs_dri3_major = e->base;
+    if ((e = CheckExtension("DOUBLE-BUFFER")))
+        cs_dbe_major = e->base;
     LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: DRI2 %s, DRI3 %s on this server\n",
                    cs_dri2_major > 0 ? "present (guarded)" : "absent",
                    cs_dri3_major > 0 ? "present (guarded)" : "absent");

@@ -182,6 +182,48 @@ cs_send(int minor, uint32_t arg, int isvoid, void **reply, int *err)
     return seq;
 }
 
+/* any raw void request (header included); returns the error code */
+static int
+raw_void(void *req, size_t len)
+{
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 1 };
+    xcb_void_cookie_t ck;
+
+    iov[2].iov_base = req;
+    iov[2].iov_len = len;
+    ck.sequence = xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED, &iov[2], &pr);
+    return check(ck);
+}
+
+static int
+ext_major(const char *name)
+{
+    xcb_query_extension_reply_t *q = xcb_query_extension_reply(
+        c, xcb_query_extension(c, strlen(name), name), NULL);
+    int m = q && q->present ? q->major_opcode : -1;
+    free(q);
+    return m;
+}
+
+/* DOUBLE-BUFFER AllocateBackBufferName(window, buffer, Untouched) */
+static int
+dbe_alloc(xcb_window_t w, uint32_t buf)
+{
+    struct { uint8_t major, minor; uint16_t len; uint32_t win, buf; uint8_t action, pad[3]; }
+        req = { ext_major("DOUBLE-BUFFER"), 1, 4, w, buf, 2, {0} };
+    return raw_void(&req, sizeof(req));
+}
+
+/* DOUBLE-BUFFER SwapBuffers(1 window, Untouched): the back buffer gets the old front */
+static int
+dbe_swap(xcb_window_t w)
+{
+    struct { uint8_t major, minor; uint16_t len; uint32_t n, win; uint8_t action, pad[3]; }
+        req = { ext_major("DOUBLE-BUFFER"), 3, 4, 1, w, 2, {0} };
+    return raw_void(&req, sizeof(req));
+}
+
 /* ---- victim: a red secure window S (100,100 200x200) under a blue plain window A
  * (250,250 100x100), over a green root. Prints their ids once both are exposed. ---- */
 static xcb_window_t
@@ -234,6 +276,7 @@ victim(int argc, char **argv)
 {
     int mover = argc > 0 && !strcmp(argv[0], "--mover");
     int name = argc > 0 && !strcmp(argv[0], "--name-pixmap");
+    int dbe = argc > 0 && !strcmp(argv[0], "--dbe");
     uint32_t green = GREEN;
     xcb_window_t s, a = 0;
     xcb_pixmap_t pix = 0;
@@ -256,6 +299,11 @@ victim(int argc, char **argv)
         xcb_composite_redirect_window(c, s, XCB_COMPOSITE_REDIRECT_AUTOMATIC);
         if (check(xcb_composite_name_window_pixmap_checked(c, s, pix)))
             die("victim: NameWindowPixmap of its own window failed");
+    }
+    if (dbe) {
+        pix = xcb_generate_id(c);
+        if (dbe_alloc(s, pix))
+            die("victim: DBE AllocateBackBufferName failed");
     }
     sync_();
     printf("S=0x%x A=0x%x PIX=0x%x BASE=0x%x\n", s, a, pix,
@@ -349,6 +397,26 @@ capture(int argc, char **argv)
     for (i = 0; i < n; i++) {
         if (!strcmp(kind, "getimage")) {
             getimage(&s, target, x, y, w, h);
+        } else if (!strcmp(kind, "xyplane")) {
+            /* XYPixmap GetImage of the red MSB plane: a set bit is a red-ish pixel */
+            xcb_generic_error_t *e = NULL;
+            xcb_get_image_reply_t *r = xcb_get_image_reply(
+                c, xcb_get_image(c, XCB_IMAGE_FORMAT_XY_PIXMAP, target, 0, 0, w, h, 1u << 23),
+                &e);
+            if (!r) {
+                refused(&s);
+            } else {
+                const uint8_t *d = xcb_get_image_data(r);
+                int len = xcb_get_image_data_length(r), k, bits = 0;
+                for (k = 0; k < len; k++)
+                    bits += __builtin_popcount(d[k]);
+                s.frames++;
+                s.red_frames += bits > 0;
+                if (bits > s.red_max)
+                    s.red_max = bits;
+                free(r);
+            }
+            free(e);
         } else if (!strcmp(kind, "copyarea") || !strcmp(kind, "copyplane")) {
             uint32_t fgbg[2] = { RED, 0 };
             int e;
@@ -495,6 +563,14 @@ attack(int argc, char **argv)
             refused(&st);
         else
             getimage(&st, own, 0, 0, 200, 200);
+    } else if (!strcmp(kind, "dbe-read")) {
+        getimage(&st, s, 0, 0, 200, 200);       /* s: the victim's back buffer */
+    } else if (!strcmp(kind, "dbe-alloc")) {
+        xcb_pixmap_t buf = xcb_generate_id(c);
+        if (dbe_alloc(s, buf) || dbe_swap(s))
+            refused(&st);
+        else
+            getimage(&st, buf, 0, 0, 200, 200);
     } else if (!strcmp(kind, "untag")) {
         uint32_t zero = 0;
         xcb_atom_t a = atom("_CAPTURE_SHIELD_SECURE");
@@ -583,6 +659,41 @@ proto(int argc, char **argv)
     return 0;
 }
 
+/* ---- the shield's own channels, attacked by an untrusted client ---- */
+static int
+daemon_(int argc, char **argv)
+{
+    int e = -1;
+
+    if (argc < 1)
+        die("daemon selection|rootprop|kill XID|sendevent WINDOW");
+    conn();
+    if (!strcmp(argv[0], "selection")) {
+        xcb_window_t w = mkwin(root, 0, 0, 1, 1, 0, 0);
+        e = check(xcb_set_selection_owner_checked(c, w, atom("_CAPTURE_SHIELD_S0"),
+                                                  XCB_CURRENT_TIME));
+    } else if (!strcmp(argv[0], "rootprop")) {
+        uint32_t v = 0;
+        e = check(xcb_change_property_checked(c, XCB_PROP_MODE_REPLACE, root,
+                                              atom("_CAPTURE_SHIELD_POLICY"),
+                                              XCB_ATOM_CARDINAL, 32, 1, &v));
+    } else if (!strcmp(argv[0], "kill") && argc > 1) {
+        e = check(xcb_kill_client_checked(c, strtoul(argv[1], NULL, 0)));
+    } else if (!strcmp(argv[0], "sendevent") && argc > 1) {
+        xcb_client_message_event_t ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.response_type = XCB_CLIENT_MESSAGE;
+        ev.format = 32;
+        ev.window = strtoul(argv[1], NULL, 0);
+        ev.type = atom("_CAPTURE_SHIELD_COMMAND");
+        e = check(xcb_send_event_checked(c, 0, ev.window, 0, (const char *) &ev));
+    } else {
+        die("unknown daemon command");
+    }
+    printf("err=%d\n", e);
+    return 0;
+}
+
 /* ---- listen: a trusted daemon's view of CaptureNotify events ---- */
 static int
 listen_(int argc, char **argv)
@@ -622,6 +733,19 @@ session(void)
             struct stats s = { 0 };
             getimage(&s, root, 0, 0, SW, SH);
             print_stats(&s);
+        } else if (!strncmp(line, "win", 3)) {
+            xcb_window_t w = mkwin(root, 0, 0, 1, 1, 0, 0);
+            sync_();
+            printf("win=0x%x\n", w);
+        } else if (!strncmp(line, "events", 6)) {
+            xcb_generic_event_t *ev;
+            int n = 0;
+            sync_();
+            while ((ev = xcb_poll_for_event(c))) {
+                n += (ev->response_type & 0x7f) == XCB_CLIENT_MESSAGE;
+                free(ev);
+            }
+            printf("client_messages=%d\n", n);
         } else if (!strncmp(line, "reconnect", 9)) {
             xcb_disconnect(c);
             conn();
@@ -651,6 +775,8 @@ main(int argc, char **argv)
         return proto(argc - 2, argv + 2);
     if (!strcmp(argv[1], "listen"))
         return listen_(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "daemon"))
+        return daemon_(argc - 2, argv + 2);
     if (!strcmp(argv[1], "session"))
         return session();
     die("unknown command");

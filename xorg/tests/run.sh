@@ -58,7 +58,7 @@ done
 TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
 write_conf "$TMP/A.conf" 1 "$TRUST"
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
-write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap"'
+write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
 write_conf "$TMP/B.conf" 0
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
@@ -83,6 +83,10 @@ for k in getimage shmget copyarea render shmpixmap; do
 done
 out=$("$PROBE" capture copyplane "$N")
 expect "censor copyplane root x$N: 0 secret pixels" "$out" frames -eq "$N" red_max -eq 0
+out=$("$PROBE" capture xyplane "$N")
+expect "censor XYPixmap GetImage (red plane) root x$N: 0 secret bits" "$out" frames -eq "$N" red_max -eq 0
+out=$("$TPROBE" capture xyplane 1)
+expect "trusted XYPixmap GetImage (red plane) root" "$out" red_max -eq $VIS
 out=$("$PROBE" capture getimage "$N" "$V_S")
 expect "censor getimage on the secure window x$N: all black" "$out" frames -eq "$N" red_max -eq 0 black_min -eq 40000
 out=$("$PROBE" capture shmget "$N" "$V_S")
@@ -175,6 +179,36 @@ for k in tile copy picture; do
   out=$("$PROBE" attack $k "$V_PIX"); expect "attack: trusted-named pixmap via $k: refused" "$out" refused -eq 1 red_max -eq 0
 done
 stop_victim
+start_victim --dbe
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: reading the owner's DBE back buffer: refused" "$out" refused -eq 1 red_max -eq 0
+stop_victim
+start_victim
+out=$("$PROBE" attack dbe-alloc "$V_S"); expect "attack: own DBE back buffer on the secure window: refused" "$out" refused -eq 1 red_max -eq 0
+
+# the shield's own channels (for the daemon)
+# a trusted client (the daemon's stand-in) driven through fifos
+start_tsess() {
+  rm -f "$TMP/tin" "$TMP/tout"; mkfifo "$TMP/tin" "$TMP/tout"
+  "$TPROBE" session <"$TMP/tin" >"$TMP/tout" &
+  TSESS_PID=$!; BG_PIDS+=("$TSESS_PID")
+  exec 5>"$TMP/tin" 6<"$TMP/tout"
+  tbase=$(fld "$(tsess base)" base); twin=$(fld "$(tsess win)" win)
+}
+stop_tsess() { echo quit >&5 || true; exec 5>&- 6<&-; wait "$TSESS_PID" 2>/dev/null || true; }
+tsess() { echo "$1" >&5; read -r -t 10 line <&6; echo "$line"; }
+start_tsess
+out=$("$PROBE" daemon selection); expect "untrusted SetSelectionOwner _CAPTURE_SHIELD_S0: BadAccess" "$out" err -eq 10
+out=$("$TPROBE" daemon selection); expect "trusted SetSelectionOwner _CAPTURE_SHIELD_S0: allowed" "$out" err -eq 0
+out=$("$PROBE" daemon rootprop); expect "untrusted change of root property _CAPTURE_SHIELD_POLICY: BadAccess" "$out" err -eq 10
+out=$("$PROBE" daemon kill "$tbase"); expect "untrusted KillClient of a trusted client: BadAccess" "$out" err -eq 10
+"$PROBE" daemon sendevent "$twin" >/dev/null
+out=$(tsess events); expect "untrusted _CAPTURE_SHIELD_COMMAND to a trusted client's window: dropped" "$out" client_messages -eq 0
+"$TPROBE" daemon sendevent "$twin" >/dev/null
+out=$(tsess events); expect "the same from a trusted client: delivered" "$out" client_messages -eq 1
+out=$("$PROBE" daemon sendevent "$V_S"); expect "the same ClientMessage to an untrusted client's window: allowed" "$out" err -eq 0
+out=$(tsess base); expect "trusted client still connected" "$out" base = "$tbase"
+stop_tsess
+stop_victim
 
 # a secure window moving and resizing while captured in a tight loop
 start_victim --mover
@@ -196,6 +230,19 @@ for k in tile copy picture; do
   out=$("$PROBE" attack $k "$V_PIX"); expect "rule pixmap off: named pixmap via $k leaks" "$out" red_max -gt 0
 done
 stop_victim
+start_victim --dbe
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: the owner's DBE back buffer leaks" "$out" red_max -gt 0
+stop_victim
+start_victim
+out=$("$PROBE" attack dbe-alloc "$V_S"); expect "rule dbe off: own DBE back buffer on the secure window leaks" "$out" red_max -gt 0
+stop_victim
+out=$("$PROBE" daemon selection); expect "rule daemon off: untrusted SetSelectionOwner allowed" "$out" err -eq 0
+out=$("$PROBE" daemon rootprop); expect "rule daemon off: root property change allowed" "$out" err -eq 0
+start_tsess
+"$PROBE" daemon sendevent "$twin" >/dev/null
+out=$(tsess events); expect "rule daemon off: untrusted _CAPTURE_SHIELD_COMMAND delivered" "$out" client_messages -eq 1
+out=$("$PROBE" daemon kill "$tbase"); expect "rule daemon off: KillClient of a trusted client allowed" "$out" err -eq 0
+exec 5>&- 6<&-; wait "$TSESS_PID" 2>/dev/null || true
 
 ########## deny mode ##########
 export DISPLAY=$XDISPLAY_D
@@ -226,7 +273,7 @@ stop_victim
 ########## without the module every path leaks (the tests above would fail) ##########
 export DISPLAY=$XDISPLAY_B
 start_victim
-for k in getimage shmget copyarea render shmpixmap; do
+for k in getimage shmget copyarea render shmpixmap xyplane; do
   out=$("$PROBE" capture $k 1); expect "no module: $k root leaks" "$out" red_max -eq $VIS
 done
 out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "no module: NameWindowPixmap leaks" "$out" red_max -gt 0
