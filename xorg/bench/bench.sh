@@ -3,7 +3,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$here/../../.build/xorg}
-ROUNDS=${CS_BENCH_ROUNDS:-3}
+ROUNDS=${CS_BENCH_ROUNDS:-4}
+TIME=${CS_BENCH_TIME:-1}
 OPS=${CS_BENCH_OPS:-"-copywinwin10 -getimage10 -getimage500 -shmget500 -rect10 -noop -prop"}
 TMP=$(mktemp -d /tmp/csbench.XXXXXX)
 . "$here/../tests/xorg-lib.sh"
@@ -33,19 +34,22 @@ for i in $(seq 100); do
   sleep 0.1
 done
 
-# run LABEL DISPLAY ROUND: appends "op label round rate" lines
+# run LABEL DISPLAY ROUND OP: appends "op label round rate"
 run() {
-  DISPLAY=$2 x11perf -repeat 2 -time 1 $OPS 2>/dev/null |
-    awk -v l="$1" -v r="$3" '/ trep @ / {
+  DISPLAY=$2 x11perf -repeat 1 -time "$TIME" "$4" 2>/dev/null |
+    awk -v l="$1" -v r="$3" '/ reps @ / {
         rate=$0; sub(/.*\( */, "", rate); sub(/\/sec.*/, "", rate)
         name=$0; sub(/.*\/sec\): */, "", name); gsub(/ /, "_", name)
         print name, l, r, rate }' >>"$TMP/results"
 }
-echo "# x11perf $OPS, $ROUNDS rounds, order alternates (with/without, without/with, ...)"
-for r in $(seq "$ROUNDS"); do
-  if [ $((r % 2)) -eq 1 ]; then run with "$XDISPLAY_W" "$r"; run without "$XDISPLAY_N" "$r"
-  else run without "$XDISPLAY_N" "$r"; run with "$XDISPLAY_W" "$r"; fi
-  echo "# round $r done"
+echo "# x11perf, $ROUNDS rounds per operation of ${TIME}s each; every operation runs with, without,"
+echo "# without, with, ... back to back, so both see the same machine load"
+for op in $OPS; do
+  for r in $(seq "$ROUNDS"); do
+    if [ $((r % 2)) -eq 1 ]; then run with "$XDISPLAY_W" "$r" "$op"; run without "$XDISPLAY_N" "$r" "$op"
+    else run without "$XDISPLAY_N" "$r" "$op"; run with "$XDISPLAY_W" "$r" "$op"; fi
+  done
+  echo "# $op done"
 done
 awk '
   { k=$1; v=$4; if ($2=="with") { w[k]=w[k] " " v; nw[k]++ } else { o[k]=o[k] " " v; no[k]++ }
@@ -53,8 +57,9 @@ awk '
   function median(s,   a, m, i, j, t) { m=split(s, a, " ");
     for (i=1;i<=m;i++) for (j=i+1;j<=m;j++) if (a[j]+0 < a[i]+0) { t=a[i]; a[i]=a[j]; a[j]=t }
     return m%2 ? a[(m+1)/2] : (a[m/2]+a[m/2+1])/2 }
+  function best(s,   a, m, i, b) { m=split(s, a, " "); b=0; for (i=1;i<=m;i++) if (a[i]+0 > b) b=a[i]+0; return b }
   END {
-    printf "%-40s %14s %14s %7s   %s\n", "operation (per second, median)", "with module", "without", "ratio", "all runs: with | without"
-    for (i=1;i<=n;i++) { k=order[i]; mw=median(w[k]); mo=median(o[k]);
-      printf "%-40s %14.1f %14.1f %7.3f   %s |%s\n", k, mw, mo, (mo>0? mw/mo : 0), w[k], o[k] }
+    printf "%-36s %13s %13s %7s %7s   %s\n", "operation (per second)", "with (median)", "without", "ratio", "best÷best", "all runs: with | without"
+    for (i=1;i<=n;i++) { k=order[i]; mw=median(w[k]); mo=median(o[k]); bw=best(w[k]); bo=best(o[k]);
+      printf "%-36s %13.1f %13.1f %7.3f %7.3f   %s |%s\n", k, mw, mo, (mo>0? mw/mo : 0), (bo>0? bw/bo : 0), w[k], o[k] }
   }' "$TMP/results"

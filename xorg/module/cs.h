@@ -106,6 +106,8 @@ Atom cs_secure_atom(void);
 
 /* censor.c */
 Bool cs_censor_init(void);
+extern ClientPtr cs_copy_client;
+void cs_copy_lookup(XaceResourceAccessRec *rec);
 
 /* hooks.c */
 Bool cs_hooks_init(void);

@@ -40,6 +40,8 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !client)
         return;
+    if (client == cs_copy_client)
+        cs_copy_lookup(rec);    /* CopyArea/CopyPlane source, see censor.c */
 
     if (rec->rtype == RT_WINDOW && (rec->access_mode & DixCreateAccess)) {
         /* no background None for untrusted windows: what lies under or over a secure

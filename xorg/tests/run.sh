@@ -100,6 +100,9 @@ for k in getimage shmget copyarea render shmpixmap copyplane; do
 done
 out=$("$TPROBE" capture getimage 1 "$V_S")
 expect "trusted getimage on the secure window (the covered part comes back black from the core)" "$out" red_max -eq $VIS black_min -eq 2500
+[ "${V_OWN:-}" = "$VIS" ] && ok "the owner reads its own secure window ($V_OWN red)" || bad "owner read ${V_OWN:-none} red"
+out=$("$PROBE" attack render-other root)
+expect "RENDER Trapezoids and CreateCursor from a root picture: BadAccess" "$out" trapezoids_err -eq 10 cursor_err -eq 10
 out=$("$PROBE" capture getimage 1 "$V_A")
 expect "censor getimage on the plain window above: untouched" "$out" blue_min -eq $BLUEPX black_max -eq 0
 
@@ -277,6 +280,8 @@ for k in getimage shmget copyarea render shmpixmap xyplane; do
   out=$("$PROBE" capture $k 1); expect "no module: $k root leaks" "$out" red_max -eq $VIS
 done
 out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "no module: NameWindowPixmap leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack render-other root)
+expect "no module: RENDER Trapezoids and CreateCursor from a root picture work" "$out" trapezoids_err -eq 0 cursor_err -eq 0
 stop_victim
 start_victim --mover
 out=$("$PROBE" capture getimage 300); expect "no module: moving window leaks in most frames" "$out" red_frames -gt 100
