@@ -68,6 +68,10 @@ start_xorg B "$TMP/B.conf"
 echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules-off $XDISPLAY_C, no module $XDISPLAY_B"
 grep -q "CAPTURESHIELD: active, mode censor" "$LOG_A" && ok "log line: active, mode censor" || bad "log line (censor)"
 grep -q "CAPTURESHIELD: active, mode deny" "$LOG_D" && ok "log line: active, mode deny" || bad "log line (deny)"
+write_conf "$TMP/E.conf" load
+start_xorg E "$TMP/E.conf"
+grep -q "CAPTURESHIELD: active, mode censor, 0 trusted" "$LOG_E" && ok "Load \"captureshield\" without options: active, censor" || bad "plain Load"
+DISPLAY=$XDISPLAY_E "$PROBE" proto version >/dev/null && ok "CAPTURESHIELD extension answers QueryVersion (plain Load)" || bad "QueryVersion (plain Load)"
 if grep -q "CAPTURESHIELD" "$LOG_B"; then bad "server without module mentions CAPTURESHIELD"; else ok "server B runs without the module"; fi
 
 VIS=37500   # visible part of the 200x200 secure window: the blue 100x100 window covers 50x50 of it

@@ -3,7 +3,8 @@
 XORG_BIN=${XORG_BIN:-/usr/lib/xorg/Xorg}
 XORG_PIDS=()
 
-# write_conf FILE WITH_MODULE(0|1) [extra Option lines for the captureshield SubSection]
+# write_conf FILE WITH_MODULE(0|1|load) [extra Option lines for the captureshield SubSection]
+# (1: SubSection "captureshield" with the options; load: a plain Load "captureshield")
 write_conf() {
   local file=$1 with=$2; shift 2
   {
@@ -18,7 +19,9 @@ write_conf() {
     echo "  ModulePath \"$OUT,/usr/lib/xorg/modules\""
     echo 'EndSection'
     echo 'Section "Module"'
-    if [ "$with" = 1 ]; then
+    if [ "$with" = load ]; then
+      echo '  Load "captureshield"'
+    elif [ "$with" = 1 ]; then
       echo '  SubSection "captureshield"'
       local o
       for o in "$@"; do echo "    $o"; done
