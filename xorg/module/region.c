@@ -222,6 +222,16 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     ox = draw->x;
     oy = draw->y;
     box.x1 = ox + x; box.y1 = oy + y; box.x2 = box.x1 + w; box.y2 = box.y1 + h;
+    dom = cs_domain(win);
+    cs = SCR(draw->pScreen);
+    if (!dom->parent && !cs->dirty) {
+        /* fast path: a framebuffer read whose box misses every visible secure pixel
+         * (even inside a covered secure window the framebuffer holds other pixels) */
+        BoxPtr e = RegionExtents(&cs->secret);
+        if (!RegionNotEmpty(&cs->secret) || e->x2 <= box.x1 || e->x1 >= box.x2 ||
+            e->y2 <= box.y1 || e->y1 >= box.y2)
+            return 0;
+    }
     if (cs_win_in_secure(win)) {
         /* the window's own owner is trusted for it (and for its children it owns) */
         WindowPtr s = win;
@@ -233,8 +243,6 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
             return 1;
         }
     }
-    dom = cs_domain(win);
-    cs = SCR(draw->pScreen);
     RegionNull(&tmp);
     if (dom->parent || cs_client_owns_secure(client)) {
         cs_compute(dom, &tmp, client);
