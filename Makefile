@@ -5,6 +5,7 @@ DESTDIR ?=
 CONFIG ?= debug
 
 .PHONY: all build release deps test lint format demo bench clean fuzz sanitize
+.PHONY: xorg-module xorg-test xorg-bench
 
 all: build
 
@@ -34,6 +35,7 @@ test:
 	@# the install test's release build, done now so it does not load the machine mid-run
 	$(RELEASE_BUILD) --scratch-path .build/install-test
 	$(SWIFT) test --filter CaptureShieldTests
+	@$(MAKE) xorg-test
 	@# integration tests one at a time: each starts its own Xvfb, daemon and capture tools,
 	@# and detection timing is what they check, so they must not starve each other. They
 	@# drive the release binary, the one users install (a debug build reacts several times
@@ -60,6 +62,7 @@ bench:
 	@scripts/install-deps.sh bench
 	$(RELEASE_BUILD)
 	.build/release/shieldbench
+	@$(MAKE) xorg-bench
 
 ## libFuzzer over the policy parser and the capture/property decoders (FUZZ_SECONDS per
 ## target, default 60); fails on a crash and keeps the reproducer (scripts/fuzz.sh).
@@ -69,6 +72,19 @@ fuzz:
 ## The unit tests under AddressSanitizer and ThreadSanitizer (scripts/sanitize.sh).
 sanitize:
 	@scripts/sanitize.sh
+
+## The Xorg server extension module (xorg/README.md): builds .build/xorg/libcaptureshield.so;
+## xorg-test runs it in headless Xorg servers (dummy driver); xorg-bench runs x11perf with/without it.
+xorg-module:
+	@$(MAKE) -C xorg module
+
+xorg-test:
+	@scripts/install-deps.sh xorg
+	@$(MAKE) -C xorg test
+
+xorg-bench:
+	@scripts/install-deps.sh xorg
+	@$(MAKE) -C xorg bench
 
 clean:
 	rm -rf .build demo-out

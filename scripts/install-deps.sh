@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages CaptureShield needs, only those missing.
-# Usage: scripts/install-deps.sh [build|test|demo|bench]   (default: test)
+# Usage: scripts/install-deps.sh [build|test|demo|bench|xorg]   (default: test)
 set -euo pipefail
 what=${1:-test}
 build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-res0-dev
@@ -9,11 +9,16 @@ build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-re
 run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind
        systemd groff-base man-db zsh fish bash-completion desktop-file-utils)
+# the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries
+xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
+      libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev
+      x11-apps imagemagick ffmpeg scrot maim)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
-  test|bench) want=("${build[@]}" "${run[@]}" "${tools[@]}") ;;
-  *) echo "Error: unknown set '$what' (build, test, demo, bench)" >&2; exit 64 ;;
+  test|bench) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}") ;;
+  xorg) want=("${xorg[@]}") ;;
+  *) echo "Error: unknown set '$what' (build, test, demo, bench, xorg)" >&2; exit 64 ;;
 esac
 missing=()
 for p in "${want[@]}"; do

@@ -1,0 +1,82 @@
+/* CaptureShield X extension: wire protocol structures (shared by the module and clients). */
+#ifndef CAPTURESHIELDPROTO_H
+#define CAPTURESHIELDPROTO_H
+
+#include <X11/Xmd.h>
+
+#define CAPTURESHIELD_NAME "CAPTURESHIELD"
+
+#define X_CaptureShieldQueryVersion 0
+#define X_CaptureShieldGrant 1
+#define X_CaptureShieldRevoke 2
+#define X_CaptureShieldSelectInput 3
+#define X_CaptureShieldGetClientTrust 4
+
+#define CaptureShieldNotify 0
+#define CaptureShieldNumberEvents 1
+#define CaptureShieldNotifyMask 1
+
+#define CaptureShieldModeCensor 0
+#define CaptureShieldModeDeny 1
+#define CaptureShieldKindCensored 0
+#define CaptureShieldKindDenied 1
+
+typedef struct {
+    CARD8 reqType;
+    CARD8 shieldReqType;
+    CARD16 length;              /* 2 */
+    CARD16 majorVersion;
+    CARD16 minorVersion;
+} xCaptureShieldQueryVersionReq;
+
+typedef struct {
+    CARD8 type;                 /* X_Reply */
+    CARD8 mode;                 /* 0 censor, 1 deny */
+    CARD16 sequenceNumber;
+    CARD32 length;              /* 0 */
+    CARD16 majorVersion;
+    CARD16 minorVersion;
+    CARD8 trust;                /* the caller's trust (see GetClientTrust) */
+    CARD8 pad0[3];
+    CARD32 pad1, pad2, pad3, pad4;
+} xCaptureShieldQueryVersionReply;
+
+/* Grant, Revoke, GetClientTrust: one XID naming a client (its resource base or any XID
+ * it owns). SelectInput: a mask instead. */
+typedef struct {
+    CARD8 reqType;
+    CARD8 shieldReqType;
+    CARD16 length;              /* 2 */
+    CARD32 client;
+} xCaptureShieldGrantReq, xCaptureShieldGetClientTrustReq;
+
+typedef struct {
+    CARD8 reqType;
+    CARD8 shieldReqType;
+    CARD16 length;              /* 2 */
+    CARD32 mask;
+} xCaptureShieldSelectInputReq;
+
+typedef struct {
+    CARD8 type;                 /* X_Reply */
+    CARD8 trust;                /* 0 none, 1 server, 2 Trust list, 3 granted */
+    CARD16 sequenceNumber;
+    CARD32 length;              /* 0 */
+    CARD32 base;                /* the client's resource-id base */
+    CARD32 pad1, pad2, pad3, pad4, pad5;
+} xCaptureShieldGetClientTrustReply;
+
+typedef struct {
+    CARD8 type;                 /* event base + CaptureShieldNotify */
+    CARD8 kind;                 /* 0 censored, 1 denied */
+    CARD16 sequenceNumber;
+    CARD32 reader;              /* resource-id base of the reading client */
+    CARD32 drawable;            /* what it read (window, pixmap or picture) */
+    CARD32 time;                /* server milliseconds */
+    CARD8 requestMajor;
+    CARD8 pad0;
+    CARD16 requestMinor;
+    CARD32 pad1, pad2, pad3;
+} xCaptureShieldNotifyEvent;
+
+#endif

@@ -1,0 +1,470 @@
+/* CaptureShield Xorg module: blanks or refuses reads of secure pixels (GetImage, copies, RENDER). */
+#include "cs.h"
+#include "servermd.h"
+#include "picturestr.h"
+#include "registry.h"
+#include <string.h>
+#include <byteswap.h>
+#include <X11/extensions/shmproto.h>
+#include <X11/extensions/renderproto.h>
+
+static GetImageProcPtr cs_orig_GetImage[MAXSCREENS];
+static int (*cs_orig_proc[256])(ClientPtr);
+static int (*cs_orig_sproc[256])(ClientPtr);
+static int cs_shm_major = -1, cs_render_major = -1;
+static RESTYPE cs_picture_type;
+
+static inline CARD16
+g16(ClientPtr c, int off)
+{
+    CARD16 v;
+    memcpy(&v, (char *) c->requestBuffer + off, 2);
+    return c->swapped ? bswap_16(v) : v;
+}
+
+static inline CARD32
+g32(ClientPtr c, int off)
+{
+    CARD32 v;
+    memcpy(&v, (char *) c->requestBuffer + off, 4);
+    return c->swapped ? bswap_32(v) : v;
+}
+
+static inline int
+g8(ClientPtr c, int off)
+{
+    return ((unsigned char *) c->requestBuffer)[off];
+}
+
+static int
+cs_call_orig(ClientPtr c)
+{
+    int major = g8(c, 0);
+    return c->swapped ? cs_orig_sproc[major](c) : cs_orig_proc[major](c);
+}
+
+/* ---- screen GetImage: the backstop for every path that reads through it ---- */
+
+static void
+cs_blank_z(char *buf, int stride, int bpp, BoxPtr b)
+{
+    int y;
+
+    for (y = b->y1; y < b->y2; y++) {
+        char *line = buf + (size_t) y * stride;
+        if (bpp >= 8)
+            memset(line + (size_t) b->x1 * (bpp / 8), 0, (size_t) (b->x2 - b->x1) * (bpp / 8));
+        else
+            memset(line, 0, stride);   /* sub-byte pixels: blank the whole line */
+    }
+}
+
+static void
+cs_blank_xy(char *buf, int stride, BoxPtr b)
+{
+    int x, y;
+
+    for (y = b->y1; y < b->y2; y++) {
+        unsigned char *line = (unsigned char *) buf + (size_t) y * stride;
+        for (x = b->x1; x < b->x2; x++) {
+            if (screenInfo.bitmapBitOrder == LSBFirst)
+                line[x >> 3] &= ~(1 << (x & 7));
+            else
+                line[x >> 3] &= ~(0x80 >> (x & 7));
+        }
+    }
+}
+
+static void
+cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
+            unsigned long planemask, char *out)
+{
+    ScreenPtr s = draw->pScreen;
+    ClientPtr client = GetCurrentClient();
+    RegionRec secret;
+
+    s->GetImage = cs_orig_GetImage[s->myNum];
+    s->GetImage(draw, sx, sy, w, h, format, planemask, out);
+    s->GetImage = cs_GetImage;
+
+    if (!cs_rule_on(CS_RULE_GETIMAGE) || cs_client_trusted(client))
+        return;
+    RegionNull(&secret);
+    if (cs_secret_for_read(client, draw, sx, sy, w, h, &secret)) {
+        static ClientPtr last_client;
+        static unsigned long last_seq;
+        int i, n = RegionNumRects(&secret);
+        BoxPtr b = RegionRects(&secret);
+        int stride = format == ZPixmap ? PixmapBytePad(w, draw->depth) : BitmapBytePad(w);
+
+        for (i = 0; i < n; i++) {
+            BoxRec r = { b[i].x1 - sx, b[i].y1 - sy, b[i].x2 - sx, b[i].y2 - sy };
+            if (format == ZPixmap)
+                cs_blank_z(out, stride, BitsPerPixel(draw->depth), &r);
+            else
+                cs_blank_xy(out, stride, &r);
+        }
+        /* one event per request, not per strip or plane */
+        if (last_client != client || last_seq != client->sequence) {
+            last_client = client;
+            last_seq = client->sequence;
+            cs_report(client, draw->id, CS_KIND_CENSORED);
+        }
+    }
+    RegionUninit(&secret);
+}
+
+/* ---- deny mode: GetImage and ShmGetImage refused before any reply ---- */
+
+static int
+cs_deny_read(ClientPtr c, XID id, int x, int y, int w, int h)
+{
+    DrawablePtr draw;
+    RegionRec secret;
+    int hit;
+
+    if (dixLookupDrawable(&draw, id, c, 0, DixReadAccess) != Success)
+        return Success;         /* the real request reports the error */
+    RegionNull(&secret);
+    hit = cs_secret_for_read(c, draw, x, y, w, h, &secret);
+    RegionUninit(&secret);
+    if (!hit)
+        return Success;
+    c->errorValue = id;
+    cs_report(c, id, CS_KIND_DENIED);
+    return BadAccess;
+}
+
+static int
+cs_ProcGetImage(ClientPtr c)
+{
+    if (c->req_len >= 5 && cs_cfg.mode == CS_MODE_DENY && cs_rule_on(CS_RULE_GETIMAGE) &&
+        !cs_client_trusted(c)) {
+        int r = cs_deny_read(c, g32(c, 4), (INT16) g16(c, 8), (INT16) g16(c, 10),
+                             g16(c, 12), g16(c, 14));
+        if (r != Success)
+            return r;
+    }
+    return cs_call_orig(c);
+}
+
+static int
+cs_ProcShm(ClientPtr c)
+{
+    if (g8(c, 1) == X_ShmGetImage && c->req_len >= 8 && cs_cfg.mode == CS_MODE_DENY &&
+        cs_rule_on(CS_RULE_GETIMAGE) && !cs_client_trusted(c)) {
+        int r = cs_deny_read(c, g32(c, 4), (INT16) g16(c, 8), (INT16) g16(c, 10),
+                             g16(c, 12), g16(c, 14));
+        if (r != Success)
+            return r;
+    }
+    return cs_call_orig(c);
+}
+
+/* ---- CopyArea / CopyPlane: blank the copied-in secure area in the destination ---- */
+
+static void
+cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
+{
+    DrawablePtr dst;
+    GCPtr gc, scratch;
+    int i, n = RegionNumRects(rgn);
+    BoxPtr b = RegionRects(rgn);
+    xRectangle *rects;
+    ChangeGCVal v[2];
+
+    if (dixLookupDrawable(&dst, dst_id, serverClient, 0, DixWriteAccess) != Success ||
+        dixLookupGC(&gc, gc_id, serverClient, DixReadAccess) != Success)
+        return;
+    if (dst->type == DRAWABLE_WINDOW && cs_win_in_secure((WindowPtr) dst))
+        return;                 /* stays inside a secure window: nothing leaves */
+    /* a private GC: a shared scratch GC would keep the copied clip for its next user */
+    {
+        int status;
+        scratch = CreateGC(dst, 0, NULL, &status, (XID) 0, serverClient);
+        if (!scratch)
+            return;
+    }
+    rects = malloc(sizeof(xRectangle) * (n ? n : 1));
+    if (rects) {
+        CopyGC(gc, scratch, GCSubwindowMode | GCClipMask | GCClipXOrigin | GCClipYOrigin);
+        v[0].val = 0;           /* black */
+        v[1].val = GXcopy;
+        ChangeGC(NullClient, scratch, GCForeground, &v[0]);
+        ChangeGC(NullClient, scratch, GCFunction, &v[1]);
+        ValidateGC(dst, scratch);
+        for (i = 0; i < n; i++) {
+            rects[i].x = b[i].x1;
+            rects[i].y = b[i].y1;
+            rects[i].width = b[i].x2 - b[i].x1;
+            rects[i].height = b[i].y2 - b[i].y1;
+        }
+        scratch->ops->PolyFillRect(dst, scratch, n, rects);
+        free(rects);
+    }
+    FreeGC(scratch, 0);
+    (void) c;
+}
+
+/* The copy's source as the real request looks it up: the resource-access hook hands it
+ * over (cs_copy_lookup), so the wrapper does no lookup of its own and a copy by a client
+ * that is trusted, or while no window is secure, costs two comparisons. */
+ClientPtr cs_copy_client;
+static DrawablePtr cs_copy_src;
+
+void
+cs_copy_lookup(XaceResourceAccessRec *rec)
+{
+    ClientPtr c = rec->client;
+    /* lookups happen inside the real request: a swapped one is native by then */
+    xCopyAreaReq *req = (xCopyAreaReq *) c->requestBuffer;
+    RegionRec secret;
+    int hit;
+
+    if (rec->id != req->srcDrawable || !rec->res || !(rec->rtype & RC_DRAWABLE))
+        return;
+    cs_copy_src = rec->res;
+    if (cs_cfg.mode != CS_MODE_DENY || cs_copy_src->type != DRAWABLE_WINDOW)
+        return;
+    RegionNull(&secret);
+    hit = cs_secret_for_read(c, cs_copy_src, req->srcX, req->srcY, req->width, req->height,
+                             &secret);
+    RegionUninit(&secret);
+    if (hit) {
+        c->errorValue = rec->id;
+        cs_report(c, rec->id, CS_KIND_DENIED);
+        rec->status = BadAccess;
+    }
+}
+
+static int
+cs_ProcCopy(ClientPtr c)
+{
+    DrawablePtr src;
+    RegionRec secret;
+    int r;
+
+    if (c->req_len < 7 || !cs_secure_count() || !cs_rule_on(CS_RULE_COPYAREA) ||
+        cs_client_trusted(c))
+        return cs_call_orig(c);
+    cs_copy_src = NULL;
+    cs_copy_client = c;
+    r = cs_call_orig(c);
+    cs_copy_client = NULL;
+    src = cs_copy_src;
+    if (r != Success || !src || src->type != DRAWABLE_WINDOW)
+        return r;
+    /* the request is native now (a swapped one was swapped in place) */
+    {
+        xCopyAreaReq *req = (xCopyAreaReq *) c->requestBuffer;
+        RegionNull(&secret);
+        if (cs_secret_for_read(c, src, req->srcX, req->srcY, req->width, req->height,
+                               &secret)) {
+            RegionTranslate(&secret, req->dstX - req->srcX, req->dstY - req->srcY);
+            cs_fill_black_gc(c, req->dstDrawable, req->gc, &secret);
+            cs_report(c, req->srcDrawable, CS_KIND_CENSORED);
+        }
+        RegionUninit(&secret);
+    }
+    return r;
+}
+
+/* ---- RENDER: pictures of windows as sources, masks or alpha maps ---- */
+
+static PicturePtr
+cs_picture(ClientPtr c, XID id)
+{
+    void *p = NULL;
+
+    if (!id || !cs_picture_type ||
+        dixLookupResourceByType(&p, id, cs_picture_type, serverClient, DixReadAccess) != Success)
+        return NULL;
+    return p;
+}
+
+/* Secret part (in picture coordinates, read box x,y,w,h) of reading picture `pic`;
+ * a transformed or repeating picture counts as wholly secret if any of it is. */
+static int
+cs_picture_secret(ClientPtr c, PicturePtr pic, int x, int y, int w, int h, RegionPtr out,
+                  int *whole)
+{
+    DrawablePtr d;
+    int hit = 0;
+
+    *whole = 0;
+    if (!pic)
+        return 0;
+    if (pic->alphaMap && cs_picture_secret(c, pic->alphaMap, 0, 0, 32767, 32767, out, whole)) {
+        *whole = 1;
+        hit = 1;
+    }
+    d = pic->pDrawable;
+    if (!d || d->type != DRAWABLE_WINDOW)
+        return hit;
+    if (pic->transform || pic->repeat) {
+        if (cs_secret_for_read(c, d, 0, 0, d->width, d->height, out)) {
+            *whole = 1;
+            return 1;
+        }
+        return hit;
+    }
+    if (hit)
+        return 1;
+    return cs_secret_for_read(c, d, x, y, w, h, out);
+}
+
+static int
+cs_render_refuse(ClientPtr c, XID id)
+{
+    c->errorValue = id;
+    cs_report(c, id, CS_KIND_DENIED);
+    return BadAccess;
+}
+
+static int
+cs_render_composite(ClientPtr c)
+{
+    XID src_id = g32(c, 8), mask_id = g32(c, 12), dst_id = g32(c, 16);
+    int xs = (INT16) g16(c, 20), ys = (INT16) g16(c, 22);
+    int xm = (INT16) g16(c, 24), ym = (INT16) g16(c, 26);
+    int xd = (INT16) g16(c, 28), yd = (INT16) g16(c, 30);
+    int w = g16(c, 32), h = g16(c, 34);
+    RegionRec s1, s2;
+    int hs, hm, ws, wm, r;
+
+    RegionNull(&s1);
+    RegionNull(&s2);
+    hs = cs_picture_secret(c, cs_picture(c, src_id), xs, ys, w, h, &s1, &ws);
+    hm = cs_picture_secret(c, cs_picture(c, mask_id), xm, ym, w, h, &s2, &wm);
+    if (!hs && !hm) {
+        RegionUninit(&s1);
+        RegionUninit(&s2);
+        return cs_call_orig(c);
+    }
+    if (cs_cfg.mode == CS_MODE_DENY) {
+        RegionUninit(&s1);
+        RegionUninit(&s2);
+        return cs_render_refuse(c, hs ? src_id : mask_id);
+    }
+    r = cs_call_orig(c);
+    if (r == Success) {
+        PicturePtr dst = cs_picture(c, dst_id);
+        BoxRec all = { xd, yd, xd + w, yd + h };
+        if (hs) {
+            if (ws)
+                RegionReset(&s1, &all);
+            else
+                RegionTranslate(&s1, xd - xs, yd - ys);
+        }
+        if (hm) {
+            if (wm)
+                RegionReset(&s2, &all);
+            else
+                RegionTranslate(&s2, xd - xm, yd - ym);
+            RegionUnion(&s1, &s1, &s2);
+        }
+        if (dst && !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
+                     cs_win_in_secure((WindowPtr) dst->pDrawable))) {
+            int i, n = RegionNumRects(&s1);
+            BoxPtr b = RegionRects(&s1);
+            xRenderColor black = { 0, 0, 0, 0xffff };
+            xRectangle *rects = malloc(sizeof(xRectangle) * (n ? n : 1));
+            if (rects) {
+                for (i = 0; i < n; i++) {
+                    rects[i].x = b[i].x1;
+                    rects[i].y = b[i].y1;
+                    rects[i].width = b[i].x2 - b[i].x1;
+                    rects[i].height = b[i].y2 - b[i].y1;
+                }
+                CompositeRects(PictOpSrc, dst, &black, n, rects);
+                free(rects);
+            }
+        }
+        cs_report(c, hs ? src_id : mask_id, CS_KIND_CENSORED);
+    }
+    RegionUninit(&s1);
+    RegionUninit(&s2);
+    return r;
+}
+
+static int
+cs_ProcRender(ClientPtr c)
+{
+    int minor = g8(c, 1), whole;
+    RegionRec tmp;
+    XID src_id;
+    int hit;
+
+    if (!cs_secure_count() || !cs_rule_on(CS_RULE_RENDER) || cs_client_trusted(c))
+        return cs_call_orig(c);
+    switch (minor) {
+    case X_RenderComposite:
+        if (c->req_len < 9)
+            break;
+        return cs_render_composite(c);
+    case X_RenderTrapezoids:
+    case X_RenderTriangles:
+    case X_RenderTriStrip:
+    case X_RenderTriFan:
+    case X_RenderCompositeGlyphs8:
+    case X_RenderCompositeGlyphs16:
+    case X_RenderCompositeGlyphs32:
+    case X_RenderCreateCursor:
+        /* sources drawn through geometry, glyphs or into a cursor: refused outright */
+        if (c->req_len < 3)
+            break;
+        src_id = g32(c, 8);    /* src follows op (or cid) in all of these */
+        RegionNull(&tmp);
+        hit = cs_picture_secret(c, cs_picture(c, src_id), 0, 0, 32767, 32767, &tmp, &whole);
+        RegionUninit(&tmp);
+        if (hit)
+            return cs_render_refuse(c, src_id);
+        break;
+    default:
+        break;
+    }
+    return cs_call_orig(c);
+}
+
+static void
+cs_wrap(int major, int (*fn)(ClientPtr))
+{
+    cs_orig_proc[major] = ProcVector[major];
+    cs_orig_sproc[major] = SwappedProcVector[major];
+    ProcVector[major] = fn;
+    SwappedProcVector[major] = fn;
+}
+
+Bool
+cs_censor_init(void)
+{
+    ExtensionEntry *e;
+    RESTYPE t;
+    int i;
+
+    for (i = 0; i < screenInfo.numScreens; i++) {
+        ScreenPtr s = screenInfo.screens[i];
+        cs_orig_GetImage[i] = s->GetImage;
+        s->GetImage = cs_GetImage;
+    }
+    for (t = 1; t <= lastResourceType; t++)
+        if (!strcmp(LookupResourceName(t), "PICTURE"))
+            cs_picture_type = t;
+    /* censor mode needs no request wrapper for GetImage/ShmGetImage: the screen
+     * wrapper blanks what they read */
+    if (cs_cfg.mode == CS_MODE_DENY)
+        cs_wrap(X_GetImage, cs_ProcGetImage);
+    cs_wrap(X_CopyArea, cs_ProcCopy);
+    cs_wrap(X_CopyPlane, cs_ProcCopy);
+    if (cs_cfg.mode == CS_MODE_DENY && (e = CheckExtension("MIT-SHM"))) {
+        cs_shm_major = e->base;
+        cs_wrap(cs_shm_major, cs_ProcShm);
+    }
+    if ((e = CheckExtension("RENDER"))) {
+        cs_render_major = e->base;
+        cs_wrap(cs_render_major, cs_ProcRender);
+    }
+    if (!cs_picture_type)
+        LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: RENDER picture type not found\n");
+    return TRUE;
+}

@@ -1,0 +1,123 @@
+/* CaptureShield Xorg module: declarations shared by the module's source files. */
+#ifndef CAPTURESHIELD_CS_H
+#define CAPTURESHIELD_CS_H
+
+#ifdef HAVE_XORG_CONFIG_H
+#include <xorg-config.h>
+#endif
+#include <xorg-server.h>
+#include <X11/X.h>
+#include <X11/Xproto.h>
+#include "misc.h"
+#include "os.h"
+#include "dixstruct.h"
+#include "extnsionst.h"
+#include "scrnintstr.h"
+#include "windowstr.h"
+#include "pixmapstr.h"
+#include "gcstruct.h"
+#include "regionstr.h"
+#include "privates.h"
+#include "resource.h"
+#include "property.h"
+#include "propertyst.h"
+#include "xace.h"
+#include "xacestr.h"
+
+#define CS_NAME "CAPTURESHIELD"
+#define CS_MAJOR_VERSION 1
+#define CS_MINOR_VERSION 0
+
+#define CS_VISIBLE __attribute__((visibility("default")))
+
+enum cs_mode { CS_MODE_CENSOR = 0, CS_MODE_DENY = 1 };
+
+/* Rules that the test-only option "DisableRules" can switch off one by one. */
+enum cs_rule {
+    CS_RULE_GETIMAGE = 1 << 0,         /* screen GetImage censor / GetImage+ShmGetImage deny */
+    CS_RULE_COPYAREA = 1 << 1,         /* CopyArea / CopyPlane from a window */
+    CS_RULE_RENDER = 1 << 2,           /* RENDER pictures of windows */
+    CS_RULE_NAMEPIXMAP = 1 << 3,       /* Composite NameWindowPixmap */
+    CS_RULE_PIXMAP = 1 << 4,           /* tainted (named) pixmaps: copy, picture, tile, stipple */
+    CS_RULE_FORCEDBG = 1 << 5,         /* opaque background for untrusted windows */
+    CS_RULE_PROPERTY = 1 << 6,         /* the tag belongs to the window's owner */
+    CS_RULE_DRI = 1 << 7,              /* DRI2/DRI3 on secure windows */
+    CS_RULE_DAEMON = 1 << 8,           /* selections, KillClient, root properties, SendEvent */
+    CS_RULE_DBE = 1 << 9,              /* DOUBLE-BUFFER back buffers of secure windows */
+};
+
+/* Why a client is trusted (wire values of GetClientTrust). */
+enum cs_trust {
+    CS_TRUST_NONE = 0,
+    CS_TRUST_SERVER = 1,
+    CS_TRUST_EXE = 2,
+    CS_TRUST_GRANTED = 3,
+};
+
+/* Kinds of the CaptureNotify event. */
+enum cs_kind { CS_KIND_CENSORED = 0, CS_KIND_DENIED = 1 };
+
+struct cs_config {
+    enum cs_mode mode;
+    unsigned disabled;          /* cs_rule bits switched off (tests only) */
+    char **trust;               /* absolute paths of trusted programs */
+    int ntrust;
+};
+
+extern struct cs_config cs_cfg;
+
+static inline int
+cs_rule_on(unsigned rule)
+{
+    return !(cs_cfg.disabled & rule);
+}
+
+/* options.c */
+void cs_parse_options(void *opts);
+const char *cs_mode_name(void);
+
+/* trust.c */
+Bool cs_trust_init(void);
+enum cs_trust cs_client_trust(ClientPtr client);
+int cs_client_trusted(ClientPtr client);
+int cs_grant(ClientPtr target, Bool on);
+void cs_note_secure_owner(WindowPtr win, int delta);
+int cs_client_owns_secure(ClientPtr client);
+void cs_set_event_mask(ClientPtr client, CARD32 mask);
+CARD32 cs_event_mask(ClientPtr client);
+void cs_note_redirect(ClientPtr client, WindowPtr win);
+
+/* region.c */
+Bool cs_region_init(void);
+int cs_win_secure(WindowPtr win);
+int cs_win_in_secure(WindowPtr win);    /* the window or one of its ancestors is secure */
+int cs_win_has_secure(WindowPtr win);   /* the window, an ancestor or a descendant is secure */
+void cs_update_secure(WindowPtr win);
+void cs_mark_dirty(void);
+int cs_secure_count(void);
+/* The secret part of the box (x,y,w,h) in drawable coordinates of a read by client.
+ * Returns 0 (out left empty) when nothing secret; 1 when out holds the secret part in
+ * drawable coordinates. */
+int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
+                       RegionPtr out);
+int cs_pixmap_tainted(PixmapPtr pix);
+void cs_taint_pixmap(PixmapPtr pix);
+Atom cs_secure_atom(void);
+
+/* censor.c */
+Bool cs_censor_init(void);
+extern ClientPtr cs_copy_client;
+void cs_copy_lookup(XaceResourceAccessRec *rec);
+
+/* hooks.c */
+Bool cs_hooks_init(void);
+
+/* defences.c */
+Bool cs_defences_init(void);
+int cs_root_property_refused(ClientPtr client, WindowPtr win, Atom name, Mask mode);
+
+/* ext.c */
+Bool cs_ext_init(void);
+void cs_report(ClientPtr reader, XID drawable, int kind);
+
+#endif

@@ -1,0 +1,96 @@
+/* CaptureShield Xorg module: protects the shield's own channels (selections, clients, root properties, commands). */
+#include "cs.h"
+#include <string.h>
+#include "selection.h"
+
+static Atom cs_command_atom;
+
+static int
+cs_prefixed(Atom a, const char *prefix)
+{
+    const char *name = NameForAtom(a);
+
+    return name && !strncmp(name, prefix, strlen(prefix));
+}
+
+/* SetSelectionOwner on _CAPTURE_SHIELD_S* (the daemon's "I am running" selections) */
+static void
+cs_selection_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceSelectionAccessRec *rec = call;
+
+    (void) list;
+    (void) data;
+    if (rec->status != Success || !rec->ppSel || !*rec->ppSel || !cs_rule_on(CS_RULE_DAEMON))
+        return;
+    if (!(rec->access_mode & (DixSetAttrAccess | DixCreateAccess | DixWriteAccess)))
+        return;
+    if (!cs_prefixed((*rec->ppSel)->selection, "_CAPTURE_SHIELD_S") ||
+        cs_client_trusted(rec->client))
+        return;
+    rec->status = BadAccess;
+}
+
+/* KillClient of a trusted client */
+static void
+cs_client_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceClientAccessRec *rec = call;
+
+    (void) list;
+    (void) data;
+    if (rec->status != Success || !cs_rule_on(CS_RULE_DAEMON) || !rec->target ||
+        rec->target == rec->client || !(rec->access_mode & DixDestroyAccess))
+        return;
+    if (cs_client_trust(rec->target) == CS_TRUST_NONE || cs_client_trusted(rec->client))
+        return;
+    rec->status = BadAccess;
+}
+
+/* SendEvent of a _CAPTURE_SHIELD_COMMAND ClientMessage to a trusted client's window */
+static void
+cs_send_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceSendAccessRec *rec = call;
+    int i, owner;
+
+    (void) list;
+    (void) data;
+    if (rec->status != Success || !rec->client || !rec->pWin || !cs_rule_on(CS_RULE_DAEMON))
+        return;
+    if (!cs_command_atom)
+        cs_command_atom = MakeAtom("_CAPTURE_SHIELD_COMMAND",
+                                   strlen("_CAPTURE_SHIELD_COMMAND"), TRUE);
+    for (i = 0; i < rec->count; i++)
+        if ((rec->events[i].u.u.type & 0x7f) == ClientMessage &&
+            rec->events[i].u.clientMessage.u.l.type == cs_command_atom)
+            break;
+    if (i == rec->count || cs_client_trusted(rec->client))
+        return;
+    owner = CLIENT_ID(rec->pWin->drawable.id);
+    if (owner <= 0 || owner >= currentMaxClients || !clients[owner] ||
+        !cs_client_trusted(clients[owner]))
+        return;
+    rec->status = BadAccess;
+}
+
+/* Root properties named _CAPTURE_SHIELD_*: called from the property hook */
+int
+cs_root_property_refused(ClientPtr client, WindowPtr win, Atom name, Mask mode)
+{
+    if (!cs_rule_on(CS_RULE_DAEMON) || win->parent)
+        return 0;
+    if (!(mode & (DixWriteAccess | DixDestroyAccess | DixCreateAccess | DixSetAttrAccess |
+                  DixBlendAccess)))
+        return 0;
+    return cs_prefixed(name, "_CAPTURE_SHIELD_") && !cs_client_trusted(client);
+}
+
+Bool
+cs_defences_init(void)
+{
+    cs_command_atom = 0;
+    return AddCallback(&XaceHooks[XACE_SELECTION_ACCESS], cs_selection_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_CLIENT_ACCESS], cs_client_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_SEND_ACCESS], cs_send_hook, NULL);
+}

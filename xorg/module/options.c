@@ -1,0 +1,86 @@
+/* CaptureShield Xorg module: the xorg.conf options Mode, Trust and (tests only) DisableRules. */
+#include "cs.h"
+#include <string.h>
+#include <stdlib.h>
+
+/* From xf86Opt.h (not includable without the whole xf86 DDX header set). */
+extern char *xf86FindOptionValue(void *options, const char *name);
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} cs_rule_names[] = {
+    {"getimage", CS_RULE_GETIMAGE}, {"copyarea", CS_RULE_COPYAREA},
+    {"render", CS_RULE_RENDER}, {"namewindowpixmap", CS_RULE_NAMEPIXMAP},
+    {"pixmap", CS_RULE_PIXMAP}, {"forcedbg", CS_RULE_FORCEDBG},
+    {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
+    {"dbe", CS_RULE_DBE},
+};
+
+const char *
+cs_mode_name(void)
+{
+    return cs_cfg.mode == CS_MODE_DENY ? "deny" : "censor";
+}
+
+static void
+parse_trust(const char *list)
+{
+    char *copy = strdup(list), *save = NULL, *tok;
+
+    if (!copy)
+        return;
+    for (tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+        char **n;
+        if (tok[0] != '/') {
+            LogMessageVerb(X_WARNING, 0,
+                           "CAPTURESHIELD: ignoring Trust entry \"%s\" (not an absolute path)\n",
+                           tok);
+            continue;
+        }
+        n = realloc(cs_cfg.trust, sizeof(char *) * (cs_cfg.ntrust + 1));
+        if (!n)
+            break;
+        cs_cfg.trust = n;
+        cs_cfg.trust[cs_cfg.ntrust++] = strdup(tok);
+    }
+    free(copy);
+}
+
+static void
+parse_disabled(const char *list)
+{
+    char *copy = strdup(list), *save = NULL, *tok;
+    size_t i;
+
+    if (!copy)
+        return;
+    for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        for (i = 0; i < sizeof(cs_rule_names) / sizeof(cs_rule_names[0]); i++)
+            if (!strcasecmp(tok, cs_rule_names[i].name))
+                cs_cfg.disabled |= cs_rule_names[i].bit;
+    }
+    free(copy);
+}
+
+void
+cs_parse_options(void *opts)
+{
+    const char *v;
+
+    cs_cfg.mode = CS_MODE_CENSOR;
+    if (!opts)
+        return;
+    v = xf86FindOptionValue(opts, "Mode");
+    if (v && !strcasecmp(v, "deny"))
+        cs_cfg.mode = CS_MODE_DENY;
+    else if (v && strcasecmp(v, "censor"))
+        LogMessageVerb(X_WARNING, 0,
+                       "CAPTURESHIELD: unknown Mode \"%s\", using censor\n", v);
+    v = xf86FindOptionValue(opts, "Trust");
+    if (v)
+        parse_trust(v);
+    v = xf86FindOptionValue(opts, "DisableRules");
+    if (v)
+        parse_disabled(v);
+}

@@ -1,0 +1,384 @@
+/* CaptureShield Xorg module: which windows are secure and the cached secret region per screen. */
+#include "cs.h"
+#include <X11/Xatom.h>
+
+#define CS_SECURE_NAME "_CAPTURE_SHIELD_SECURE"
+
+struct cs_screen {
+    RegionRec secret;           /* visible secure area in screen coordinates */
+    Bool dirty;
+    ClipNotifyProcPtr ClipNotify;
+    PositionWindowProcPtr PositionWindow;
+    RealizeWindowProcPtr RealizeWindow;
+    UnrealizeWindowProcPtr UnrealizeWindow;
+    DestroyWindowProcPtr DestroyWindow;
+};
+
+static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
+static Atom cs_atom;
+static int cs_nsecure;          /* secure windows in existence */
+static struct cs_screen *cs_screens[MAXSCREENS];
+
+#define SCR(s) (cs_screens[(s)->myNum])
+
+Atom
+cs_secure_atom(void)
+{
+    return cs_atom;
+}
+
+int
+cs_win_secure(WindowPtr win)
+{
+    return *(unsigned char *) dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+}
+
+static void
+cs_set_win_secure(WindowPtr win, int on)
+{
+    unsigned char *p = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+
+    if (!!*p == !!on)
+        return;
+    *p = on ? 1 : 0;
+    cs_nsecure += on ? 1 : -1;
+    cs_note_secure_owner(win, on ? 1 : -1);
+    cs_mark_dirty();
+}
+
+int
+cs_secure_count(void)
+{
+    return cs_nsecure;
+}
+
+int
+cs_win_in_secure(WindowPtr win)
+{
+    for (; win; win = win->parent)
+        if (cs_win_secure(win))
+            return 1;
+    return 0;
+}
+
+static int
+cs_subtree_has_secure(WindowPtr win)
+{
+    WindowPtr c;
+
+    if (cs_win_secure(win))
+        return 1;
+    for (c = win->firstChild; c; c = c->nextSib)
+        if (cs_subtree_has_secure(c))
+            return 1;
+    return 0;
+}
+
+int
+cs_win_has_secure(WindowPtr win)
+{
+    if (!cs_nsecure)
+        return 0;
+    return cs_win_in_secure(win) || cs_subtree_has_secure(win);
+}
+
+/* Re-reads the tag after a property request touched it. */
+void
+cs_update_secure(WindowPtr win)
+{
+    PropertyPtr prop;
+    int on = 0;
+
+    for (prop = wUserProps(win); prop; prop = prop->next)
+        if (prop->propertyName == cs_atom) {
+            if (prop->type == XA_CARDINAL && prop->size > 0) {
+                const unsigned char *b = prop->data;
+                int i, n = prop->size * (prop->format / 8);
+                for (i = 0; i < n; i++)
+                    if (b[i])
+                        on = 1;
+            }
+            break;
+        }
+    cs_set_win_secure(win, on);
+}
+
+int
+cs_pixmap_tainted(PixmapPtr pix)
+{
+    return *(unsigned char *) dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+}
+
+void
+cs_taint_pixmap(PixmapPtr pix)
+{
+    *(unsigned char *) dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec) = 1;
+}
+
+void
+cs_mark_dirty(void)
+{
+    int i;
+
+    for (i = 0; i < screenInfo.numScreens; i++)
+        if (cs_screens[i])
+            cs_screens[i]->dirty = TRUE;
+}
+
+/* Walks a subtree from the top of the stacking order down, collecting the part of each
+ * secure window (with its descendants) that no window above it covers. Secure windows
+ * owned by `exclude` are not secret to it but still cover what lies below them.
+ * Windows owned by the server (the Composite overlay window, painted by the trusted
+ * compositor) and depth-32 windows (translucent under a compositor) cover nothing. */
+static void
+cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude)
+{
+    RegionRec mine, inner;
+    WindowPtr c;
+    int occludes;
+
+    RegionNull(&mine);
+    RegionIntersect(&mine, &win->borderSize, clip);
+    if (!RegionNotEmpty(&mine)) {
+        RegionUninit(&mine);
+        return;
+    }
+    occludes = CLIENT_ID(win->drawable.id) != 0 && win->drawable.depth != 32;
+    if (cs_win_secure(win)) {
+        if (!exclude || CLIENT_ID(win->drawable.id) != exclude->index) {
+            RegionRec vis;
+            RegionNull(&vis);
+            RegionSubtract(&vis, &mine, covered);
+            RegionUnion(secret, secret, &vis);
+            RegionUninit(&vis);
+        }
+        RegionUnion(covered, covered, &mine);
+        RegionUninit(&mine);
+        return;
+    }
+    RegionNull(&inner);
+    RegionIntersect(&inner, &win->winSize, clip);
+    for (c = win->firstChild; c; c = c->nextSib)
+        if (c->realized && c->drawable.class == InputOutput)
+            cs_visit(c, &inner, covered, secret, exclude);
+    RegionUninit(&inner);
+    if (occludes)
+        RegionUnion(covered, covered, &mine);
+    RegionUninit(&mine);
+}
+
+static void
+cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude)
+{
+    RegionRec covered, clip;
+
+    RegionEmpty(secret);
+    if (!top->realized)
+        return;
+    RegionNull(&covered);
+    RegionNull(&clip);
+    RegionCopy(&clip, &top->borderSize);
+    cs_visit(top, &clip, &covered, secret, exclude);
+    RegionUninit(&covered);
+    RegionUninit(&clip);
+}
+
+/* The window whose pixels a read of `win` returns: the nearest redirected ancestor (its
+ * own pixmap) or the root (the framebuffer). */
+static WindowPtr
+cs_domain(WindowPtr win)
+{
+    for (; win->parent; win = win->parent)
+        if (win->redirectDraw != RedirectDrawNone)
+            return win;
+    return win;
+}
+
+int
+cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
+                   RegionPtr out)
+{
+    WindowPtr win, dom;
+    struct cs_screen *cs;
+    BoxRec box;
+    RegionRec tmp;
+    RegionPtr src;
+    int ox, oy;
+
+    if (w <= 0 || h <= 0)
+        return 0;
+    if (draw->type != DRAWABLE_WINDOW) {
+        if (draw->type == DRAWABLE_PIXMAP && cs_rule_on(CS_RULE_PIXMAP) &&
+            cs_pixmap_tainted((PixmapPtr) draw)) {
+            box.x1 = x; box.y1 = y; box.x2 = x + w; box.y2 = y + h;
+            RegionReset(out, &box);
+            return 1;
+        }
+        return 0;
+    }
+    if (!cs_nsecure)
+        return 0;
+    win = (WindowPtr) draw;
+    ox = draw->x;
+    oy = draw->y;
+    box.x1 = ox + x; box.y1 = oy + y; box.x2 = box.x1 + w; box.y2 = box.y1 + h;
+    dom = cs_domain(win);
+    cs = SCR(draw->pScreen);
+    if (!dom->parent && !cs->dirty) {
+        /* fast path: a framebuffer read whose box misses every visible secure pixel
+         * (even inside a covered secure window the framebuffer holds other pixels) */
+        BoxPtr e = RegionExtents(&cs->secret);
+        if (!RegionNotEmpty(&cs->secret) || e->x2 <= box.x1 || e->x1 >= box.x2 ||
+            e->y2 <= box.y1 || e->y1 >= box.y2)
+            return 0;
+    }
+    if (cs_win_in_secure(win)) {
+        /* the window's own owner is trusted for it (and for its children it owns) */
+        WindowPtr s = win;
+        while (s && !cs_win_secure(s))
+            s = s->parent;
+        if (!s || CLIENT_ID(s->drawable.id) != client->index) {
+            box.x1 = x; box.y1 = y; box.x2 = x + w; box.y2 = y + h;
+            RegionReset(out, &box);
+            return 1;
+        }
+    }
+    RegionNull(&tmp);
+    if (dom->parent || cs_client_owns_secure(client)) {
+        cs_compute(dom, &tmp, client);
+        src = &tmp;
+    } else {
+        if (cs->dirty) {
+            cs_compute(dom, &cs->secret, NULL);
+            cs->dirty = FALSE;
+        }
+        src = &cs->secret;
+    }
+    /* fast exit: the read box misses the secret area's extents */
+    {
+        BoxPtr e = RegionExtents(src);
+        if (!RegionNotEmpty(src) || e->x2 <= box.x1 || e->x1 >= box.x2 ||
+            e->y2 <= box.y1 || e->y1 >= box.y2) {
+            RegionUninit(&tmp);
+            return 0;
+        }
+    }
+    RegionReset(out, &box);
+    RegionIntersect(out, out, src);
+    RegionUninit(&tmp);
+    if (!RegionNotEmpty(out))
+        return 0;
+    RegionTranslate(out, -ox, -oy);
+    return 1;
+}
+
+/* ---- window tree changes mark the cache dirty ---- */
+
+static void
+cs_ClipNotify(WindowPtr win, int dx, int dy)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+
+    cs->dirty = TRUE;
+    if (cs->ClipNotify) {
+        s->ClipNotify = cs->ClipNotify;
+        s->ClipNotify(win, dx, dy);
+        cs->ClipNotify = s->ClipNotify;
+        s->ClipNotify = cs_ClipNotify;
+    }
+}
+
+static Bool
+cs_PositionWindow(WindowPtr win, int x, int y)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    Bool r;
+
+    cs->dirty = TRUE;
+    s->PositionWindow = cs->PositionWindow;
+    r = s->PositionWindow(win, x, y);
+    cs->PositionWindow = s->PositionWindow;
+    s->PositionWindow = cs_PositionWindow;
+    return r;
+}
+
+static Bool
+cs_RealizeWindow(WindowPtr win)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    Bool r;
+
+    cs->dirty = TRUE;
+    s->RealizeWindow = cs->RealizeWindow;
+    r = s->RealizeWindow(win);
+    cs->RealizeWindow = s->RealizeWindow;
+    s->RealizeWindow = cs_RealizeWindow;
+    return r;
+}
+
+static Bool
+cs_UnrealizeWindow(WindowPtr win)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    Bool r;
+
+    cs->dirty = TRUE;
+    s->UnrealizeWindow = cs->UnrealizeWindow;
+    r = s->UnrealizeWindow(win);
+    cs->UnrealizeWindow = s->UnrealizeWindow;
+    s->UnrealizeWindow = cs_UnrealizeWindow;
+    return r;
+}
+
+static Bool
+cs_DestroyWindow(WindowPtr win)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    Bool r;
+
+    cs_set_win_secure(win, 0);
+    cs->dirty = TRUE;
+    s->DestroyWindow = cs->DestroyWindow;
+    r = s->DestroyWindow(win);
+    cs->DestroyWindow = s->DestroyWindow;
+    s->DestroyWindow = cs_DestroyWindow;
+    return r;
+}
+
+Bool
+cs_region_init(void)
+{
+    int i;
+
+    if (!dixRegisterPrivateKey(&cs_screen_key_rec, PRIVATE_SCREEN, 0) ||
+        !dixRegisterPrivateKey(&cs_window_key_rec, PRIVATE_WINDOW, 1) ||
+        !dixRegisterPrivateKey(&cs_pixmap_key_rec, PRIVATE_PIXMAP, 1))
+        return FALSE;
+    cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
+    cs_nsecure = 0;
+    for (i = 0; i < screenInfo.numScreens; i++) {
+        ScreenPtr s = screenInfo.screens[i];
+        struct cs_screen *cs = calloc(1, sizeof(*cs));
+        if (!cs)
+            return FALSE;
+        RegionNull(&cs->secret);
+        cs->dirty = TRUE;
+        cs->ClipNotify = s->ClipNotify;
+        s->ClipNotify = cs_ClipNotify;
+        cs->PositionWindow = s->PositionWindow;
+        s->PositionWindow = cs_PositionWindow;
+        cs->RealizeWindow = s->RealizeWindow;
+        s->RealizeWindow = cs_RealizeWindow;
+        cs->UnrealizeWindow = s->UnrealizeWindow;
+        s->UnrealizeWindow = cs_UnrealizeWindow;
+        cs->DestroyWindow = s->DestroyWindow;
+        s->DestroyWindow = cs_DestroyWindow;
+        cs_screens[i] = cs;
+    }
+    return TRUE;
+}

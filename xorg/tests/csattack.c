@@ -1,0 +1,296 @@
+/* CaptureShield Xorg tests: the probe's attacks, protocol requests, daemon stand-in and sessions. */
+#include "csprobe.h"
+
+/* ---- attacks ---- */
+void
+move(xcb_window_t w, int x, int y)
+{
+    uint32_t v[2] = { x, y };
+    xcb_configure_window(c, w, XCB_CONFIG_WINDOW_X | XCB_CONFIG_WINDOW_Y, v);
+}
+
+/* own background-None window over (mapped on top of) or under S, then read it */
+int
+attack(int argc, char **argv)
+{
+    const char *kind;
+    xcb_window_t s, p;
+    struct stats st = { 0 };
+
+    if (argc < 2)
+        die("attack over|under|reparent S | attack tile|copy|picture PIXMAP | attack untag S");
+    kind = argv[0];
+    s = strtoul(argv[1], NULL, 0);
+    conn();
+    if (!s)
+        s = root;               /* "root" */
+    if (!strcmp(kind, "over")) {
+        p = mkwin(root, 100, 100, 200, 200, 0, 1);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        getimage(&st, p, 0, 0, 200, 200);
+    } else if (!strcmp(kind, "under")) {
+        uint32_t below = XCB_STACK_MODE_BELOW;
+        p = mkwin(root, 100, 100, 200, 200, 0, 1);
+        xcb_configure_window(c, p, XCB_CONFIG_WINDOW_STACK_MODE, &below);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        move(s, 500, 300);      /* a foreign window: any X client may move it */
+        sync_();
+        getimage(&st, p, 0, 0, 200, 200);
+        move(s, 100, 100);
+    } else if (!strcmp(kind, "reparent")) {
+        uint32_t below = XCB_STACK_MODE_BELOW;
+        p = mkwin(root, 0, 0, SW, SH, 0, 1);
+        xcb_configure_window(c, p, XCB_CONFIG_WINDOW_STACK_MODE, &below);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        xcb_reparent_window(c, s, p, 100, 100);
+        sync_();
+        xcb_unmap_window(c, s);
+        sync_();
+        getimage(&st, p, 0, 0, SW, SH);
+        xcb_reparent_window(c, s, root, 100, 100);
+        xcb_map_window(c, s);
+        sync_();
+    } else if (!strcmp(kind, "tile") || !strcmp(kind, "copy") || !strcmp(kind, "picture")) {
+        xcb_pixmap_t own = xcb_generate_id(c);
+        xcb_gcontext_t gc = xcb_generate_id(c);
+        int e;
+        xcb_create_pixmap(c, scr->root_depth, own, root, 200, 200);
+        if (!strcmp(kind, "tile")) {
+            uint32_t v[2] = { XCB_FILL_STYLE_TILED, s };
+            xcb_rectangle_t r = { 0, 0, 200, 200 };
+            e = check(xcb_create_gc_checked(c, gc, own, XCB_GC_FILL_STYLE | XCB_GC_TILE, v));
+            if (!e)
+                e = check(xcb_poly_fill_rectangle_checked(c, own, gc, 1, &r));
+        } else if (!strcmp(kind, "copy")) {
+            xcb_create_gc(c, gc, own, 0, NULL);
+            e = check(xcb_copy_area_checked(c, s, own, gc, 0, 0, 0, 0, 200, 200));
+        } else {
+            xcb_render_picture_t src = xcb_generate_id(c), dst = xcb_generate_id(c);
+            xcb_render_pictformat_t f = root_format();
+            e = check(xcb_render_create_picture_checked(c, src, s, f, 0, NULL));
+            xcb_render_create_picture(c, dst, own, f, 0, NULL);
+            if (!e)
+                e = check(xcb_render_composite_checked(c, XCB_RENDER_PICT_OP_SRC, src, 0, dst,
+                                                       0, 0, 0, 0, 0, 0, 200, 200));
+        }
+        if (e)
+            refused(&st);
+        else
+            getimage(&st, own, 0, 0, 200, 200);
+    } else if (!strcmp(kind, "render-other")) {
+        /* RENDER requests other than Composite that read a source picture: s is a window */
+        xcb_render_picture_t src = xcb_generate_id(c), dst = xcb_generate_id(c);
+        xcb_render_pictformat_t f = root_format();
+        xcb_pixmap_t own = xcb_generate_id(c);
+        uint32_t inf = XCB_SUBWINDOW_MODE_INCLUDE_INFERIORS;
+        xcb_render_trapezoid_t t = { 0, 0, { {0, 0}, {0, 600 << 16} },
+                                     { {800 << 16, 0}, {800 << 16, 600 << 16} } };
+        int e1, e2;
+        xcb_create_pixmap(c, scr->root_depth, own, root, SW, SH);
+        xcb_render_create_picture(c, src, s, f, XCB_RENDER_CP_SUBWINDOW_MODE, &inf);
+        xcb_render_create_picture(c, dst, own, f, 0, NULL);
+        t.bottom = 600 << 16;
+        e1 = check(xcb_render_trapezoids_checked(c, XCB_RENDER_PICT_OP_SRC, src, dst, 0, 0, 0,
+                                                 1, &t));
+        e2 = check(xcb_render_create_cursor_checked(c, xcb_generate_id(c), src, 0, 0));
+        printf("trapezoids_err=%d cursor_err=%d\n", e1, e2);
+        return 0;
+    } else if (!strcmp(kind, "dbe-read")) {
+        getimage(&st, s, 0, 0, 200, 200);       /* s: the victim's back buffer */
+    } else if (!strcmp(kind, "dbe-alloc")) {
+        xcb_pixmap_t buf = xcb_generate_id(c);
+        if (dbe_alloc(s, buf) || dbe_swap(s))
+            refused(&st);
+        else
+            getimage(&st, buf, 0, 0, 200, 200);
+    } else if (!strcmp(kind, "untag")) {
+        uint32_t zero = 0;
+        xcb_atom_t a = atom("_CAPTURE_SHIELD_SECURE");
+        int e1 = check(xcb_delete_property_checked(c, s, a));
+        int e2 = check(xcb_change_property_checked(c, XCB_PROP_MODE_REPLACE, s, a,
+                                                   XCB_ATOM_CARDINAL, 32, 1, &zero));
+        xcb_get_property_reply_t *r =
+            xcb_get_property_reply(c, xcb_get_property(c, 1, s, a, XCB_ATOM_ANY, 0, 1), NULL);
+        int e3 = check(xcb_delete_property_checked(c, s, a));
+        uint32_t v = r && xcb_get_property_value_length(r) == 4
+                   ? *(uint32_t *) xcb_get_property_value(r) : 0;
+        xcb_get_property_reply_t *r2 =
+            xcb_get_property_reply(c, xcb_get_property(c, 0, s, a, XCB_ATOM_ANY, 0, 1), NULL);
+        uint32_t v2 = r2 && xcb_get_property_value_length(r2) == 4
+                    ? *(uint32_t *) xcb_get_property_value(r2) : 0;
+        printf("delete_err=%d change_err=%d getdelete_tag=%u tag=%u\n", e1, e2, v, v2);
+        (void) e3;
+        free(r);
+        free(r2);
+        return 0;
+    } else {
+        die("unknown attack");
+    }
+    print_stats(&st);
+    return 0;
+}
+
+/* ---- protocol ---- */
+int
+proto(int argc, char **argv)
+{
+    void *rep = NULL;
+    int err;
+
+    if (argc < 1)
+        die("proto version|grant XID|revoke XID|trust XID|select|dri2 WINDOW");
+    conn();
+    cs_init();
+    if (!strcmp(argv[0], "version")) {
+        xCaptureShieldQueryVersionReply *r;
+        cs_send(X_CaptureShieldQueryVersion, 0, 0, &rep, &err);
+        r = rep;
+        if (!r)
+            die("QueryVersion failed");
+        printf("version=%u.%u mode=%u trust=%u\n", r->majorVersion, r->minorVersion, r->mode,
+               r->trust);
+    } else if (!strcmp(argv[0], "trust") && argc > 1) {
+        xCaptureShieldGetClientTrustReply *r;
+        cs_send(X_CaptureShieldGetClientTrust, strtoul(argv[1], NULL, 0), 0, &rep, &err);
+        r = rep;
+        printf("err=%d trust=%d\n", err, r ? r->trust : -1);
+    } else if ((!strcmp(argv[0], "grant") || !strcmp(argv[0], "revoke")) && argc > 1) {
+        cs_send(!strcmp(argv[0], "grant") ? X_CaptureShieldGrant : X_CaptureShieldRevoke,
+                strtoul(argv[1], NULL, 0), 1, NULL, &err);
+        printf("err=%d\n", err);
+    } else if (!strcmp(argv[0], "select")) {
+        cs_send(X_CaptureShieldSelectInput, CaptureShieldNotifyMask, 1, NULL, &err);
+        printf("err=%d\n", err);
+    } else if (!strcmp(argv[0], "dri2") && argc > 1) {
+        /* DRI2CreateDrawable (minor 3): the lookup of the drawable is what the module guards */
+        xcb_query_extension_reply_t *q = xcb_query_extension_reply(
+            c, xcb_query_extension(c, 4, "DRI2"), NULL);
+        struct { uint8_t major, minor; uint16_t len; uint32_t d; } req;
+        struct iovec iov[3];
+        xcb_protocol_request_t pr = { 1, NULL, 0, 1 };
+        xcb_generic_error_t *e;
+        xcb_void_cookie_t ck;
+        if (!q || !q->present) {
+            printf("dri2=absent\n");
+            return 0;
+        }
+        req.major = q->major_opcode;
+        req.minor = 3;
+        req.len = 2;
+        req.d = strtoul(argv[1], NULL, 0);
+        iov[2].iov_base = &req;
+        iov[2].iov_len = sizeof(req);
+        ck.sequence = xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED, &iov[2], &pr);
+        e = xcb_request_check(c, ck);
+        printf("err=%d\n", e ? e->error_code : 0);
+        free(e);
+    } else {
+        die("unknown proto command");
+    }
+    free(rep);
+    return 0;
+}
+
+/* ---- the shield's own channels, attacked by an untrusted client ---- */
+int
+daemon_(int argc, char **argv)
+{
+    int e = -1;
+
+    if (argc < 1)
+        die("daemon selection|rootprop|kill XID|sendevent WINDOW");
+    conn();
+    if (!strcmp(argv[0], "selection")) {
+        xcb_window_t w = mkwin(root, 0, 0, 1, 1, 0, 0);
+        e = check(xcb_set_selection_owner_checked(c, w, atom("_CAPTURE_SHIELD_S0"),
+                                                  XCB_CURRENT_TIME));
+    } else if (!strcmp(argv[0], "rootprop")) {
+        uint32_t v = 0;
+        e = check(xcb_change_property_checked(c, XCB_PROP_MODE_REPLACE, root,
+                                              atom("_CAPTURE_SHIELD_POLICY"),
+                                              XCB_ATOM_CARDINAL, 32, 1, &v));
+    } else if (!strcmp(argv[0], "kill") && argc > 1) {
+        e = check(xcb_kill_client_checked(c, strtoul(argv[1], NULL, 0)));
+    } else if (!strcmp(argv[0], "sendevent") && argc > 1) {
+        xcb_client_message_event_t ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.response_type = XCB_CLIENT_MESSAGE;
+        ev.format = 32;
+        ev.window = strtoul(argv[1], NULL, 0);
+        ev.type = atom("_CAPTURE_SHIELD_COMMAND");
+        e = check(xcb_send_event_checked(c, 0, ev.window, 0, (const char *) &ev));
+    } else {
+        die("unknown daemon command");
+    }
+    printf("err=%d\n", e);
+    return 0;
+}
+
+/* ---- listen: a trusted daemon's view of CaptureNotify events ---- */
+int
+listen_(int argc, char **argv)
+{
+    int want = argc > 0 ? atoi(argv[0]) : 1, got = 0, err;
+    xcb_generic_event_t *ev;
+
+    conn();
+    cs_init();
+    cs_send(X_CaptureShieldSelectInput, CaptureShieldNotifyMask, 1, NULL, &err);
+    printf("ready err=%d\n", err);
+    fflush(stdout);
+    while (got < want && (ev = xcb_wait_for_event(c))) {
+        if ((ev->response_type & 0x7f) == cs_event + CaptureShieldNotify) {
+            xCaptureShieldNotifyEvent *n = (void *) ev;
+            printf("event kind=%u reader=0x%x drawable=0x%x major=%u minor=%u\n", n->kind,
+                   n->reader, n->drawable, n->requestMajor, n->requestMinor);
+            fflush(stdout);
+            got++;
+        }
+        free(ev);
+    }
+    return 0;
+}
+
+/* ---- session: commands on stdin (base, cap, reconnect, quit), for grant tests ---- */
+int
+session(void)
+{
+    char line[64];
+
+    conn();
+    while (fgets(line, sizeof(line), stdin)) {
+        if (!strncmp(line, "base", 4)) {
+            printf("base=0x%x\n", xcb_get_setup(c)->resource_id_base);
+        } else if (!strncmp(line, "cap", 3)) {
+            struct stats s = { 0 };
+            getimage(&s, root, 0, 0, SW, SH);
+            print_stats(&s);
+        } else if (!strncmp(line, "win", 3)) {
+            xcb_window_t w = mkwin(root, 0, 0, 1, 1, 0, 0);
+            sync_();
+            printf("win=0x%x\n", w);
+        } else if (!strncmp(line, "events", 6)) {
+            xcb_generic_event_t *ev;
+            int n = 0;
+            sync_();
+            while ((ev = xcb_poll_for_event(c))) {
+                n += (ev->response_type & 0x7f) == XCB_CLIENT_MESSAGE;
+                free(ev);
+            }
+            printf("client_messages=%d\n", n);
+        } else if (!strncmp(line, "reconnect", 9)) {
+            xcb_disconnect(c);
+            conn();
+            printf("reconnected base=0x%x\n", xcb_get_setup(c)->resource_id_base);
+        } else if (!strncmp(line, "quit", 4)) {
+            break;
+        }
+        fflush(stdout);
+    }
+    xcb_disconnect(c);
+    return 0;
+}
+

@@ -1,0 +1,63 @@
+/* CaptureShield Xorg tests: declarations shared by the probe's source files. */
+#ifndef CSPROBE_H
+#define CSPROBE_H
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <sys/uio.h>
+#include <xcb/xcb.h>
+#include <xcb/xcbext.h>
+#include <xcb/shm.h>
+#include <xcb/render.h>
+#include <xcb/composite.h>
+#include "captureshieldproto.h"
+
+#define SW 800
+#define SH 600
+#define RED 0xff0000
+#define GREEN 0x00ff00
+#define BLUE 0x0000ff
+#define CS_QV_ARG 1u /* client version 1.0: two little-endian CARD16 */
+
+extern xcb_connection_t *c;
+extern xcb_screen_t *scr;
+extern xcb_window_t root;
+extern int cs_major, cs_event;
+
+struct stats {
+    long frames, refused, red_frames, red_max, black_min, black_max, blue_min;
+};
+
+void die(const char *m);
+void conn(void);
+void sync_(void);
+int check(xcb_void_cookie_t ck);
+xcb_atom_t atom(const char *name);
+void count(struct stats *s, const uint8_t *data, int w, int h, int stride);
+void refused(struct stats *s);
+void print_stats(const struct stats *s);
+int getimage(struct stats *s, xcb_drawable_t d, int x, int y, int w, int h);
+void cs_init(void);
+unsigned cs_send(int minor, uint32_t arg, int isvoid, void **reply, int *err);
+int raw_void(void *req, size_t len);
+int ext_major(const char *name);
+int dbe_alloc(xcb_window_t w, uint32_t buf);
+int dbe_swap(xcb_window_t w);
+xcb_window_t mkwin(xcb_window_t parent, int x, int y, int w, int h, uint32_t pixel, int bg_none);
+void wait_mapped(xcb_window_t w);
+void set_secure(xcb_window_t w, uint32_t v);
+xcb_render_pictformat_t root_format(void);
+
+int victim(int argc, char **argv);
+int capture(int argc, char **argv);
+int attack(int argc, char **argv);
+int proto(int argc, char **argv);
+int daemon_(int argc, char **argv);
+int listen_(int argc, char **argv);
+int session(void);
+
+#endif

@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# CaptureShield Xorg tests: runs real headless Xorg servers with the module and checks every capture path.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-$here/../../.build/xorg}
+N=${CS_CAPTURES:-100}           # captures per path
+TMP=$(mktemp -d /tmp/csxorg.XXXXXX)
+PROBE=$OUT/csprobe
+TPROBE=$OUT/csprobe-trusted
+COUNT=$OUT/cscount
+. "$here/xorg-lib.sh"
+BG_PIDS=()
+cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  stop_all_xorg
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+start=$(date +%s)
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   - $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $*"; }
+# fld "key=value ..." key
+fld() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+# expect NAME OUTPUT key OP value [key OP value ...]
+expect() {
+  local name=$1 out=$2 k op v got; shift 2
+  while [ $# -gt 0 ]; do
+    k=$1 op=$2 v=$3; shift 3
+    got=$(fld "$out" "$k")
+    if [ -z "$got" ] || ! [ "$got" "$op" "$v" ]; then
+      bad "$name: $k=$got, wanted $op $v  [$out]"
+      return
+    fi
+  done
+  ok "$name  [$out]"
+}
+
+# victim NAME ARGS: starts a victim client, sets V_S V_A V_PIX V_BASE
+start_victim() {
+  local line
+  coproc VICTIM { exec "$PROBE" victim "$@"; }
+  BG_PIDS+=("$VICTIM_PID")
+  VPID=$VICTIM_PID
+  read -r -t 10 line <&"${VICTIM[0]}" || { echo "Error: victim did not start" >&2; exit 1; }
+  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/V_/')"
+}
+stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || true; }
+
+for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
+  [ -x "$b" ] || [ -f "$b" ] || { echo "Error: $b not built (make xorg-module)" >&2; exit 1; }
+done
+
+# Servers: A censor (default mode), D deny, C censor with the attack rules off,
+# B without the module (shows each path leaks when nothing stops it).
+TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
+write_conf "$TMP/A.conf" 1 "$TRUST"
+write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
+write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
+write_conf "$TMP/B.conf" 0
+start_xorg A "$TMP/A.conf"
+start_xorg D "$TMP/D.conf"
+start_xorg C "$TMP/C.conf"
+start_xorg B "$TMP/B.conf"
+
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules-off $XDISPLAY_C, no module $XDISPLAY_B"
+grep -q "CAPTURESHIELD: active, mode censor" "$LOG_A" && ok "log line: active, mode censor" || bad "log line (censor)"
+grep -q "CAPTURESHIELD: active, mode deny" "$LOG_D" && ok "log line: active, mode deny" || bad "log line (deny)"
+write_conf "$TMP/E.conf" load
+start_xorg E "$TMP/E.conf"
+grep -q "CAPTURESHIELD: active, mode censor, 0 trusted" "$LOG_E" && ok "Load \"captureshield\" without options: active, censor" || bad "plain Load"
+DISPLAY=$XDISPLAY_E "$PROBE" proto version >/dev/null && ok "CAPTURESHIELD extension answers QueryVersion (plain Load)" || bad "QueryVersion (plain Load)"
+if grep -q "CAPTURESHIELD" "$LOG_B"; then bad "server without module mentions CAPTURESHIELD"; else ok "server B runs without the module"; fi
+
+VIS=37500   # visible part of the 200x200 secure window: the blue 100x100 window covers 50x50 of it
+BLUEPX=10000
+
+########## censor mode: every path, N captures each ##########
+export DISPLAY=$XDISPLAY_A
+start_victim
+for k in getimage shmget copyarea render shmpixmap; do
+  out=$("$PROBE" capture $k "$N")
+  expect "censor $k root x$N: 0 secret pixels, black = visible secure area, blue window intact" "$out" \
+    frames -eq "$N" refused -eq 0 red_max -eq 0 black_min -eq $VIS black_max -eq $VIS blue_min -eq $BLUEPX
+done
+out=$("$PROBE" capture copyplane "$N")
+expect "censor copyplane root x$N: 0 secret pixels" "$out" frames -eq "$N" red_max -eq 0
+out=$("$PROBE" capture xyplane "$N")
+expect "censor XYPixmap GetImage (red plane) root x$N: 0 secret bits" "$out" frames -eq "$N" red_max -eq 0
+out=$("$TPROBE" capture xyplane 1)
+expect "trusted XYPixmap GetImage (red plane) root" "$out" red_max -eq $VIS
+out=$("$PROBE" capture getimage "$N" "$V_S")
+expect "censor getimage on the secure window x$N: all black" "$out" frames -eq "$N" red_max -eq 0 black_min -eq 40000
+out=$("$PROBE" capture shmget "$N" "$V_S")
+expect "censor shmget on the secure window x$N: all black" "$out" frames -eq "$N" red_max -eq 0 black_min -eq 40000
+out=$("$PROBE" capture namepixmap "$N" "$V_S")
+expect "censor NameWindowPixmap of the secure window x$N: refused" "$out" refused -eq "$N" red_max -eq 0
+grep -q "untrusted client .* redirects windows" "$LOG_A" && ok "log line: untrusted client redirects windows" || bad "no redirect log line"
+for k in getimage shmget copyarea render shmpixmap copyplane; do
+  out=$("$TPROBE" capture $k 1)
+  expect "trusted $k root: reads every secret pixel" "$out" red_max -eq $VIS
+done
+out=$("$TPROBE" capture getimage 1 "$V_S")
+expect "trusted getimage on the secure window (the covered part comes back black from the core)" "$out" red_max -eq $VIS black_min -eq 2500
+[ "${V_OWN:-}" = "$VIS" ] && ok "the owner reads its own secure window ($V_OWN red)" || bad "owner read ${V_OWN:-none} red"
+out=$("$PROBE" attack render-other root)
+expect "RENDER Trapezoids and CreateCursor from a root picture: BadAccess" "$out" trapezoids_err -eq 10 cursor_err -eq 10
+out=$("$PROBE" capture getimage 1 "$V_A")
+expect "censor getimage on the plain window above: untouched" "$out" blue_min -eq $BLUEPX black_max -eq 0
+
+# external tools
+t0=$(date +%s)
+for i in $(seq "$N"); do xwd -root -silent >"$TMP/root$i.xwd"; done
+out=$("$COUNT" xwd "$TMP"/root*.xwd || true); rm -f "$TMP"/root*.xwd
+expect "xwd -root x$N" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $VIS black_max -eq $VIS blue_min -eq $BLUEPX
+for i in $(seq "$N"); do xwd -id "$V_S" -silent >"$TMP/win$i.xwd"; done
+out=$("$COUNT" xwd "$TMP"/win*.xwd || true); rm -f "$TMP"/win*.xwd
+expect "xwd -id x$N" "$out" frames -eq "$N" red_max -eq 0
+for i in $(seq "$N"); do import -window root -depth 8 "ppm:$TMP/imp$i.ppm"; done
+out=$("$COUNT" ppm "$TMP"/imp*.ppm || true); rm -f "$TMP"/imp*.ppm
+expect "import -window root x$N" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $VIS blue_min -eq $BLUEPX
+for i in $(seq "$N"); do scrot -o "$TMP/scrot$i.ppm"; done
+out=$("$COUNT" ppm "$TMP"/scrot*.ppm || true); rm -f "$TMP"/scrot*.ppm
+expect "scrot x$N" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $VIS blue_min -eq $BLUEPX
+for i in $(seq "$N"); do maim -u -f bmp "$TMP/maim$i.bmp"; done
+out=$("$COUNT" bmp "$TMP"/maim*.bmp || true); rm -f "$TMP"/maim*.bmp
+expect "maim x$N" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $VIS blue_min -eq $BLUEPX
+ffmpeg -loglevel error -f x11grab -draw_mouse 0 -video_size 800x600 -framerate 50 -i "$DISPLAY" \
+  -frames:v "$N" -f rawvideo -pix_fmt rgb24 "$TMP/ff.raw"
+out=$("$COUNT" raw 800 600 "$TMP/ff.raw" || true); rm -f "$TMP/ff.raw"
+expect "ffmpeg x11grab $N frames (first included)" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $VIS blue_min -eq $BLUEPX
+echo "# external tools took $(( $(date +%s) - t0 )) s"
+
+# trust protocol
+out=$("$PROBE" proto version)
+expect "QueryVersion (untrusted)" "$out" version = 1.0 mode -eq 0 trust -eq 0
+out=$("$TPROBE" proto version)
+expect "QueryVersion (Trust list)" "$out" trust -eq 2
+out=$("$PROBE" proto grant "$V_BASE")
+expect "Grant from an untrusted client: BadAccess" "$out" err -eq 10
+out=$("$PROBE" proto select)
+expect "SelectInput from an untrusted client: BadAccess" "$out" err -eq 10
+out=$("$PROBE" proto dri2 "$V_S")
+expect "DRI2 CreateDrawable on the secure window: BadAccess" "$out" err -eq 10
+
+# grants belong to one X client
+mkfifo "$TMP/sin" "$TMP/sout"
+"$PROBE" session <"$TMP/sin" >"$TMP/sout" &
+SESS_PID=$!; BG_PIDS+=("$SESS_PID")
+exec 7>"$TMP/sin" 8<"$TMP/sout"
+sess() { echo "$1" >&7; read -r -t 10 line <&8; echo "$line"; }
+base=$(fld "$(sess base)" base)
+out=$(sess cap); expect "session before grant" "$out" red_max -eq 0
+out=$("$TPROBE" proto grant "$base"); expect "Grant by a trusted client" "$out" err -eq 0
+out=$("$PROBE" proto trust "$base"); expect "GetClientTrust: granted" "$out" trust -eq 3
+out=$(sess cap); expect "granted client sees the secure window" "$out" red_max -eq $VIS
+out=$("$TPROBE" proto revoke "$base"); expect "Revoke" "$out" err -eq 0
+out=$(sess cap); expect "revoked client sees black" "$out" red_max -eq 0 black_min -eq $VIS
+"$TPROBE" proto grant "$base" >/dev/null
+out=$(sess cap); expect "granted again" "$out" red_max -eq $VIS
+out=$(sess reconnect); nbase=$(fld "$out" base)
+out=$("$PROBE" proto trust "$nbase"); expect "reconnected client (base $nbase) holds no grant" "$out" trust -eq 0
+out=$(sess cap); expect "reconnected client sees black" "$out" red_max -eq 0 black_min -eq $VIS
+echo quit >&7; wait "$SESS_PID" 2>/dev/null || true; exec 7>&- 8<&-
+
+# events for a trusted daemon
+"$TPROBE" listen 1 >"$TMP/events1" &
+LPID=$!; BG_PIDS+=("$LPID")
+for i in $(seq 50); do grep -q ready "$TMP/events1" && break; sleep 0.1; done
+"$PROBE" capture getimage 1 >/dev/null
+for i in $(seq 50); do grep -q event "$TMP/events1" && break; sleep 0.1; done
+out=$(grep event "$TMP/events1" || echo none)
+expect "CaptureNotify to a trusted listener (censored GetImage)" "$out" kind -eq 0 major -eq 73
+kill "$LPID" 2>/dev/null || true
+
+# attacks with every rule on
+out=$("$PROBE" attack over "$V_S"); expect "attack: own bg-None window over the secure window" "$out" red_max -eq 0
+out=$("$PROBE" attack under "$V_S"); expect "attack: own bg-None window under, secure window moved away" "$out" red_max -eq 0
+out=$("$PROBE" attack reparent "$V_S"); expect "attack: secure window reparented into an own bg-None window" "$out" red_max -eq 0
+out=$("$PROBE" attack untag "$V_S"); expect "attack: untag by another client" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
+stop_victim
+start_victim --name-pixmap
+for k in tile copy picture; do
+  out=$("$PROBE" attack $k "$V_PIX"); expect "attack: trusted-named pixmap via $k: refused" "$out" refused -eq 1 red_max -eq 0
+done
+stop_victim
+start_victim --dbe
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: reading the owner's DBE back buffer: refused" "$out" refused -eq 1 red_max -eq 0
+stop_victim
+start_victim
+out=$("$PROBE" attack dbe-alloc "$V_S"); expect "attack: own DBE back buffer on the secure window: refused" "$out" refused -eq 1 red_max -eq 0
+
+# the shield's own channels (for the daemon)
+# a trusted client (the daemon's stand-in) driven through fifos
+start_tsess() {
+  rm -f "$TMP/tin" "$TMP/tout"; mkfifo "$TMP/tin" "$TMP/tout"
+  "$TPROBE" session <"$TMP/tin" >"$TMP/tout" &
+  TSESS_PID=$!; BG_PIDS+=("$TSESS_PID")
+  exec 5>"$TMP/tin" 6<"$TMP/tout"
+  tbase=$(fld "$(tsess base)" base); twin=$(fld "$(tsess win)" win)
+}
+stop_tsess() { echo quit >&5 || true; exec 5>&- 6<&-; wait "$TSESS_PID" 2>/dev/null || true; }
+tsess() { echo "$1" >&5; read -r -t 10 line <&6; echo "$line"; }
+start_tsess
+out=$("$PROBE" daemon selection); expect "untrusted SetSelectionOwner _CAPTURE_SHIELD_S0: BadAccess" "$out" err -eq 10
+out=$("$TPROBE" daemon selection); expect "trusted SetSelectionOwner _CAPTURE_SHIELD_S0: allowed" "$out" err -eq 0
+out=$("$PROBE" daemon rootprop); expect "untrusted change of root property _CAPTURE_SHIELD_POLICY: BadAccess" "$out" err -eq 10
+out=$("$PROBE" daemon kill "$tbase"); expect "untrusted KillClient of a trusted client: BadAccess" "$out" err -eq 10
+"$PROBE" daemon sendevent "$twin" >/dev/null
+out=$(tsess events); expect "untrusted _CAPTURE_SHIELD_COMMAND to a trusted client's window: dropped" "$out" client_messages -eq 0
+"$TPROBE" daemon sendevent "$twin" >/dev/null
+out=$(tsess events); expect "the same from a trusted client: delivered" "$out" client_messages -eq 1
+out=$("$PROBE" daemon sendevent "$V_S"); expect "the same ClientMessage to an untrusted client's window: allowed" "$out" err -eq 0
+out=$(tsess base); expect "trusted client still connected" "$out" base = "$tbase"
+stop_tsess
+stop_victim
+
+# a secure window moving and resizing while captured in a tight loop
+start_victim --mover
+out=$("$PROBE" capture getimage 300); expect "moving secure window: 300 root GetImages" "$out" frames -eq 300 red_max -eq 0
+out=$("$PROBE" capture copyarea 300); expect "moving secure window: 300 root CopyAreas" "$out" frames -eq 300 red_max -eq 0
+stop_victim
+
+########## the same attacks with the rule off: each leaks ##########
+export DISPLAY=$XDISPLAY_C
+start_victim
+out=$("$PROBE" attack over "$V_S"); expect "rule forcedbg off: window over leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack under "$V_S"); expect "rule forcedbg off: window under leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack reparent "$V_S"); expect "rule forcedbg off: reparenting leaks" "$out" red_max -gt 0
+out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "rule namewindowpixmap off: NameWindowPixmap leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack untag "$V_S"); expect "rule property off: untag succeeds" "$out" delete_err -eq 0 tag -eq 0
+stop_victim
+start_victim --name-pixmap
+for k in tile copy picture; do
+  out=$("$PROBE" attack $k "$V_PIX"); expect "rule pixmap off: named pixmap via $k leaks" "$out" red_max -gt 0
+done
+stop_victim
+start_victim --dbe
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: the owner's DBE back buffer leaks" "$out" red_max -gt 0
+stop_victim
+start_victim
+out=$("$PROBE" attack dbe-alloc "$V_S"); expect "rule dbe off: own DBE back buffer on the secure window leaks" "$out" red_max -gt 0
+stop_victim
+out=$("$PROBE" daemon selection); expect "rule daemon off: untrusted SetSelectionOwner allowed" "$out" err -eq 0
+out=$("$PROBE" daemon rootprop); expect "rule daemon off: root property change allowed" "$out" err -eq 0
+start_tsess
+"$PROBE" daemon sendevent "$twin" >/dev/null
+out=$(tsess events); expect "rule daemon off: untrusted _CAPTURE_SHIELD_COMMAND delivered" "$out" client_messages -eq 1
+out=$("$PROBE" daemon kill "$tbase"); expect "rule daemon off: KillClient of a trusted client allowed" "$out" err -eq 0
+exec 5>&- 6<&-; wait "$TSESS_PID" 2>/dev/null || true
+
+########## deny mode ##########
+export DISPLAY=$XDISPLAY_D
+start_victim
+for k in getimage shmget copyarea copyplane render shmpixmap; do
+  out=$("$PROBE" capture $k "$N")
+  expect "deny $k root x$N: refused" "$out" frames -eq "$N" refused -eq "$N" red_max -eq 0
+  out=$("$TPROBE" capture $k 1)
+  expect "deny mode, trusted $k root" "$out" red_max -eq $VIS
+done
+out=$("$PROBE" capture getimage "$N" "$V_S"); expect "deny getimage on the secure window x$N" "$out" refused -eq "$N"
+out=$("$PROBE" capture namepixmap "$N" "$V_S"); expect "deny NameWindowPixmap x$N" "$out" refused -eq "$N"
+out=$("$PROBE" capture getimage 1 "$V_A"); expect "deny mode: a read with no secure area succeeds" "$out" refused -eq 0 blue_min -eq $BLUEPX
+out=$("$PROBE" proto version); expect "QueryVersion reports deny" "$out" mode -eq 1
+refusedn=0
+for i in $(seq 10); do xwd -root -silent >"$TMP/d.xwd" 2>/dev/null || refusedn=$((refusedn + 1)); done
+[ "$refusedn" -eq 10 ] && ok "deny: xwd -root refused 10 of 10" || bad "deny: xwd -root refused $refusedn of 10"
+"$TPROBE" listen 1 >"$TMP/events2" &
+LPID=$!; BG_PIDS+=("$LPID")
+for i in $(seq 50); do grep -q ready "$TMP/events2" && break; sleep 0.1; done
+"$PROBE" capture getimage 1 >/dev/null
+for i in $(seq 50); do grep -q event "$TMP/events2" && break; sleep 0.1; done
+out=$(grep event "$TMP/events2" || echo none)
+expect "CaptureNotify (denied GetImage)" "$out" kind -eq 1 major -eq 73
+kill "$LPID" 2>/dev/null || true
+stop_victim
+
+########## without the module every path leaks (the tests above would fail) ##########
+export DISPLAY=$XDISPLAY_B
+start_victim
+for k in getimage shmget copyarea render shmpixmap xyplane; do
+  out=$("$PROBE" capture $k 1); expect "no module: $k root leaks" "$out" red_max -eq $VIS
+done
+out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "no module: NameWindowPixmap leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack render-other root)
+expect "no module: RENDER Trapezoids and CreateCursor from a root picture work" "$out" trapezoids_err -eq 0 cursor_err -eq 0
+stop_victim
+start_victim --mover
+out=$("$PROBE" capture getimage 300); expect "no module: moving window leaks in most frames" "$out" red_frames -gt 100
+stop_victim
+
+echo "# took $(( $(date +%s) - start )) s"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
