@@ -100,9 +100,7 @@ private func docsHelpCommands() throws -> [String] {
 
 /// Links that may point to files not written yet: they are being written on other branches.
 /// Remove this list once those branches are merged.
-private let docsLinksBeingWritten: Set<String> = [
-  "xorg/README.md"  // the Xorg module
-]
+private let docsLinksBeingWritten: Set<String> = []
 
 /// The targets of the Markdown links `[text](target)` in `text`, outside fenced code blocks.
 private func docsLinkTargets(_ text: String) -> [String] {
