@@ -9,7 +9,7 @@ import Testing
 // MARK: - Running the binary
 
 /// How a `shieldctl` run ended.
-private struct CLIRunResult: Sendable, CustomStringConvertible {
+struct CLIRunResult: Sendable, CustomStringConvertible {
   var status: Int32
   var stdout: String
   var stderr: String
@@ -17,7 +17,8 @@ private struct CLIRunResult: Sendable, CustomStringConvertible {
   var description: String { "exit \(status)\n--- stdout:\n\(stdout)--- stderr:\n\(stderr)---" }
 }
 
-private enum ShieldctlBinary {
+/// The built `shieldctl` and how tests run it (also used by EscapingTests).
+enum ShieldctlBinary {
   /// A display no X server listens on.
   static let missingDisplay = ":987"
 

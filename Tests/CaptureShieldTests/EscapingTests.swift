@@ -150,7 +150,7 @@ struct EscapingTests {
     try Data(#"{version: 1, secure: [], "evil\#u{202E}key\u001B[2J": true}"#.utf8).write(to: file)
     try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
 
-    let r = try runShieldctl(["policy", "check", file.path])
+    let r = try ShieldctlBinary.run(["policy", "check", file.path])
     #expect(r.status == 1, "\(r)")
     #expect(r.stdout.isEmpty, "\(r)")
     for raw: Unicode.Scalar in ["\u{202E}", "\u{1B}"] {
@@ -168,85 +168,9 @@ struct EscapingTests {
     try Data("{version: 1}".utf8).write(to: file)
     try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file.path)
 
-    let r = try runShieldctl(["policy", "check", file.path])
+    let r = try ShieldctlBinary.run(["policy", "check", file.path])
     #expect(r.status == 0, "\(r)")
     #expect(!r.stdout.unicodeScalars.contains("\u{202E}") && !r.stdout.unicodeScalars.contains("\u{1B}"), "\(r)")
     #expect(r.stdout.contains(#"ok\u{1b}[2J\u{202e}.json5: ok"#), "\(r)")
   }
-}
-
-// MARK: - Running shieldctl
-
-/// How a `shieldctl` run ended.
-private struct ShieldctlRun: CustomStringConvertible {
-  var status: Int32
-  var stdout: String
-  var stderr: String
-
-  var description: String { "exit \(status)\n--- stdout:\n\(stdout)--- stderr:\n\(stderr)---" }
-}
-
-/// The `shieldctl` built next to this test bundle, or `$SHIELDCTL_PATH`. (CLITests has the
-/// same search; its helpers are private to that file.)
-private func shieldctlPath() -> URL? {
-  let fm = FileManager.default
-  if let path = ProcessInfo.processInfo.environment["SHIELDCTL_PATH"], !path.isEmpty {
-    return URL(fileURLWithPath: path)
-  }
-  var starts: [URL] = []
-  if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") { starts.append(URL(fileURLWithPath: exe)) }
-  if let first = CommandLine.arguments.first { starts.append(URL(fileURLWithPath: first)) }
-  starts.append(
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-      .deletingLastPathComponent().appendingPathComponent(".build/debug/x"))
-  for start in starts {
-    var directory = start.standardizedFileURL.deletingLastPathComponent()
-    for _ in 0..<4 {
-      let candidate = directory.appendingPathComponent("shieldctl")
-      var isDirectory: ObjCBool = false
-      if fm.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue,
-        fm.isExecutableFile(atPath: candidate.path)
-      {
-        return candidate
-      }
-      directory = directory.deletingLastPathComponent()
-    }
-  }
-  return nil
-}
-
-/// Runs `shieldctl args` with no display and an empty `HOME` (no user policy).
-private func runShieldctl(_ args: [String]) throws -> ShieldctlRun {
-  let executable = try #require(shieldctlPath(), "shieldctl not found near the test bundle; set SHIELDCTL_PATH")
-  let home = FileManager.default.temporaryDirectory.appendingPathComponent("escaping-home-\(UUID().uuidString)")
-  try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-  defer { try? FileManager.default.removeItem(at: home) }
-  var env = ProcessInfo.processInfo.environment
-  env["DISPLAY"] = ":987"
-  env["HOME"] = home.path
-  env["XDG_CONFIG_HOME"] = nil
-  let outURL = home.appendingPathComponent("stdout")
-  let errURL = home.appendingPathComponent("stderr")
-  _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-  _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-  let out = try FileHandle(forWritingTo: outURL)
-  let err = try FileHandle(forWritingTo: errURL)
-  defer {
-    try? out.close()
-    try? err.close()
-  }
-  let process = Process()
-  process.executableURL = executable
-  process.arguments = args
-  process.environment = env
-  process.currentDirectoryURL = home
-  process.standardInput = FileHandle.nullDevice
-  process.standardOutput = out
-  process.standardError = err
-  try process.run()
-  process.waitUntilExit()
-  return ShieldctlRun(
-    status: process.terminationStatus,
-    stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-    stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
 }
