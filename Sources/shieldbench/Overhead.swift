@@ -6,7 +6,7 @@ import Foundation
 import ShieldTestSupport
 
 /// One iteration: create, map, configure, draw, retitle, read back own pixels, destroy, round trip.
-private func workload(_ c: XClient, iterations: Int) -> Double {
+func workload(_ c: XClient, iterations: Int) -> Double {
   let pm = c.id()
   xcb_create_pixmap(c.conn, 24, pm, c.root, 128, 128)
   let gc = c.id()

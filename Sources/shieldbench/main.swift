@@ -113,6 +113,24 @@ await onXvfb("quarantine-rate", "7 quarantine rate") { xvfb, scratch, shieldctl 
   return r
 }
 
+// Server enforcement (its own two headless Xorg servers, one with the module).
+if wanted("server") {
+  if let shieldctl = locateShieldctl() {
+    do {
+      let scratch = try makeScratchDirectory()
+      let (r, rows) = try await runServerModeBenchmark(
+        scratch: scratch, shieldctl: shieldctl, alternations: Int(env["OVERHEAD_RUNS"] ?? "") ?? 12,
+        tagRuns: max(1, Int(env["BENCH_TAG_RUNS"] ?? "") ?? 20))
+      figures["server"] = r
+      table += rows
+    } catch {
+      print("\nserver: FAILED: \(error)")
+      figures["server"] = ["error": "\(error)"]
+      table.append(TableRow(row: "8 server", figure: "server", value: "FAILED: \(error)", target: "-", met: false))
+    }
+  }
+}
+
 // The copied-text guard's figures (Clipboard.swift; its own Xvfb and daemon).
 if wanted("clipboard") {
   let t0 = monotonicNow()

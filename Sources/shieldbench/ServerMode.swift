@@ -1,0 +1,148 @@
+// Row 8: server enforcement (the CaptureShield Xorg module loaded, the daemon in server
+// mode). The overhead workload on a headless Xorg without module and daemon, alternated
+// with the same workload on a headless Xorg with the module and the daemon; and the time
+// from `shieldctl tag` to the first censored frame of an untrusted capture loop.
+import CXCB
+import CaptureShield
+import Foundation
+import ShieldTestSupport
+
+/// Where `make xorg-module` put the module (`CAPTURESHIELD_XORG_MODULE_DIR` overrides):
+/// `.build/xorg` beside the `.build/<config>` this binary runs from.
+func xorgModuleDirectory() -> String? {
+  if let d = ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"], !d.isEmpty { return d }
+  guard var dir = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+  for _ in 0..<4 {
+    dir = (dir as NSString).deletingLastPathComponent
+    let candidate = dir + "/xorg"
+    if FileManager.default.fileExists(atPath: candidate + "/libcaptureshield.so") { return candidate }
+  }
+  return nil
+}
+
+/// `path` with its symlinks resolved (the module compares it with /proc/PID/exe).
+private func resolved(_ path: String) -> String {
+  guard let p = realpath(path, nil) else { return path }
+  defer { free(p) }
+  return String(cString: p)
+}
+
+/// The same desktop on a server: a secret window and five plain ones.
+private func furnish(_ display: String) throws -> XClient {
+  let app = try XClient(display: display)
+  app.appWindow(x: 300, y: 200, width: 300, height: 200, color: 0xFF0000, title: "secret", secure: true)
+  for i in 0..<5 {
+    app.appWindow(x: Int16(30 * i), y: Int16(20 * i), width: 200, height: 150, color: 0x2040A0, title: "plain \(i)")
+  }
+  app.sync()
+  return app
+}
+
+/// Returns the figures and the table rows.
+func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: Int, tagRuns: Int)
+  async throws -> ([String: Any], [TableRow])
+{
+  var table: [TableRow] = []
+  guard let moduleDir = xorgModuleDirectory() else {
+    throw BenchError("the Xorg module is not built (make xorg-module)")
+  }
+  let plain = try await XvfbServer.startXorg(moduleDirectory: nil, width: 1024, height: 768)
+  let guarded = try await XvfbServer.startXorg(
+    moduleDirectory: moduleDir, moduleOptions: ["Option \"Trust\" \"\(resolved(shieldctl))\""], width: 1024,
+    height: 768)
+  defer {
+    for s in [plain, guarded] { kill(s.pid, SIGTERM) }
+  }
+  let apps = [try furnish(plain.display), try furnish(guarded.display)]
+  let policyPath = scratch + "/policy-server.json5"
+  try writePolicy("{ version: 1 }\n", to: policyPath)
+  let probe = try XClient(display: guarded.display)
+  let daemon = try Daemon(
+    shieldctl: shieldctl, display: guarded.display, policy: policyPath, logPath: scratch + "/daemon-server.log")
+  defer { daemon.stop() }
+  try daemon.waitUntil(probe) { $0.enforcement?.kind == "server" && $0.windows.contains { $0.secure } }
+
+  // Same pinning as row 4's split placement: servers and workload on CPU 0, daemon on CPU 1.
+  let all = Array(0..<onlineCPUs)
+  let split = onlineCPUs >= 2
+  pinThread(0, to: [0])
+  for s in [plain, guarded] { pinProcess(s.pid, to: [0]) }
+  pinProcess(daemon.pid, to: split ? [1] : [0])
+  defer {
+    pinThread(0, to: all)
+    for s in [plain, guarded] { pinProcess(s.pid, to: all) }
+  }
+  let cal = try XClient(display: plain.display)
+  _ = workload(cal, iterations: 30)
+  let per = workload(cal, iterations: 200) / 200
+  let iterations = max(200, min(50_000, Int(0.25 / per)))
+  func throughput(_ display: String) throws -> Double {
+    let c = try XClient(display: display)
+    return Double(iterations) / workload(c, iterations: iterations)
+  }
+  var without: [Double] = []
+  var with: [Double] = []
+  for k in 0..<(2 * alternations + 1) {
+    if k % 2 == 1 { with.append(try throughput(guarded.display)) } else { without.append(try throughput(plain.display)) }
+  }
+  let bracketed = with.indices.map { i in with[i] / ((without[i] + without[i + 1]) / 2) }
+  let best = (with.max() ?? .nan) / (without.max() ?? .nan)
+  let ratio = median(bracketed) ?? .nan
+  print("\nserver enforcement (Xorg dummy, module + daemon vs neither; \(iterations) iterations per run)")
+  print(
+    String(
+      format: "  throughput: without %.0f it/s, with %.0f it/s (medians); best runs %.3f, median of bracketed ratios %.3f",
+      median(without) ?? .nan, median(with) ?? .nan, best, ratio))
+  table.append(
+    TableRow(
+      row: "8 server", figure: "X workload throughput, module + daemon / neither (best runs, bracketed median)",
+      value: String(format: "%.3f (%.3f)", best, ratio), target: ">= 0.97", met: best >= 0.97 && ratio >= 0.97))
+
+  // shieldctl tag → first censored frame: an untrusted GetImage loop on the root (this
+  // process is not in the Trust list) while `shieldctl tag` runs.
+  let reader = try XClient(display: guarded.display)
+  var delays: [Double] = []
+  for run in 0..<tagRuns {
+    let w = apps[1].appWindow(x: 700, y: 400, width: 100, height: 100, color: 0xFF0000, title: "tag run \(run)")
+    apps[1].sync()
+    func secretVisible() -> Bool {
+      let ck = xcb_get_image(reader.conn, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), reader.root, 740, 440, 1, 1, ~0)
+      guard let r = xcb_get_image_reply(reader.conn, ck, nil) else { return false }
+      defer { free(r) }
+      let px = xcb_get_image_data(r)!.withMemoryRebound(to: UInt32.self, capacity: 1) { $0.pointee }
+      return px & 0xFF_FFFF == 0xFF0000
+    }
+    let deadline = monotonicNow() + 5
+    while !secretVisible() && monotonicNow() < deadline { sleepSeconds(0.001) }
+    let t0 = monotonicNow()
+    var environment = ProcessInfo.processInfo.environment
+    environment["DISPLAY"] = guarded.display
+    let tagger = try ChildProcess(shieldctl, ["tag", String(w)], environment: environment)
+    var censoredAt: Double?
+    while monotonicNow() < t0 + 5 {
+      if !secretVisible() {
+        censoredAt = monotonicNow()
+        break
+      }
+    }
+    _ = tagger.waitBlocking(timeout: .seconds(5))
+    if let c = censoredAt { delays.append((c - t0) * 1000) }
+    xcb_destroy_window(apps[1].conn, w)
+    apps[1].sync()
+  }
+  let med = median(delays) ?? .nan
+  print(
+    String(
+      format: "  shieldctl tag → first censored frame: median %.1f ms, worst %.1f ms (%d of %d runs censored)", med,
+      delays.max() ?? .nan, delays.count, tagRuns))
+  table.append(
+    TableRow(
+      row: "8 server", figure: "shieldctl tag → first censored frame of an untrusted GetImage loop (median / worst)",
+      value: String(format: "%.1f / %.1f ms (%d/%d)", med, delays.max() ?? .nan, delays.count, tagRuns), target: "-",
+      met: nil))
+  let figures: [String: Any] = [
+    "iterations": iterations, "without_it_per_s": without, "with_it_per_s": with, "ratio_best_runs": best,
+    "ratio_bracketed_median": ratio, "bracketed_ratios": bracketed, "tag_to_censored_ms": delays,
+  ]
+  return (figures, table)
+}
