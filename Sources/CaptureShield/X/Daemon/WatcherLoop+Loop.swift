@@ -228,8 +228,14 @@ extension WatcherLoop {
   /// round trip) up to `tuning.batchInterval` after its CreateNotify, and not at all if it is
   /// destroyed by then. Everything pending is tracked at once before any capture record,
   /// command or policy change is acted on, so a decision never misses a window.
+  ///
+  /// Under server enforcement the module protects tagged windows inside each request,
+  /// whatever the daemon does; the daemon's own part is the policy tag of windows a rule
+  /// makes secure, which a new window then gets up to `tuning.batchInterval` after it
+  /// appears (docs/security.md). So new windows are always tracked in batches there.
   var deferNewWindows: Bool {
-    detector != nil && engine.policy.when == .capturing && !engine.shieldsActive
+    if module != nil { return detector != nil }
+    return detector != nil && engine.policy.when == .capturing && !engine.shieldsActive
   }
 
   /// Tracks the windows whose tracking was deferred.
