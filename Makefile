@@ -56,6 +56,8 @@ format:
 demo:
 	@scripts/install-deps.sh demo
 	$(RELEASE_BUILD)
+	@# server enforcement too where a headless Xorg can run (the demo says so when it cannot)
+	@scripts/install-deps.sh xorg && $(MAKE) xorg-module || echo "demo: no Xorg module (its part will be skipped)"
 	@scripts/demo.sh
 
 bench:

@@ -124,5 +124,67 @@ grep -E '"event":"(session-start|capture-request|shield|unshield|session-end)"' 
   | sed -E 's/"exe":"[^"]*\/([^"/]*)"/"exe":"...\/\1"/' | tee -a "$out/report.md" || true
 say '```'
 kill -TERM $daemon; wait $daemon 2>/dev/null || true
+
+# 6. Server enforcement: the same with the CaptureShield Xorg module, on a headless Xorg
+# (dummy driver) of its own. Needs root, Xorg with the dummy driver and the built module;
+# anything missing skips this part with a line saying why.
+say ""
+say "## 6. Server enforcement (the CaptureShield Xorg module)"
+module_dir="$root/.build/xorg"
+skip=""
+[ "$(id -u)" -eq 0 ] || skip="not root (a headless Xorg needs root here)"
+[ -z "$skip" ] && [ -x /usr/lib/xorg/Xorg ] || skip=${skip:-"Xorg is not installed (xserver-xorg-core)"}
+[ -z "$skip" ] && [ -e /usr/lib/xorg/modules/drivers/dummy_drv.so ] || skip=${skip:-"the dummy video driver is not installed (xserver-xorg-video-dummy)"}
+[ -z "$skip" ] && [ -e "$module_dir/libcaptureshield.so" ] || skip=${skip:-"the module is not built (make xorg-module)"}
+if [ -z "$skip" ]; then
+  tmp=$(mktemp -d); OUT="$module_dir" TMP="$tmp"
+  # shellcheck source=../xorg/tests/xorg-lib.sh
+  . "$root/xorg/tests/xorg-lib.sh"
+  trap 'cleanup; stop_all_xorg; rm -rf "$tmp"' EXIT
+  # The daemon is trusted (it tags and grants); xwd plays the user's own screen (trusted
+  # too, in this demo only); ffmpeg is the untrusted recorder.
+  write_conf "$tmp/xorg.conf" 1 "Option \"Trust\" \"$(readlink -f "$bin"):/usr/bin/xwd\""
+  if ! start_xorg DEMO "$tmp/xorg.conf" 2>"$tmp/start.err"; then
+    skip="Xorg with the dummy driver did not start here ($(tail -1 "$tmp/start.err"))"
+  fi
+fi
+if [ -n "$skip" ]; then
+  say "Skipped: $skip. Sections 1-5 (client-side shields) ran."
+else
+  sd=$XDISPLAY_DEMO
+  xsetroot -display "$sd" -solid '#3060a0'
+  DISPLAY=$sd "$bin" test-window --color ff0000 --title "Online banking - balance 12,345.67" --class DemoBank \
+    --geometry 400x260+150+120 --tag --print-id >"$tmp/window.txt" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$tmp/window.txt" ] && break; sleep 0.05; done
+  DISPLAY=$sd "$bin" watch --log-format json 2>"$out/daemon-server.log" &
+  pids+=($!)
+  for _ in $(seq 100); do DISPLAY=$sd "$bin" status 2>/dev/null | grep -q "enforcement: server" && break; sleep 0.05; done
+  say "A headless Xorg ($sd, 800x600, dummy driver) with the module; the same red window, tagged by its app; the daemon:"
+  say '```'
+  DISPLAY=$sd "$bin" status | grep -E "^(enforcement|windows|granted):" | tee -a "$out/report.md"
+  say '```'
+  ffmpeg -loglevel error -f x11grab -framerate 10 -video_size 800x600 -i "$sd" -t 3 -f image2 "$tmp/frame-%03d.ppm" &
+  ff=$!
+  sleep 1.5
+  DISPLAY=$sd xwd -root -silent | convert xwd:- "$out/5-server-user-view.png"
+  wait $ff
+  frames=0; leaked=0; first=""
+  for f in "$tmp"/frame-*.ppm; do
+    n=$(red "$f"); frames=$((frames + 1)); [ "$n" -gt 0 ] && leaked=$((leaked + 1)); [ -z "$first" ] && first=$n
+  done
+  mid=$(ls "$tmp"/frame-*.ppm | sed -n "$(( (frames + 1) / 2 ))p")
+  convert "$mid" "$out/6-server-ffmpeg-frame.png"
+  black() { convert "$1" -alpha off -define histogram:unique-colors=true -format %c histogram:info:- 2>/dev/null \
+    | awk '/#000000/ {gsub(":","",$1); n+=$1} END {print n+0}'; }
+  inwin=$(convert "$mid" -crop 400x260+150+120 +repage png:- | black png:-)
+  convert "$out/5-server-user-view.png" "$out/6-server-ffmpeg-frame.png" +append "$out/7-server-side-by-side.png"
+  say "While ffmpeg recorded (3 s at 10 fps, untrusted), the user's own screen (xwd, trusted) showed **$(red "$out/5-server-user-view.png") of 104000 secret pixels** (5-server-user-view.png): the window stays visible."
+  say "ffmpeg recorded **$frames frames; $leaked of them contain secret pixels; the first frame: $first**. A middle frame (6-server-ffmpeg-frame.png) is black in **$(black "$mid") pixels, $inwin of them inside the window's 400x260 = 104000**: black exactly where the window is, the desktop around it intact. Side by side: 7-server-side-by-side.png."
+  say "The daemon audited: $(grep -c '"event":"capture-censored"' "$out/daemon-server.log") capture-censored record(s), e.g.:"
+  say '```'
+  grep '"event":"capture-censored"' "$out/daemon-server.log" | head -1 | tee -a "$out/report.md"
+  say '```'
+fi
 echo
 echo "Report: $out/report.md"
