@@ -56,7 +56,9 @@ done
 # Servers: A censor (default mode), D deny, C censor with the attack rules off,
 # B without the module (shows each path leaks when nothing stops it).
 TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
-write_conf "$TMP/A.conf" 1 "$TRUST"
+# server A trusts the probe through a symlink: the module resolves it (/proc/PID/exe is resolved)
+ln -s "$TPROBE" "$TMP/trusted-link"
+write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TMP/trusted-link:/nonexistent/picom\""
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
 write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
 write_conf "$TMP/B.conf" 0
@@ -67,6 +69,8 @@ start_xorg B "$TMP/B.conf"
 
 echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules-off $XDISPLAY_C, no module $XDISPLAY_B"
 grep -q "CAPTURESHIELD: active, mode censor" "$LOG_A" && ok "log line: active, mode censor" || bad "log line (censor)"
+grep -q "CAPTURESHIELD: Trust entry $TMP/trusted-link resolves to $(realpath "$TPROBE")" "$LOG_A" &&
+  ok "log line: a symlinked Trust entry is resolved" || bad "no resolved Trust entry in the log"
 grep -q "CAPTURESHIELD: active, mode deny" "$LOG_D" && ok "log line: active, mode deny" || bad "log line (deny)"
 write_conf "$TMP/E.conf" load
 start_xorg E "$TMP/E.conf"
