@@ -23,7 +23,7 @@
 #define CaptureShieldKindDenied 1
 /* since 1.1: a daemon defence refused (reader = the offender) */
 #define CaptureShieldKindSelection 2    /* drawable = the selection atom */
-#define CaptureShieldKindKill 3         /* drawable = the XID named in KillClient */
+#define CaptureShieldKindKill 3         /* drawable = the XID KillClient named */
 #define CaptureShieldKindProperty 4     /* drawable = the root property atom */
 #define CaptureShieldKindCommand 5      /* drawable = the SendEvent destination window */
 

@@ -237,6 +237,9 @@ start_tsess() {
 stop_tsess() { echo quit >&5 || true; exec 5>&- 6<&-; wait "$TSESS_PID" 2>/dev/null || true; }
 tsess() { echo "$1" >&5; read -r -t 10 line <&6; echo "$line"; }
 start_tsess
+"$TPROBE" listen 4 >"$TMP/events3" &
+LPID=$!; BG_PIDS+=("$LPID")
+for i in $(seq 50); do grep -q ready "$TMP/events3" && break; sleep 0.1; done
 out=$("$PROBE" daemon selection); expect "untrusted SetSelectionOwner _CAPTURE_SHIELD_S0: BadAccess" "$out" err -eq 10
 out=$("$TPROBE" daemon selection); expect "trusted SetSelectionOwner _CAPTURE_SHIELD_S0: allowed" "$out" err -eq 0
 out=$("$PROBE" daemon rootprop); expect "untrusted change of root property _CAPTURE_SHIELD_POLICY: BadAccess" "$out" err -eq 10
@@ -247,6 +250,14 @@ out=$(tsess events); expect "untrusted _CAPTURE_SHIELD_COMMAND to a trusted clie
 out=$(tsess events); expect "the same from a trusted client: delivered" "$out" client_messages -eq 1
 out=$("$PROBE" daemon sendevent "$V_S"); expect "the same ClientMessage to an untrusted client's window: allowed" "$out" err -eq 0
 out=$(tsess base); expect "trusted client still connected" "$out" base = "$tbase"
+for i in $(seq 50); do [ "$(grep -c event "$TMP/events3")" -ge 4 ] && break; sleep 0.1; done
+kill "$LPID" 2>/dev/null || true
+defev() { grep "kind=$1 " "$TMP/events3" | head -1 || true; }
+out=$(defev 2); expect "CaptureNotify kind 2 (refused selection) to a trusted listener" "$out" kind -eq 2 major -eq 22
+[ -n "$out" ] && [ "$(fld "$out" drawable)" != 0x0 ] && [ "$(fld "$out" reader)" != 0x0 ] && ok "kind 2: reader and selection atom set" || bad "kind 2 fields [$out]"
+out=$(defev 4); expect "CaptureNotify kind 4 (refused root property)" "$out" kind -eq 4 major -eq 18
+out=$(defev 3); expect "CaptureNotify kind 3 (refused KillClient)" "$out" kind -eq 3 major -eq 113 drawable = "$tbase"
+out=$(defev 5); expect "CaptureNotify kind 5 (dropped _CAPTURE_SHIELD_COMMAND)" "$out" kind -eq 5 major -eq 25 drawable = "$twin"
 stop_tsess
 stop_victim
 
