@@ -42,6 +42,8 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         return;
     if (client == cs_copy_client)
         cs_copy_lookup(rec);    /* CopyArea/CopyPlane source, see censor.c */
+    if (!(rec->rtype & RC_DRAWABLE))
+        return;                 /* GCs, fonts, colormaps...: no rule below concerns them */
 
     if (rec->rtype == RT_WINDOW && (rec->access_mode & DixCreateAccess)) {
         /* no background None for untrusted windows: what lies under or over a secure
