@@ -11,6 +11,7 @@
 #define X_CaptureShieldRevoke 2
 #define X_CaptureShieldSelectInput 3
 #define X_CaptureShieldGetClientTrust 4
+#define X_CaptureShieldSetProtection 5          /* since 1.1 */
 
 #define CaptureShieldNotify 0
 #define CaptureShieldNumberEvents 1
@@ -20,6 +21,11 @@
 #define CaptureShieldModeDeny 1
 #define CaptureShieldKindCensored 0
 #define CaptureShieldKindDenied 1
+/* since 1.1: a daemon defence refused (reader = the offender) */
+#define CaptureShieldKindSelection 2    /* drawable = the selection atom */
+#define CaptureShieldKindKill 3         /* drawable = the XID KillClient named */
+#define CaptureShieldKindProperty 4     /* drawable = the root property atom */
+#define CaptureShieldKindCommand 5      /* drawable = the SendEvent destination window */
 
 typedef struct {
     CARD8 reqType;
@@ -56,6 +62,14 @@ typedef struct {
     CARD16 length;              /* 2 */
     CARD32 mask;
 } xCaptureShieldSelectInputReq;
+
+/* SetProtection (1.1): 0 pauses censoring/denying reads of secure windows, 1 resumes. */
+typedef struct {
+    CARD8 reqType;
+    CARD8 shieldReqType;
+    CARD16 length;              /* 2 */
+    CARD32 on;
+} xCaptureShieldSetProtectionReq;
 
 typedef struct {
     CARD8 type;                 /* X_Reply */

@@ -26,7 +26,7 @@
 
 #define CS_NAME "CAPTURESHIELD"
 #define CS_MAJOR_VERSION 1
-#define CS_MINOR_VERSION 0
+#define CS_MINOR_VERSION 1
 
 #define CS_VISIBLE __attribute__((visibility("default")))
 
@@ -55,13 +55,17 @@ enum cs_trust {
 };
 
 /* Kinds of the CaptureNotify event. */
-enum cs_kind { CS_KIND_CENSORED = 0, CS_KIND_DENIED = 1 };
+enum cs_kind {
+    CS_KIND_CENSORED = 0, CS_KIND_DENIED = 1,
+    CS_KIND_SELECTION = 2, CS_KIND_KILL = 3, CS_KIND_PROPERTY = 4, CS_KIND_COMMAND = 5,
+};
 
 struct cs_config {
     enum cs_mode mode;
     unsigned disabled;          /* cs_rule bits switched off (tests only) */
     char **trust;               /* absolute paths of trusted programs */
     int ntrust;
+    int paused;                 /* SetProtection 0: reads of secure windows are not censored */
 };
 
 extern struct cs_config cs_cfg;
@@ -80,6 +84,7 @@ const char *cs_mode_name(void);
 Bool cs_trust_init(void);
 enum cs_trust cs_client_trust(ClientPtr client);
 int cs_client_trusted(ClientPtr client);
+int cs_client_trusted_strict(ClientPtr client);    /* server or Trust list (not granted) */
 int cs_grant(ClientPtr target, Bool on);
 void cs_note_secure_owner(WindowPtr win, int delta);
 int cs_client_owns_secure(ClientPtr client);
@@ -103,6 +108,7 @@ int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, 
 int cs_pixmap_tainted(PixmapPtr pix);
 void cs_taint_pixmap(PixmapPtr pix);
 Atom cs_secure_atom(void);
+Atom cs_policy_atom(void);
 
 /* censor.c */
 Bool cs_censor_init(void);

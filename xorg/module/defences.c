@@ -29,6 +29,7 @@ cs_selection_hook(CallbackListPtr *list, void *data, void *call)
         cs_client_trusted(rec->client))
         return;
     rec->status = BadAccess;
+    cs_report(rec->client, (*rec->ppSel)->selection, CS_KIND_SELECTION);
 }
 
 /* KillClient of a trusted client */
@@ -45,6 +46,10 @@ cs_client_hook(CallbackListPtr *list, void *data, void *call)
     if (cs_client_trust(rec->target) == CS_TRUST_NONE || cs_client_trusted(rec->client))
         return;
     rec->status = BadAccess;
+    /* the XID KillClient named (already in host order: the core swapped the request) */
+    cs_report(rec->client, rec->client->majorOp == X_KillClient && rec->client->req_len == 2
+              ? ((xResourceReq *) rec->client->requestBuffer)->id
+              : rec->target->clientAsMask, CS_KIND_KILL);
 }
 
 /* SendEvent of a _CAPTURE_SHIELD_COMMAND ClientMessage to a trusted client's window */
@@ -72,6 +77,7 @@ cs_send_hook(CallbackListPtr *list, void *data, void *call)
         !cs_client_trusted(clients[owner]))
         return;
     rec->status = BadAccess;
+    cs_report(rec->client, rec->pWin->drawable.id, CS_KIND_COMMAND);
 }
 
 /* Root properties named _CAPTURE_SHIELD_*: called from the property hook */
@@ -83,7 +89,10 @@ cs_root_property_refused(ClientPtr client, WindowPtr win, Atom name, Mask mode)
     if (!(mode & (DixWriteAccess | DixDestroyAccess | DixCreateAccess | DixSetAttrAccess |
                   DixBlendAccess)))
         return 0;
-    return cs_prefixed(name, "_CAPTURE_SHIELD_") && !cs_client_trusted(client);
+    if (!cs_prefixed(name, "_CAPTURE_SHIELD_") || cs_client_trusted(client))
+        return 0;
+    cs_report(client, name, CS_KIND_PROPERTY);
+    return 1;
 }
 
 Bool

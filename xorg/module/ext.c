@@ -111,6 +111,26 @@ cs_select_input(ClientPtr client)
 }
 
 static int
+cs_set_protection(ClientPtr client)
+{
+    REQUEST(xCaptureShieldSetProtectionReq);
+
+    REQUEST_SIZE_MATCH(xCaptureShieldSetProtectionReq);
+    if (!cs_client_trusted(client))
+        return BadAccess;
+    if (stuff->on > 1) {
+        client->errorValue = stuff->on;
+        return BadValue;
+    }
+    if (cs_cfg.paused != !stuff->on)
+        LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: protection %s by client %d\n",
+                       stuff->on ? "resumed" : "PAUSED", client->index);
+    cs_cfg.paused = !stuff->on;
+    cs_mark_dirty();
+    return Success;
+}
+
+static int
 cs_get_client_trust(ClientPtr client)
 {
     REQUEST(xCaptureShieldGetClientTrustReq);
@@ -149,6 +169,8 @@ cs_dispatch(ClientPtr client)
         return cs_select_input(client);
     case X_CaptureShieldGetClientTrust:
         return cs_get_client_trust(client);
+    case X_CaptureShieldSetProtection:
+        return cs_set_protection(client);
     default:
         return BadRequest;
     }

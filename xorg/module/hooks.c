@@ -42,6 +42,8 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         return;
     if (client == cs_copy_client)
         cs_copy_lookup(rec);    /* CopyArea/CopyPlane source, see censor.c */
+    if (!(rec->rtype & RC_DRAWABLE))
+        return;                 /* GCs, fonts, colormaps...: no rule below concerns them */
 
     if (rec->rtype == RT_WINDOW && (rec->access_mode & DixCreateAccess)) {
         /* no background None for untrusted windows: what lies under or over a secure
@@ -72,7 +74,7 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
             cs_taint_pixmap(rec->res);
             return;
         }
-        if (cs_rule_on(CS_RULE_NAMEPIXMAP)) {
+        if (cs_rule_on(CS_RULE_NAMEPIXMAP) && !cs_cfg.paused) {
             client->errorValue = win->drawable.id;
             cs_report(client, win->drawable.id, CS_KIND_DENIED);
             rec->status = BadAccess;
@@ -83,7 +85,7 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     if ((rec->rtype & RC_DRAWABLE) && rec->rtype != RT_WINDOW && rec->res &&
         ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP &&
         rec->access_mode != DixGetAttrAccess &&
-        cs_rule_on(CS_RULE_PIXMAP) && cs_pixmap_tainted(rec->res) &&
+        cs_rule_on(CS_RULE_PIXMAP) && !cs_cfg.paused && cs_pixmap_tainted(rec->res) &&
         !cs_client_trusted(client) && CLIENT_ID(rec->id) != client->index) {
         /* a pixmap a trusted client named from a secure window: copy source, picture,
          * GC tile or stipple, DRI3 export... nobody else may touch it */
@@ -99,7 +101,7 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
             (client->minorOp == X_CompositeRedirectWindow ||
              client->minorOp == X_CompositeRedirectSubwindows))
             cs_note_redirect(client, rec->res);
-        if (major > 0 && (((major == cs_dri2_major || major == cs_dri3_major) &&
+        if (major > 0 && !cs_cfg.paused && (((major == cs_dri2_major || major == cs_dri3_major) &&
                             cs_rule_on(CS_RULE_DRI)) ||
                            (major == cs_dbe_major && cs_rule_on(CS_RULE_DBE))) &&
             cs_win_has_secure(rec->res) && !cs_trusted_for(client, rec->res)) {
@@ -126,11 +128,21 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
         rec->status = BadAccess;
         return;
     }
-    if (prop->propertyName != cs_secure_atom() || !cs_rule_on(CS_RULE_PROPERTY))
+    if ((prop->propertyName != cs_secure_atom() && prop->propertyName != cs_policy_atom()) ||
+        !cs_rule_on(CS_RULE_PROPERTY))
         return;
     if (!(rec->access_mode & (DixWriteAccess | DixDestroyAccess | DixCreateAccess |
                               DixSetAttrAccess | DixBlendAccess)))
         return;
+    if (prop->propertyName == cs_policy_atom()) {
+        /* the daemon's policy tag: only the server and Trust-list programs set it, never
+         * the window's owner or a granted client */
+        if (!cs_client_trusted_strict(rec->client)) {
+            rec->client->errorValue = rec->pWin->drawable.id;
+            rec->status = BadAccess;
+        }
+        return;
+    }
     if (cs_client_trusted(rec->client) ||
         CLIENT_ID(rec->pWin->drawable.id) == rec->client->index)
         return;
@@ -155,11 +167,12 @@ cs_ProcProperty(ClientPtr c)
         case X_ChangeProperty:
         case X_DeleteProperty:
             prop = r32(c, 8);
-            recheck = prop == cs_secure_atom();
+            recheck = prop == cs_secure_atom() || prop == cs_policy_atom();
             break;
         case X_GetProperty:
             prop = r32(c, 8);
-            recheck = ((xReq *) c->requestBuffer)->data && prop == cs_secure_atom();
+            recheck = ((xReq *) c->requestBuffer)->data &&
+                (prop == cs_secure_atom() || prop == cs_policy_atom());
             break;
         case X_RotateProperties:
             recheck = 1;

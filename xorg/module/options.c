@@ -2,6 +2,7 @@
 #include "cs.h"
 #include <string.h>
 #include <stdlib.h>
+#include <limits.h>
 
 /* From xf86Opt.h (not includable without the whole xf86 DDX header set). */
 extern char *xf86FindOptionValue(void *options, const char *name);
@@ -31,7 +32,7 @@ parse_trust(const char *list)
     if (!copy)
         return;
     for (tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
-        char **n;
+        char **n, real[PATH_MAX];
         if (tok[0] != '/') {
             LogMessageVerb(X_WARNING, 0,
                            "CAPTURESHIELD: ignoring Trust entry \"%s\" (not an absolute path)\n",
@@ -42,7 +43,15 @@ parse_trust(const char *list)
         if (!n)
             break;
         cs_cfg.trust = n;
+        /* /proc/PID/exe is reported resolved: resolve symlinks in the entry too */
+        if (realpath(tok, real)) {
+            if (strcmp(real, tok))
+                LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: Trust entry %s resolves to %s\n",
+                               tok, real);
+            tok = real;
+        }
         cs_cfg.trust[cs_cfg.ntrust++] = strdup(tok);
+        LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: trusted program: %s\n", tok);
     }
     free(copy);
 }

@@ -3,6 +3,7 @@
 #include <X11/Xatom.h>
 
 #define CS_SECURE_NAME "_CAPTURE_SHIELD_SECURE"
+#define CS_POLICY_NAME "_CAPTURE_SHIELD_POLICY"
 
 struct cs_screen {
     RegionRec secret;           /* visible secure area in screen coordinates */
@@ -15,7 +16,7 @@ struct cs_screen {
 };
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
-static Atom cs_atom;
+static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
 static struct cs_screen *cs_screens[MAXSCREENS];
 
@@ -25,6 +26,12 @@ Atom
 cs_secure_atom(void)
 {
     return cs_atom;
+}
+
+Atom
+cs_policy_atom(void)
+{
+    return cs_patom;
 }
 
 int
@@ -49,7 +56,7 @@ cs_set_win_secure(WindowPtr win, int on)
 int
 cs_secure_count(void)
 {
-    return cs_nsecure;
+    return cs_cfg.paused ? 0 : cs_nsecure;
 }
 
 int
@@ -82,23 +89,22 @@ cs_win_has_secure(WindowPtr win)
     return cs_win_in_secure(win) || cs_subtree_has_secure(win);
 }
 
-/* Re-reads the tag after a property request touched it. */
+/* Re-reads the tags (_CAPTURE_SHIELD_SECURE, _CAPTURE_SHIELD_POLICY) after a property
+ * request touched one: the window is secure when either is non-zero. */
 void
 cs_update_secure(WindowPtr win)
 {
     PropertyPtr prop;
     int on = 0;
 
-    for (prop = wUserProps(win); prop; prop = prop->next)
-        if (prop->propertyName == cs_atom) {
-            if (prop->type == XA_CARDINAL && prop->size > 0) {
-                const unsigned char *b = prop->data;
-                int i, n = prop->size * (prop->format / 8);
-                for (i = 0; i < n; i++)
-                    if (b[i])
-                        on = 1;
-            }
-            break;
+    for (prop = wUserProps(win); prop && !on; prop = prop->next)
+        if ((prop->propertyName == cs_atom || prop->propertyName == cs_patom) &&
+            prop->type == XA_CARDINAL && prop->size > 0) {
+            const unsigned char *b = prop->data;
+            int i, n = prop->size * (prop->format / 8);
+            for (i = 0; i < n; i++)
+                if (b[i])
+                    on = 1;
         }
     cs_set_win_secure(win, on);
 }
@@ -205,7 +211,7 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     RegionPtr src;
     int ox, oy;
 
-    if (w <= 0 || h <= 0)
+    if (w <= 0 || h <= 0 || cs_cfg.paused)
         return 0;
     if (draw->type != DRAWABLE_WINDOW) {
         if (draw->type == DRAWABLE_PIXMAP && cs_rule_on(CS_RULE_PIXMAP) &&
@@ -360,6 +366,7 @@ cs_region_init(void)
         !dixRegisterPrivateKey(&cs_pixmap_key_rec, PRIVATE_PIXMAP, 1))
         return FALSE;
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
+    cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
     cs_nsecure = 0;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];

@@ -75,6 +75,19 @@ cs_client_trusted(ClientPtr client)
 }
 
 int
+cs_client_trusted_strict(ClientPtr client)
+{
+    enum cs_trust t;
+
+    if (!client || client == serverClient || client->index == 0)
+        return 1;
+    if (!cs_client_state(client)->identity_known)
+        cs_identify(client, cs_client_state(client));
+    t = cs_client_state(client)->exe_trusted ? CS_TRUST_EXE : CS_TRUST_NONE;
+    return t != CS_TRUST_NONE;
+}
+
+int
 cs_grant(ClientPtr target, Bool on)
 {
     if (!target || target == serverClient || target->clientGone)

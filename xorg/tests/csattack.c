@@ -141,7 +141,7 @@ proto(int argc, char **argv)
     int err;
 
     if (argc < 1)
-        die("proto version|grant XID|revoke XID|trust XID|select|dri2 WINDOW");
+        die("proto version|grant XID|revoke XID|trust XID|protect 0|1|select|dri2 WINDOW");
     conn();
     cs_init();
     if (!strcmp(argv[0], "version")) {
@@ -160,6 +160,9 @@ proto(int argc, char **argv)
     } else if ((!strcmp(argv[0], "grant") || !strcmp(argv[0], "revoke")) && argc > 1) {
         cs_send(!strcmp(argv[0], "grant") ? X_CaptureShieldGrant : X_CaptureShieldRevoke,
                 strtoul(argv[1], NULL, 0), 1, NULL, &err);
+        printf("err=%d\n", err);
+    } else if (!strcmp(argv[0], "protect") && argc > 1) {
+        cs_send(X_CaptureShieldSetProtection, strtoul(argv[1], NULL, 0), 1, NULL, &err);
         printf("err=%d\n", err);
     } else if (!strcmp(argv[0], "select")) {
         cs_send(X_CaptureShieldSelectInput, CaptureShieldNotifyMask, 1, NULL, &err);
@@ -259,6 +262,7 @@ int
 session(void)
 {
     char line[64];
+    xcb_window_t last = 0;
 
     conn();
     while (fgets(line, sizeof(line), stdin)) {
@@ -271,7 +275,10 @@ session(void)
         } else if (!strncmp(line, "win", 3)) {
             xcb_window_t w = mkwin(root, 0, 0, 1, 1, 0, 0);
             sync_();
+            last = w;
             printf("win=0x%x\n", w);
+        } else if (!strncmp(line, "policy", 6)) {
+            policy_try(last);          /* the owner of the window tries to untag it */
         } else if (!strncmp(line, "events", 6)) {
             xcb_generic_event_t *ev;
             int n = 0;

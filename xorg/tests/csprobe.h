@@ -59,5 +59,7 @@ int proto(int argc, char **argv);
 int daemon_(int argc, char **argv);
 int listen_(int argc, char **argv);
 int session(void);
+int policy(int argc, char **argv);
+void policy_try(xcb_window_t w);
 
 #endif

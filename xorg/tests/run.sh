@@ -56,7 +56,9 @@ done
 # Servers: A censor (default mode), D deny, C censor with the attack rules off,
 # B without the module (shows each path leaks when nothing stops it).
 TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
-write_conf "$TMP/A.conf" 1 "$TRUST"
+# server A trusts the probe through a symlink: the module resolves it (/proc/PID/exe is resolved)
+ln -s "$TPROBE" "$TMP/trusted-link"
+write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TMP/trusted-link:/nonexistent/picom\""
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
 write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
 write_conf "$TMP/B.conf" 0
@@ -67,6 +69,8 @@ start_xorg B "$TMP/B.conf"
 
 echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules-off $XDISPLAY_C, no module $XDISPLAY_B"
 grep -q "CAPTURESHIELD: active, mode censor" "$LOG_A" && ok "log line: active, mode censor" || bad "log line (censor)"
+grep -q "CAPTURESHIELD: Trust entry $TMP/trusted-link resolves to $(realpath "$TPROBE")" "$LOG_A" &&
+  ok "log line: a symlinked Trust entry is resolved" || bad "no resolved Trust entry in the log"
 grep -q "CAPTURESHIELD: active, mode deny" "$LOG_D" && ok "log line: active, mode deny" || bad "log line (deny)"
 write_conf "$TMP/E.conf" load
 start_xorg E "$TMP/E.conf"
@@ -135,9 +139,33 @@ echo "# external tools took $(( $(date +%s) - t0 )) s"
 
 # trust protocol
 out=$("$PROBE" proto version)
-expect "QueryVersion (untrusted)" "$out" version = 1.0 mode -eq 0 trust -eq 0
+expect "QueryVersion (untrusted)" "$out" version = 1.1 mode -eq 0 trust -eq 0
 out=$("$TPROBE" proto version)
-expect "QueryVersion (Trust list)" "$out" trust -eq 2
+expect "QueryVersion (Trust list through a symlink)" "$out" trust -eq 2
+
+# SetProtection: paused, nobody's reads of secure windows are censored; the tag rule stays
+out=$("$PROBE" proto protect 0); expect "SetProtection from an untrusted client: BadAccess" "$out" err -eq 10
+out=$("$TPROBE" proto protect 2); expect "SetProtection 2: BadValue" "$out" err -eq 2
+out=$("$TPROBE" proto protect 0); expect "SetProtection 0 by a trusted client" "$out" err -eq 0
+for k in getimage copyarea render; do
+  out=$("$PROBE" capture $k 1); expect "protection off: untrusted $k root sees every secret pixel" "$out" red_max -eq $VIS
+done
+out=$("$PROBE" capture getimage 1 "$V_S"); expect "protection off: untrusted getimage on the secure window" "$out" red_max -eq $VIS
+out=$("$PROBE" attack untag "$V_S"); expect "protection off: the tag rule stays on" "$out" delete_err -eq 10 tag -eq 1
+out=$("$PROBE" daemon selection); expect "protection off: the daemon defences stay on" "$out" err -eq 10
+out=$("$TPROBE" proto protect 1); expect "SetProtection 1" "$out" err -eq 0
+out=$("$PROBE" capture getimage 1); expect "protection on again: black" "$out" red_max -eq 0 black_min -eq $VIS
+
+# _CAPTURE_SHIELD_POLICY: the daemon's tag, set by trusted clients only
+UNION=47500 # the secure window's 40000 pixels plus the blue window's 10000, 2500 shared
+out=$("$TPROBE" policy set "$V_A" 1); expect "a trusted client tags another client's window with _CAPTURE_SHIELD_POLICY" "$out" err -eq 0
+out=$("$PROBE" capture getimage 1 "$V_A"); expect "policy-tagged window: untrusted getimage all black" "$out" blue_min -eq 0 black_min -eq $BLUEPX
+out=$("$PROBE" capture getimage 1); expect "policy-tagged window: untrusted root getimage blacks it too" "$out" red_max -eq 0 blue_min -eq 0 black_min -eq $UNION
+out=$("$PROBE" capture copyarea 1); expect "policy-tagged window: untrusted root copyarea" "$out" red_max -eq 0 blue_min -eq 0 black_min -eq $UNION
+out=$("$PROBE" policy try "$V_A"); expect "an untrusted client cannot delete or clear the policy tag" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
+out=$("$PROBE" policy set "$V_A" 1); expect "an untrusted client cannot set the policy tag" "$out" err -eq 10
+out=$("$TPROBE" policy set "$V_A" 0); expect "the trusted client clears the policy tag" "$out" err -eq 0
+out=$("$PROBE" capture getimage 1 "$V_A"); expect "policy tag cleared: the window reads normally again" "$out" blue_min -eq $BLUEPX black_max -eq 0
 out=$("$PROBE" proto grant "$V_BASE")
 expect "Grant from an untrusted client: BadAccess" "$out" err -eq 10
 out=$("$PROBE" proto select)
@@ -160,7 +188,12 @@ out=$("$TPROBE" proto revoke "$base"); expect "Revoke" "$out" err -eq 0
 out=$(sess cap); expect "revoked client sees black" "$out" red_max -eq 0 black_min -eq $VIS
 "$TPROBE" proto grant "$base" >/dev/null
 out=$(sess cap); expect "granted again" "$out" red_max -eq $VIS
+pwin=$(fld "$(sess win)" win); "$TPROBE" policy set "$pwin" 1 >/dev/null
+out=$(sess policy); expect "a granted client cannot clear the policy tag of its own window" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
 out=$(sess reconnect); nbase=$(fld "$out" base)
+pwin=$(fld "$(sess win)" win)
+out=$("$TPROBE" policy set "$pwin" 1); expect "trusted client tags an untrusted client's own window" "$out" err -eq 0
+out=$(sess policy); expect "the window's owner cannot delete or clear the policy tag" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
 out=$("$PROBE" proto trust "$nbase"); expect "reconnected client (base $nbase) holds no grant" "$out" trust -eq 0
 out=$(sess cap); expect "reconnected client sees black" "$out" red_max -eq 0 black_min -eq $VIS
 echo quit >&7; wait "$SESS_PID" 2>/dev/null || true; exec 7>&- 8<&-
@@ -204,6 +237,9 @@ start_tsess() {
 stop_tsess() { echo quit >&5 || true; exec 5>&- 6<&-; wait "$TSESS_PID" 2>/dev/null || true; }
 tsess() { echo "$1" >&5; read -r -t 10 line <&6; echo "$line"; }
 start_tsess
+"$TPROBE" listen 4 >"$TMP/events3" &
+LPID=$!; BG_PIDS+=("$LPID")
+for i in $(seq 50); do grep -q ready "$TMP/events3" && break; sleep 0.1; done
 out=$("$PROBE" daemon selection); expect "untrusted SetSelectionOwner _CAPTURE_SHIELD_S0: BadAccess" "$out" err -eq 10
 out=$("$TPROBE" daemon selection); expect "trusted SetSelectionOwner _CAPTURE_SHIELD_S0: allowed" "$out" err -eq 0
 out=$("$PROBE" daemon rootprop); expect "untrusted change of root property _CAPTURE_SHIELD_POLICY: BadAccess" "$out" err -eq 10
@@ -214,6 +250,14 @@ out=$(tsess events); expect "untrusted _CAPTURE_SHIELD_COMMAND to a trusted clie
 out=$(tsess events); expect "the same from a trusted client: delivered" "$out" client_messages -eq 1
 out=$("$PROBE" daemon sendevent "$V_S"); expect "the same ClientMessage to an untrusted client's window: allowed" "$out" err -eq 0
 out=$(tsess base); expect "trusted client still connected" "$out" base = "$tbase"
+for i in $(seq 50); do [ "$(grep -c event "$TMP/events3")" -ge 4 ] && break; sleep 0.1; done
+kill "$LPID" 2>/dev/null || true
+defev() { grep "kind=$1 " "$TMP/events3" | head -1 || true; }
+out=$(defev 2); expect "CaptureNotify kind 2 (refused selection) to a trusted listener" "$out" kind -eq 2 major -eq 22
+[ -n "$out" ] && [ "$(fld "$out" drawable)" != 0x0 ] && [ "$(fld "$out" reader)" != 0x0 ] && ok "kind 2: reader and selection atom set" || bad "kind 2 fields [$out]"
+out=$(defev 4); expect "CaptureNotify kind 4 (refused root property)" "$out" kind -eq 4 major -eq 18
+out=$(defev 3); expect "CaptureNotify kind 3 (refused KillClient)" "$out" kind -eq 3 major -eq 113 drawable = "$tbase"
+out=$(defev 5); expect "CaptureNotify kind 5 (dropped _CAPTURE_SHIELD_COMMAND)" "$out" kind -eq 5 major -eq 25 drawable = "$twin"
 stop_tsess
 stop_victim
 
@@ -231,6 +275,8 @@ out=$("$PROBE" attack under "$V_S"); expect "rule forcedbg off: window under lea
 out=$("$PROBE" attack reparent "$V_S"); expect "rule forcedbg off: reparenting leaks" "$out" red_max -gt 0
 out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "rule namewindowpixmap off: NameWindowPixmap leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack untag "$V_S"); expect "rule property off: untag succeeds" "$out" delete_err -eq 0 tag -eq 0
+out=$("$PROBE" policy set "$V_A" 1); expect "rule property off: an untrusted client sets the policy tag" "$out" err -eq 0
+out=$("$PROBE" policy try "$V_A"); expect "rule property off: an untrusted client deletes the policy tag" "$out" delete_err -eq 0 change_err -eq 0 tag -eq 0
 stop_victim
 start_victim --name-pixmap
 for k in tile copy picture; do
