@@ -81,6 +81,8 @@ xorg-module:
 xorg-test:
 	@scripts/install-deps.sh xorg
 	@$(MAKE) -C xorg test
+	@$(MAKE) -C xorg abi-test
+	@scripts/test-install-xorg.sh
 
 xorg-bench:
 	@scripts/install-deps.sh xorg
@@ -104,7 +106,18 @@ INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)"
 INSTALL_BUILD = $(RELEASE_BUILD) $(INSTALL_BUILD_FLAGS)
 INSTALL_BIN = "$$($(INSTALL_BUILD) --show-bin-path)/shieldctl"
 
-.PHONY: install uninstall man
+.PHONY: install uninstall man install-xorg-module
+
+## `make install-xorg-module` (same variables; XORG_MODULEDIR defaults to pkg-config's
+## moduledir of xorg-server) builds the Xorg module and installs it into the server's
+## extensions/ with $(SYSCONFDIR)/X11/xorg.conf.d/50-captureshield.conf, which loads it
+## and trusts $(PREFIX)/bin/shieldctl; `make uninstall` removes these too. NOBUILD=1 installs
+## the .build/xorg/libcaptureshield.so already built.
+install-xorg-module:
+ifndef NOBUILD
+	@$(MAKE) --no-print-directory xorg-module
+endif
+	@$(INSTALL_ENV) scripts/install.sh install-xorg .build/xorg/libcaptureshield.so
 
 install:
 ifdef NOBUILD
