@@ -106,7 +106,7 @@ INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)"
 INSTALL_BUILD = $(RELEASE_BUILD) $(INSTALL_BUILD_FLAGS)
 INSTALL_BIN = "$$($(INSTALL_BUILD) --show-bin-path)/shieldctl"
 
-.PHONY: install uninstall man install-xorg-module
+.PHONY: install uninstall man install-xorg-module deb
 
 ## `make install-xorg-module` (same variables; XORG_MODULEDIR defaults to pkg-config's
 ## moduledir of xorg-server) builds the Xorg module and installs it into the server's
@@ -118,6 +118,17 @@ ifndef NOBUILD
 	@$(MAKE) --no-print-directory xorg-module
 endif
 	@$(INSTALL_ENV) scripts/install.sh install-xorg .build/xorg/libcaptureshield.so
+
+## `make deb`: Debian packages captureshield and captureshield-xorg-module (its Depends:
+## the xserver-xorg-core series it was built against) in .build/deb, from a release build
+## (scripts/deb.sh, docs/install.md). NOBUILD=1 packages what is already built.
+deb:
+ifndef NOBUILD
+	@scripts/install-deps.sh deb
+	$(RELEASE_BUILD)
+	@$(MAKE) --no-print-directory xorg-module
+endif
+	@scripts/deb.sh
 
 install:
 ifdef NOBUILD
