@@ -106,7 +106,7 @@ INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)"
 INSTALL_BUILD = $(RELEASE_BUILD) $(INSTALL_BUILD_FLAGS)
 INSTALL_BIN = "$$($(INSTALL_BUILD) --show-bin-path)/shieldctl"
 
-.PHONY: install uninstall man install-xorg-module deb
+.PHONY: install uninstall man install-xorg-module deb deb-test
 
 ## `make install-xorg-module` (same variables; XORG_MODULEDIR defaults to pkg-config's
 ## moduledir of xorg-server) builds the Xorg module and installs it into the server's
@@ -129,6 +129,12 @@ ifndef NOBUILD
 	@$(MAKE) --no-print-directory xorg-module
 endif
 	@scripts/deb.sh
+
+## `make deb-test`: `make deb`, then scripts/test-deb.sh checks the packages' files, control
+## fields and conffiles, and that lintian reports no error or warning (not in `make test`:
+## it needs lintian and a release build in .build/release).
+deb-test: deb
+	@scripts/test-deb.sh
 
 install:
 ifdef NOBUILD
