@@ -83,6 +83,8 @@ xorg-module:
 xorg-test:
 	@scripts/install-deps.sh xorg
 	@$(MAKE) -C xorg test
+	@$(MAKE) -C xorg abi-test
+	@scripts/test-install-xorg.sh
 
 xorg-bench:
 	@scripts/install-deps.sh xorg
@@ -106,7 +108,35 @@ INSTALL_ENV = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)"
 INSTALL_BUILD = $(RELEASE_BUILD) $(INSTALL_BUILD_FLAGS)
 INSTALL_BIN = "$$($(INSTALL_BUILD) --show-bin-path)/shieldctl"
 
-.PHONY: install uninstall man
+.PHONY: install uninstall man install-xorg-module deb deb-test
+
+## `make install-xorg-module` (same variables; XORG_MODULEDIR defaults to pkg-config's
+## moduledir of xorg-server) builds the Xorg module and installs it into the server's
+## extensions/ with $(SYSCONFDIR)/X11/xorg.conf.d/50-captureshield.conf, which loads it
+## and trusts $(PREFIX)/bin/shieldctl; `make uninstall` removes these too. NOBUILD=1 installs
+## the .build/xorg/libcaptureshield.so already built.
+install-xorg-module:
+ifndef NOBUILD
+	@$(MAKE) --no-print-directory xorg-module
+endif
+	@$(INSTALL_ENV) scripts/install.sh install-xorg .build/xorg/libcaptureshield.so
+
+## `make deb`: Debian packages captureshield and captureshield-xorg-module (its Depends:
+## the xserver-xorg-core series it was built against) in .build/deb, from a release build
+## (scripts/deb.sh, docs/install.md). NOBUILD=1 packages what is already built.
+deb:
+ifndef NOBUILD
+	@scripts/install-deps.sh deb
+	$(RELEASE_BUILD)
+	@$(MAKE) --no-print-directory xorg-module
+endif
+	@scripts/deb.sh
+
+## `make deb-test`: `make deb`, then scripts/test-deb.sh checks the packages' files, control
+## fields and conffiles, and that lintian reports no error or warning (not in `make test`:
+## it needs lintian and a release build in .build/release).
+deb-test: deb
+	@scripts/test-deb.sh
 
 install:
 ifdef NOBUILD

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages CaptureShield needs, only those missing.
-# Usage: scripts/install-deps.sh [build|test|demo|bench|xorg]   (default: test)
+# Usage: scripts/install-deps.sh [build|test|demo|bench|xorg|deb]   (default: test)
 set -euo pipefail
 what=${1:-test}
 build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-res0-dev
@@ -13,12 +13,16 @@ tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev
       x11-apps imagemagick ffmpeg scrot maim)
+# `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
+# the module's dependency is derived from the installed xserver-xorg-core
+deb=(dpkg-dev file binutils lintian xserver-xorg-core)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
   test|bench) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}") ;;
   xorg) want=("${xorg[@]}") ;;
-  *) echo "Error: unknown set '$what' (build, test, demo, bench, xorg)" >&2; exit 64 ;;
+  deb) want=("${build[@]}" "${xorg[@]}" "${deb[@]}") ;;
+  *) echo "Error: unknown set '$what' (build, test, demo, bench, xorg, deb)" >&2; exit 64 ;;
 esac
 missing=()
 for p in "${want[@]}"; do

@@ -4,13 +4,18 @@
 # there. `make install` / `make uninstall` call this script.
 #
 # Usage: scripts/install.sh install SHIELDCTL   (SHIELDCTL: the built release binary)
-#        scripts/install.sh uninstall
+#        scripts/install.sh install-xorg MODULE (MODULE: .build/xorg/libcaptureshield.so)
+#        scripts/install.sh uninstall           (removes both lists' files, when present)
 #        scripts/install.sh list                (the files, one per line, with DESTDIR)
+#        scripts/install.sh list-xorg           (the Xorg module's files, with DESTDIR)
 # Environment:
 #   PREFIX      /usr/local   where bin/, lib/systemd/user/ and share/ go
 #   SYSCONFDIR  /etc         where xdg/autostart/ goes (/etc also for PREFIX=/usr/local,
 #                            the directory desktops read)
 #   DESTDIR     (empty)      staging root prepended to every path (packaging)
+#   XORG_MODULEDIR           the X server's module directory (default: pkg-config
+#                            --variable=moduledir xorg-server, else /usr/lib/xorg/modules);
+#                            the module goes to its extensions/
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +35,11 @@ done
 prefix=${prefix%/}
 sysconfdir=${sysconfdir%/}
 bindir=$prefix/bin
+xorg_moduledir=${XORG_MODULEDIR:-$(pkg-config --variable=moduledir xorg-server 2>/dev/null || true)}
+xorg_moduledir=${xorg_moduledir:-/usr/lib/xorg/modules}
+[[ $xorg_moduledir =~ ^/[A-Za-z0-9._+@/-]*$ ]] ||
+  die "XORG_MODULEDIR must be an absolute path of letters, digits and ._+@/- (got '$xorg_moduledir')"
+xorg_moduledir=${xorg_moduledir%/}
 
 # The installed files: "PATH MODE SOURCE", PATH without DESTDIR, SOURCE a file of the
 # staging directory that `stage` fills.
@@ -43,6 +53,15 @@ $prefix/share/man/man1/shieldctl.1 0644 shieldctl.1
 $prefix/share/bash-completion/completions/shieldctl 0644 shieldctl.bash
 $prefix/share/zsh/site-functions/_shieldctl 0644 _shieldctl
 $prefix/share/fish/vendor_completions.d/shieldctl.fish 0644 shieldctl.fish
+EOF
+}
+
+# The Xorg module's files (`make install-xorg-module`), same format; `uninstall` removes
+# them too.
+xorg_manifest() {
+  cat <<EOF
+$xorg_moduledir/extensions/libcaptureshield.so 0644 libcaptureshield.so
+$sysconfdir/X11/xorg.conf.d/50-captureshield.conf 0644 50-captureshield.conf
 EOF
 }
 
@@ -70,13 +89,37 @@ stage() {
     die "the example policy $dist/policy.example.json5 does not pass 'shieldctl policy check'"
 }
 
-do_install() {
-  local bin=$1
-  [ -f "$bin" ] && [ -x "$bin" ] || die "'$bin' is not an executable (build it first: swift build -c release)"
-  stagedir=$(mktemp -d)
-  trap 'rm -rf "$stagedir"' EXIT
-  stage "$stagedir" "$bin"
-  local path mode source dest
+# The Xorg module and its xorg.conf.d snippet (loads the module, trusts the installed
+# shieldctl) into directory $1.
+stage_xorg() {
+  local stage=$1 module=$2
+  cp "$module" "$stage/libcaptureshield.so"
+  cat >"$stage/50-captureshield.conf" <<EOF
+# CaptureShield Xorg module (installed by 'make install-xorg-module' or the
+# captureshield-xorg-module package). The SubSection itself loads the module with its
+# options: do not also add Load "captureshield" (the first load, without options, wins).
+# Takes effect at the next start of the X server; its log then says
+#   (II) CAPTURESHIELD: active, mode censor, N trusted program(s)
+Section "Module"
+    SubSection "captureshield"
+        # "censor" (secure windows read as black) or "deny" (BadAccess)
+        Option "Mode" "censor"
+        # Trust: colon-separated absolute paths of programs trusted by identity
+        # (/proc/PID/exe of the client). Only ONE Trust option counts: to trust the
+        # standard compositors too (a compositor must be trusted, or secure windows are
+        # black in its output), comment out the first line and use the second. A listed
+        # path that does not exist is harmless: it never matches a client.
+        Option "Trust" "$bindir/shieldctl"
+        #Option "Trust" "$bindir/shieldctl:/usr/bin/xfwm4:/usr/bin/mutter:/usr/bin/gnome-shell:/usr/bin/muffin:/usr/bin/cinnamon:/usr/bin/marco:/usr/bin/metacity:/usr/bin/kwin_x11:/usr/bin/picom:/usr/bin/compton:/usr/bin/compiz"
+    EndSubSection
+EndSection
+EOF
+  chmod 0644 "$stage/libcaptureshield.so" "$stage/50-captureshield.conf"
+}
+
+# Installs the files of manifest function $1 from staging directory $2.
+install_files() {
+  local list=$1 stagedir=$2 path mode source dest
   while read -r path mode source; do
     dest=$destdir$path
     install -d -m 0755 "$(dirname "$dest")"
@@ -84,7 +127,30 @@ do_install() {
     install -m "$mode" "$stagedir/$source" "$dest.new.$$"
     mv -f "$dest.new.$$" "$dest"
     echo "installed $dest"
-  done < <(manifest)
+  done < <("$list")
+}
+
+do_install_xorg() {
+  local module=$1
+  [ -f "$module" ] || die "'$module' is not a file (build it first: make xorg-module)"
+  stagedir=$(mktemp -d)
+  trap 'rm -rf "$stagedir"' EXIT
+  stage_xorg "$stagedir" "$module"
+  install_files xorg_manifest "$stagedir"
+  if [ -z "$destdir" ]; then
+    echo
+    echo "The module loads at the next start of the X server (log out and back in, or"
+    echo "restart the display manager); its log then says 'CAPTURESHIELD: active'."
+  fi
+}
+
+do_install() {
+  local bin=$1
+  [ -f "$bin" ] && [ -x "$bin" ] || die "'$bin' is not an executable (build it first: swift build -c release)"
+  stagedir=$(mktemp -d)
+  trap 'rm -rf "$stagedir"' EXIT
+  stage "$stagedir" "$bin"
+  install_files manifest "$stagedir"
   if [ -z "$destdir" ]; then
     cat <<EOF
 
@@ -107,7 +173,7 @@ do_uninstall() {
       rm -f "$destdir$path"
       echo "removed $destdir$path"
     fi
-  done < <(manifest)
+  done < <(manifest; xorg_manifest)
   while read -r dir; do
     [ -d "$destdir$dir" ] && rmdir --ignore-fail-on-non-empty "$destdir$dir"
   done < <(own_dirs)
@@ -119,6 +185,10 @@ case "${1:-}" in
     [ $# -eq 2 ] || die "usage: scripts/install.sh install SHIELDCTL"
     do_install "$2"
     ;;
+  install-xorg)
+    [ $# -eq 2 ] || die "usage: scripts/install.sh install-xorg MODULE"
+    do_install_xorg "$2"
+    ;;
   uninstall)
     [ $# -eq 1 ] || die "usage: scripts/install.sh uninstall"
     do_uninstall
@@ -127,7 +197,11 @@ case "${1:-}" in
     [ $# -eq 1 ] || die "usage: scripts/install.sh list"
     manifest | while read -r path _; do echo "$destdir$path"; done
     ;;
+  list-xorg)
+    [ $# -eq 1 ] || die "usage: scripts/install.sh list-xorg"
+    xorg_manifest | while read -r path _; do echo "$destdir$path"; done
+    ;;
   *)
-    die "usage: scripts/install.sh install SHIELDCTL | uninstall | list"
+    die "usage: scripts/install.sh install SHIELDCTL | install-xorg MODULE | uninstall | list | list-xorg"
     ;;
 esac

@@ -54,12 +54,13 @@ private func installTool(_ name: String) -> String? {
 /// Runs `make TARGET DESTDIR=destdir PREFIX=/usr` in the package root, niced: its release
 /// build runs next to the timing-sensitive integration tests.
 @discardableResult
-private func runMake(_ target: String, destdir: String) async throws -> CommandResult {
+private func runMake(_ target: String, destdir: String, _ extra: [String] = []) async throws -> CommandResult {
   let make = try #require(installTool("make"), "make is not installed")
-  let arguments = [
-    "-C", installPackageRoot, target, "DESTDIR=\(destdir)", "PREFIX=/usr",
-    "INSTALL_BUILD_FLAGS=--scratch-path \(installPackageRoot)/.build/install-test",
-  ]
+  let arguments =
+    [
+      "-C", installPackageRoot, target, "DESTDIR=\(destdir)", "PREFIX=/usr",
+      "INSTALL_BUILD_FLAGS=--scratch-path \(installPackageRoot)/.build/install-test",
+    ] + extra
   let result: CommandResult
   if let nice = installTool("nice") {
     result = try await runCommand(
@@ -516,5 +517,34 @@ struct InstallTests {
     #expect(installedNonDirectories(under: destdir) == foreign.sorted(), "make uninstall output:\n\(result.stdoutText)")
     // Uninstalling again is harmless.
     try await runMake("uninstall", destdir: destdir)
+  }
+
+  @Test(
+    "make install-xorg-module installs exactly the module and its snippet; make uninstall removes them",
+    .enabled(if: FileManager.default.fileExists(atPath: "/usr/include/xorg/xf86Module.h"), "no Xorg SDK"))
+  func xorgModule() async throws {
+    let destdir = try makeTemporaryDirectory(prefix: "captureshield-xorg-install")
+    defer { removeTree(destdir) }
+    let moduledir = ["XORG_MODULEDIR=/usr/lib/xorg/modules"]
+    let module = "usr/lib/xorg/modules/extensions/libcaptureshield.so"
+    let snippet = "etc/X11/xorg.conf.d/50-captureshield.conf"
+    try await runMake("install-xorg-module", destdir: destdir, moduledir)
+    #expect(installedNonDirectories(under: destdir) == [snippet, module].sorted())
+    for relative in [module, snippet] {
+      var info = stat()
+      #expect(lstat(destdir + "/" + relative, &info) == 0 && info.st_mode & 0o7777 == 0o644, "\(relative): not 0644")
+    }
+    let conf = try readText(destdir + "/" + snippet)
+    let active = conf.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+    #expect(active.contains(#"Option "Trust" "/usr/bin/shieldctl""#), "\(conf)")
+    #expect(active.filter { $0.hasPrefix(#"Option "Trust""#) }.count == 1, "\(conf)")
+    #expect(active.contains(#"SubSection "captureshield""#) && !active.contains { $0.hasPrefix("Load") }, "\(conf)")
+    // With shieldctl's files next to them, uninstall removes both sets and nothing else.
+    try await runMake("install", destdir: destdir, moduledir)
+    let foreign = "usr/lib/xorg/modules/extensions/libother.so"
+    #expect(FileManager.default.createFile(atPath: destdir + "/" + foreign, contents: Data("x\n".utf8)))
+    let result = try await runMake("uninstall", destdir: destdir, moduledir)
+    #expect(installedNonDirectories(under: destdir) == [foreign], "make uninstall output:\n\(result.stdoutText)")
   }
 }

@@ -39,6 +39,15 @@ cs_setup(void *module, void *opts, int *errmaj, int *errmin)
     return (void *) 1;
 }
 
+/* The extension ABI the module was built for: the SDK's, which the loader compares with the
+ * server's (a different major: the module is refused, with a log line). CS_TEST_ABI_MAJOR
+ * declares another major, for tests/abi.sh only. */
+#ifdef CS_TEST_ABI_MAJOR
+#define CS_ABI_VERSION SET_ABI_VERSION(CS_TEST_ABI_MAJOR, 0)
+#else
+#define CS_ABI_VERSION ABI_EXTENSION_VERSION
+#endif
+
 static XF86ModuleVersionInfo cs_version = {
     "captureshield",
     "CaptureShield",
@@ -47,7 +56,7 @@ static XF86ModuleVersionInfo cs_version = {
     XORG_VERSION_CURRENT,
     CS_MAJOR_VERSION, CS_MINOR_VERSION, 0,
     ABI_CLASS_EXTENSION,
-    ABI_EXTENSION_VERSION,
+    CS_ABI_VERSION,
     MOD_CLASS_EXTENSION,
     {0, 0, 0, 0}
 };
