@@ -164,7 +164,7 @@ else
   say '```'
   DISPLAY=$sd "$bin" status | grep -E "^(enforcement|windows|granted):" | tee -a "$out/report.md"
   say '```'
-  ffmpeg -loglevel error -f x11grab -framerate 10 -video_size 800x600 -i "$sd" -t 3 -f image2 "$tmp/frame-%03d.ppm" &
+  ffmpeg -loglevel error -f x11grab -draw_mouse 0 -framerate 10 -video_size 800x600 -i "$sd" -t 3 -f image2 "$tmp/frame-%03d.ppm" &
   ff=$!
   sleep 1.5
   DISPLAY=$sd xwd -root -silent | convert xwd:- "$out/5-server-user-view.png"

@@ -98,11 +98,13 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
   let bracketed = with.indices.map { i in with[i] / ((without[i] + without[i + 1]) / 2) }
   let best = (with.max() ?? .nan) / (without.max() ?? .nan)
   let ratio = median(bracketed) ?? .nan
-  let moduleRatio = median(moduleAlone.indices.map { i in moduleAlone[i] / ((without[i] + without[i + 1]) / 2) }) ?? .nan
+  let moduleRatio =
+    median(moduleAlone.indices.map { i in moduleAlone[i] / ((without[i] + without[i + 1]) / 2) }) ?? .nan
   print("\nserver enforcement (Xorg dummy, module + daemon vs neither; \(iterations) iterations per run)")
   print(
     String(
-      format: "  throughput: without %.0f it/s, with %.0f it/s (medians); best runs %.3f, median of bracketed ratios %.3f",
+      format:
+        "  throughput: without %.0f it/s, with %.0f it/s (medians); best runs %.3f, median of bracketed ratios %.3f",
       median(without) ?? .nan, median(with) ?? .nan, best, ratio))
   print(String(format: "  the module alone (no daemon) / neither: median of bracketed ratios %.3f", moduleRatio))
   table.append(
@@ -158,7 +160,8 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
       met: nil))
   let figures: [String: Any] = [
     "iterations": iterations, "without_it_per_s": without, "with_it_per_s": with, "ratio_best_runs": best,
-    "ratio_bracketed_median": ratio, "module_alone_it_per_s": moduleAlone, "module_alone_ratio": moduleRatio, "bracketed_ratios": bracketed, "tag_to_censored_ms": delays,
+    "ratio_bracketed_median": ratio, "module_alone_it_per_s": moduleAlone, "module_alone_ratio": moduleRatio,
+    "bracketed_ratios": bracketed, "tag_to_censored_ms": delays,
   ]
   return (figures, table)
 }

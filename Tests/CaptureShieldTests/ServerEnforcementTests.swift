@@ -147,4 +147,17 @@ struct ServerEnforcementTests {
     guard case .audit(let r2) = later.first else { return #expect(Bool(false)) }
     #expect(r2.fields.contains { $0.0 == "repeats" && $0.1 == 4 })
   }
+
+  @Test func aReusedResourceBaseIsAnotherReader() {
+    var enforcement = ServerEnforcement()
+    let next = ClientIdentity(pid: 13, exe: "/usr/bin/scrot", comm: "scrot", uid: 1000)
+    #expect(
+      enforcement.censored(
+        reader: grabber, drawable: 0x123, request: "GetImage", denied: false, identity: grabberID, now: .seconds(1)
+      ).count == 1)
+    #expect(
+      enforcement.censored(
+        reader: grabber, drawable: 0x123, request: "MIT-SHM 4", denied: false, identity: next, now: .seconds(1.1)
+      ).count == 1)
+  }
 }

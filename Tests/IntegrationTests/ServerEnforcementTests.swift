@@ -108,6 +108,8 @@ struct ServerEnforcementTests {
     #expect(rows.filter { $0.protected == true }.map(\.id).sorted() == [tagged.id, byRule.id].sorted())
 
     // Every refused read is audited with the reader's executable.
+    let audited = { Set(daemon.auditEvents("capture-censored").compactMap { $0["exe"] as? String }) }
+    defer { print("server enforcement, censored reads audited for: \(audited().sorted())") }
     try await waitUntil("censored reads audited for xwd, import, scrot and maim", timeout: .seconds(10)) {
       let exes = Set(daemon.auditEvents("capture-censored").compactMap { $0["exe"] as? String })
       // (ImageMagick's import runs as /usr/bin/import-im6.q16 on Debian.)
@@ -142,6 +144,32 @@ struct ServerEnforcementTests {
     print(
       "server enforcement, ffmpeg allowed: secret pixels per frame \(seen.map { Self.secret($0, Self.taggedRect) })")
     await allowing.stop()
+    window.close()
+    await server.stop()
+  }
+
+  @Test("the daemon's defences hold against an untrusted client, and the daemon audits each refusal")
+  func defencesHold() async throws {
+    let server = try await Self.startServer()
+    let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    let x = try server.connect()
+    let manager = try x.selectionOwner("_CAPTURE_SHIELD_S0")
+    #expect(manager != 0)
+    // Untrusted programs: rewrite the daemon's state, kill its connection.
+    let prop = try await server.run(
+      "xprop", ["-root", "-f", "_CAPTURE_SHIELD_STATE", "8s", "-set", "_CAPTURE_SHIELD_STATE", "{}"])
+    let kill = try await server.run("xkill", ["-id", String(manager)])
+    try await waitUntil("both refusals audited", timeout: .seconds(10)) {
+      let tried = daemon.auditEvents("defence-refused").compactMap { $0["exe"] as? String }
+      return tried.contains { $0.hasSuffix("/xprop") } && tried.contains { $0.hasSuffix("/xkill") }
+    }
+    #expect(daemon.process.isRunning, "xprop: \(prop), xkill: \(kill)")
+    #expect(try x.selectionOwner("_CAPTURE_SHIELD_S0") == manager)
+    let state = try #require(try daemon.state())
+    #expect(state.enforcement?.kind == "server")
+    await daemon.stop()
     window.close()
     await server.stop()
   }

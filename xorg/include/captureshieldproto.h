@@ -90,7 +90,8 @@ typedef struct {
     CARD8 requestMajor;
     CARD8 pad0;
     CARD16 requestMinor;
-    CARD32 pad1, pad2, pad3;
+    CARD32 pid;                 /* the reader's PID as the server knows it (0: unknown) */
+    CARD32 pad2, pad3;
 } xCaptureShieldNotifyEvent;
 
 #endif

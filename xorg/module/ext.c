@@ -17,6 +17,7 @@ cs_swap_event(xEvent *from, xEvent *to)
     swapl(&t->drawable);
     swapl(&t->time);
     swaps(&t->requestMinor);
+    swapl(&t->pid);
 }
 
 void
@@ -41,6 +42,9 @@ cs_report(ClientPtr reader, XID drawable, int kind)
         ev.time = GetTimeInMillis();
         ev.requestMajor = reader->majorOp;
         ev.requestMinor = reader->minorOp;
+        /* the reader is alive now (it is making this request): the daemon can read its
+           /proc entry before a short-lived tool exits */
+        ev.pid = GetClientPid(reader) > 0 ? (CARD32) GetClientPid(reader) : 0;
         WriteEventsToClient(c, 1, (xEvent *) &ev);
     }
 }

@@ -19,7 +19,7 @@
 /// - **Pause.** While paused, protection is off in the module (tagged windows are not
 ///   censored) and nobody new is granted; `resume` turns it back on.
 /// - **Audit.** Each censored or refused read is audited with the reader's identity, at
-///   most once per reader and drawable per `auditInterval`; the repeats are counted in the
+///   most once per reader (client and process) and drawable per `auditInterval`; the repeats are counted in the
 ///   next record.
 public struct ServerEnforcement: Sendable {
   /// What the shell must send to the module (or write to the audit log).
@@ -43,8 +43,11 @@ public struct ServerEnforcement: Sendable {
   public var auditInterval = PolicyDuration.seconds(5)
   private var lastAudit: [AuditKey: (at: MonotonicTime, suppressed: Int)] = [:]
 
+  /// One reader (its resource base is reused by the next client once it exits, so the
+  /// process too) and what it read.
   struct AuditKey: Hashable, Sendable {
     var reader: ClientID
+    var pid: Int?
     var drawable: UInt32
   }
 
@@ -92,7 +95,7 @@ public struct ServerEnforcement: Sendable {
     reader: ClientID, drawable: UInt32, request: String, denied: Bool, identity: ClientIdentity?,
     now: MonotonicTime
   ) -> [Effect] {
-    let key = AuditKey(reader: reader, drawable: drawable)
+    let key = AuditKey(reader: reader, pid: identity?.pid, drawable: drawable)
     if let last = lastAudit[key], now < last.at + auditInterval {
       lastAudit[key]!.suppressed += 1
       return []

@@ -30,6 +30,25 @@ struct ServerModule: Sendable, Hashable {
   enum NotifyKind: UInt8, Sendable {
     case censored = 0
     case denied = 1
+    /// Someone tried to take a `_CAPTURE_SHIELD_S*` selection (drawable: the atom).
+    case selectionRefused = 2
+    /// KillClient of a trusted client (drawable: the XID it named).
+    case killRefused = 3
+    /// A `_CAPTURE_SHIELD_*` root property change (drawable: the atom).
+    case propertyRefused = 4
+    /// A `_CAPTURE_SHIELD_COMMAND` SendEvent (drawable: the destination window).
+    case commandRefused = 5
+
+    /// What a refused defence's audit record says was tried (nil for reads).
+    var defence: String? {
+      switch self {
+      case .censored, .denied: return nil
+      case .selectionRefused: return "take the daemon's manager selection"
+      case .killRefused: return "kill a trusted client's connection"
+      case .propertyRefused: return "change the daemon's root properties"
+      case .commandRefused: return "send the daemon a command"
+      }
+    }
   }
 
   static let name = "CAPTURESHIELD"
@@ -89,6 +108,8 @@ struct ServerModule: Sendable, Hashable {
     var drawable: UInt32
     var requestMajor: UInt8
     var requestMinor: UInt16
+    /// The reader's PID as the server knows it (0: unknown).
+    var pid: UInt32
   }
 
   /// Decodes `ev` when it is this module's CaptureNotify.
@@ -99,6 +120,7 @@ struct ServerModule: Sendable, Hashable {
       kind: b.load(fromByteOffset: 1, as: UInt8.self), reader: b.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
       drawable: b.loadUnaligned(fromByteOffset: 8, as: UInt32.self),
       requestMajor: b.load(fromByteOffset: 16, as: UInt8.self),
-      requestMinor: b.loadUnaligned(fromByteOffset: 18, as: UInt16.self))
+      requestMinor: b.loadUnaligned(fromByteOffset: 18, as: UInt16.self),
+      pid: b.loadUnaligned(fromByteOffset: 20, as: UInt32.self))
   }
 }

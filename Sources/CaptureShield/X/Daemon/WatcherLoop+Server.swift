@@ -69,7 +69,26 @@ extension WatcherLoop {
   func moduleNotified(_ n: ServerModule.Notify) {
     guard let module else { return }
     let reader = ClientID(n.reader)
-    let identity = engine.clients[reader]?.identity ?? identities[n.reader] ?? identify(base: n.reader)
+    // The PID in the event first: the reader was alive when the server sent it, and /proc is
+    // read at once (a short-lived tool can be gone before an X-Resource round trip, which
+    // also waits behind a tool's GrabServer).
+    let known = engine.clients[reader]?.identity ?? identities[n.reader]
+    let identity =
+      known?.exe != nil
+      ? known! : n.pid != 0 ? ProcessInfoReader.identity(pid: Int(n.pid)) : identify(base: n.reader)
+    if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
+      // One of the daemon's own defences held: the module refused it. Audited every time
+      // (nobody does this by accident).
+      log.write(
+        AuditRecord(
+          "defence-refused",
+          [
+            ("client", .string(reader.description)), ("tried", .string(defence)),
+            ("target", .string("0x" + String(n.drawable, radix: 16))),
+            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
+          ]))
+      return
+    }
     let request =
       moduleRequestNames[n.requestMajor].map { $0 + (n.requestMajor >= 128 ? " \(n.requestMinor)" : "") }
       ?? "request \(n.requestMajor).\(n.requestMinor)"
