@@ -140,7 +140,7 @@ if [ -z "$skip" ]; then
   tmp=$(mktemp -d); OUT="$module_dir" TMP="$tmp"
   # shellcheck source=../xorg/tests/xorg-lib.sh
   . "$root/xorg/tests/xorg-lib.sh"
-  trap 'cleanup; stop_all_xorg; rm -rf "$tmp"' EXIT
+  trap 'stop_all_xorg; cleanup; rm -rf "$tmp"' EXIT
   # The daemon is trusted (it tags and grants); xwd plays the user's own screen (trusted
   # too, in this demo only); ffmpeg is the untrusted recorder.
   write_conf "$tmp/xorg.conf" 1 "Option \"Trust\" \"$(readlink -f "$bin"):/usr/bin/xwd\""

@@ -54,7 +54,7 @@ struct ServerEnforcementTests {
     let byRule = try await TestWindow.open(
       on: server, rect: Self.ruleRect, color: Self.red, title: "bank", className: "BankApp")
     let daemon = try await Daemon.start(
-      on: server, policy: "{version: 1, secure: [{class: \"BankApp\"}], capture: {allow: [{exe: \"*/ffmpeg\"}]}}")
+      on: server, policy: "{version: 1, secure: [{class: \"BankApp\"}]}")
     let state = try #require(try daemon.state())
     #expect(state.enforcement?.kind == "server", "\(server.xorgLog.suffix(2000))")
     #expect(state.enforcement?.moduleMode == "censor")
@@ -88,6 +88,14 @@ struct ServerEnforcementTests {
         report.append("\(tool)#\(run): \(leaked)")
         #expect(leaked == 0, "\(tool) run \(run) read \(leaked) secret pixels")
       }
+    }
+    // A recorder (not allowed by this policy): every frame, the first included.
+    let frames = try await Capture.ffmpegFrames(on: server, count: 10)
+    #expect(frames.count >= 5)
+    for (i, frame) in frames.enumerated() {
+      let leaked = Self.secret(frame, Self.taggedRect) + Self.secret(frame, Self.ruleRect)
+      report.append("ffmpeg frame \(i): \(leaked)")
+      #expect(leaked == 0, "ffmpeg frame \(i) read \(leaked) secret pixels")
     }
     print("server enforcement, untrusted captures (secret pixels): " + report.joined(separator: ", "))
 
