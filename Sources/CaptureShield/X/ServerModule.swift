@@ -5,7 +5,7 @@ internal import CXCB
 import Foundation
 
 /// The CAPTURESHIELD extension of the Xorg module, as a client sees it.
-struct ServerModule: Sendable, Hashable {
+struct ServerModule: Sendable {
   /// Minor opcodes (xorg/PROTOCOL.md).
   enum Minor {
     static let queryVersion: UInt8 = 0
@@ -59,26 +59,12 @@ struct ServerModule: Sendable, Hashable {
   /// How the module trusts the connection that asked.
   let callerTrust: Trust
 
-  static func == (a: Self, b: Self) -> Bool {
-    a.majorOpcode == b.majorOpcode && a.firstEvent == b.firstEvent && a.version == b.version && a.mode == b.mode
-      && a.callerTrust == b.callerTrust
-  }
-  func hash(into h: inout Hasher) {
-    h.combine(majorOpcode)
-    h.combine(version.major)
-    h.combine(version.minor)
-  }
-
   /// "1.0"
   var versionString: String { "\(version.major).\(version.minor)" }
 
   /// The module on `x`'s display, or nil when the server has no CAPTURESHIELD extension.
   static func probe(_ x: XConnection) -> ServerModule? {
-    let ck = name.withCString { xcb_query_extension(x.conn, UInt16(strlen($0)), $0) }
-    guard let r = xcb_query_extension_reply(x.conn, ck, nil) else { return nil }
-    let (present, major, firstEvent) = (r.pointee.present != 0, r.pointee.major_opcode, r.pointee.first_event)
-    free(r)
-    guard present else { return nil }
+    guard let (major, firstEvent) = x.queryExtension(name) else { return nil }
     // QueryVersion: client version 1.1 in the argument (two CARD16).
     let seq = CXCB_shield_ext_request(x.conn, major, Minor.queryVersion, 1 | (1 << 16), 1)
     guard seq != 0, let reply = xcb_wait_for_reply(x.conn, seq, nil) else { return nil }

@@ -139,12 +139,15 @@ final class XConnection {
     return r.pointee.owner
   }
 
-  func hasExtension(_ name: String) -> Bool {
+  /// The extension's major opcode and first event code; nil when the server lacks it.
+  func queryExtension(_ name: String) -> (majorOpcode: UInt8, firstEvent: UInt8)? {
     let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
-    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return false }
+    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return nil }
     defer { free(r) }
-    return r.pointee.present != 0
+    return r.pointee.present != 0 ? (r.pointee.major_opcode, r.pointee.first_event) : nil
   }
+
+  func hasExtension(_ name: String) -> Bool { queryExtension(name) != nil }
 
   /// The PID of the client owning `xid`, through X-Resource (does not trust the app).
   func clientPID(of xid: UInt32) -> Int? {
@@ -167,19 +170,9 @@ final class XConnection {
 
   /// The first event code of an extension (0 when absent).
   /// The extension's major opcode; 0 when the server lacks it.
-  func majorOpcode(_ name: String) -> UInt8 {
-    let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
-    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return 0 }
-    defer { free(r) }
-    return r.pointee.present != 0 ? r.pointee.major_opcode : 0
-  }
+  func majorOpcode(_ name: String) -> UInt8 { queryExtension(name)?.majorOpcode ?? 0 }
 
-  func firstEvent(_ name: String) -> UInt8 {
-    let ck = name.withCString { xcb_query_extension(conn, UInt16(strlen($0)), $0) }
-    guard let r = xcb_query_extension_reply(conn, ck, nil) else { return 0 }
-    defer { free(r) }
-    return r.pointee.present != 0 ? r.pointee.first_event : 0
-  }
+  func firstEvent(_ name: String) -> UInt8 { queryExtension(name)?.firstEvent ?? 0 }
 
   /// Resource type names a client holds (X-Resource QueryClientResources), e.g.
   /// `CompositeClientSubwindows` for a client that redirects windows.

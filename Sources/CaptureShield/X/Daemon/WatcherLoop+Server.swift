@@ -72,10 +72,14 @@ extension WatcherLoop {
     // The PID in the event first: the reader was alive when the server sent it, and /proc is
     // read at once (a short-lived tool can be gone before an X-Resource round trip, which
     // also waits behind a tool's GrabServer).
-    let known = engine.clients[reader]?.identity ?? identities[n.reader]
-    let identity =
-      known?.exe != nil
-      ? known! : n.pid != 0 ? ProcessInfoReader.identity(pid: Int(n.pid)) : identify(base: n.reader)
+    let identity: ClientIdentity
+    if let known = engine.clients[reader]?.identity ?? identities[n.reader], known.exe != nil {
+      identity = known
+    } else if n.pid != 0 {
+      identity = ProcessInfoReader.identity(pid: Int(n.pid))
+    } else {
+      identity = identify(base: n.reader)
+    }
     if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
       // One of the daemon's own defences held: the module refused it. Audited every time
       // (nobody does this by accident).
