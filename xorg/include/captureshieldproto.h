@@ -16,6 +16,10 @@
 #define CaptureShieldNotify 0
 #define CaptureShieldNumberEvents 1
 #define CaptureShieldNotifyMask 1
+/* since 1.2: kind 6 events, one each time a window's tag is written (its app tag or the
+ * policy tag, valid or not) or it stops being secure; a daemon then need not watch every
+ * window to learn about tagged ones */
+#define CaptureShieldSecureMask 2
 
 #define CaptureShieldModeCensor 0
 #define CaptureShieldModeDeny 1
@@ -26,6 +30,9 @@
 #define CaptureShieldKindKill 3         /* drawable = the XID KillClient named */
 #define CaptureShieldKindProperty 4     /* drawable = the root property atom */
 #define CaptureShieldKindCommand 5      /* drawable = the SendEvent destination window */
+/* since 1.2, to clients that selected CaptureShieldSecureMask: a window's tag was written
+ * (reader = the window's owner, drawable = the window, request = the tagging request) */
+#define CaptureShieldKindSecure 6
 
 typedef struct {
     CARD8 reqType;

@@ -26,7 +26,7 @@
 
 #define CS_NAME "CAPTURESHIELD"
 #define CS_MAJOR_VERSION 1
-#define CS_MINOR_VERSION 1
+#define CS_MINOR_VERSION 2
 
 #define CS_VISIBLE __attribute__((visibility("default")))
 
@@ -125,5 +125,6 @@ int cs_root_property_refused(ClientPtr client, WindowPtr win, Atom name, Mask mo
 /* ext.c */
 Bool cs_ext_init(void);
 void cs_report(ClientPtr reader, XID drawable, int kind);
+void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written */
 
 #endif

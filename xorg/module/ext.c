@@ -49,6 +49,40 @@ cs_report(ClientPtr reader, XID drawable, int kind)
     }
 }
 
+/* A window's tag was written (its app tag or the policy tag, valid or not) or it stopped
+ * being secure: tell the trusted listeners that selected CaptureShieldSecureMask. Tags are
+ * written rarely (once per window), so a daemon whose policy has no rules about windows
+ * learns every tagged window from these events instead of having every window's events
+ * delivered to it. */
+void
+cs_report_secure(WindowPtr win)
+{
+    ClientPtr owner = clients[CLIENT_ID(win->drawable.id)], cur = GetCurrentClient();
+    xCaptureShieldNotifyEvent ev;
+    int i;
+
+    if (!cs_event_base)
+        return;
+    for (i = 1; i < currentMaxClients; i++) {
+        ClientPtr c = clients[i];
+        if (!c || !(cs_event_mask(c) & CaptureShieldSecureMask) || !cs_client_trusted(c))
+            continue;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = cs_event_base + CaptureShieldNotify;
+        ev.kind = CaptureShieldKindSecure;
+        ev.sequenceNumber = c->sequence;
+        ev.reader = owner ? owner->clientAsMask : 0;
+        ev.drawable = win->drawable.id;
+        ev.time = GetTimeInMillis();
+        if (cur) {
+            ev.requestMajor = cur->majorOp;
+            ev.requestMinor = cur->minorOp;
+        }
+        ev.pid = owner && GetClientPid(owner) > 0 ? (CARD32) GetClientPid(owner) : 0;
+        WriteEventsToClient(c, 1, (xEvent *) &ev);
+    }
+}
+
 static int
 cs_query_version(ClientPtr client)
 {
@@ -106,7 +140,7 @@ cs_select_input(ClientPtr client)
     REQUEST_SIZE_MATCH(xCaptureShieldSelectInputReq);
     if (!cs_client_trusted(client))
         return BadAccess;
-    if (stuff->mask & ~CaptureShieldNotifyMask) {
+    if (stuff->mask & ~(CaptureShieldNotifyMask | CaptureShieldSecureMask)) {
         client->errorValue = stuff->mask;
         return BadValue;
     }

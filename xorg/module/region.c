@@ -95,18 +95,24 @@ void
 cs_update_secure(WindowPtr win)
 {
     PropertyPtr prop;
-    int on = 0;
+    int on = 0, tagged = 0, was = cs_win_secure(win);
 
     for (prop = wUserProps(win); prop && !on; prop = prop->next)
-        if ((prop->propertyName == cs_atom || prop->propertyName == cs_patom) &&
-            prop->type == XA_CARDINAL && prop->size > 0) {
-            const unsigned char *b = prop->data;
-            int i, n = prop->size * (prop->format / 8);
-            for (i = 0; i < n; i++)
-                if (b[i])
-                    on = 1;
+        if (prop->propertyName == cs_atom || prop->propertyName == cs_patom) {
+            tagged = 1;
+            if (prop->type == XA_CARDINAL && prop->size > 0) {
+                const unsigned char *b = prop->data;
+                int i, n = prop->size * (prop->format / 8);
+                for (i = 0; i < n; i++)
+                    if (b[i])
+                        on = 1;
+            }
         }
     cs_set_win_secure(win, on);
+    /* kind 6 (1.2): a tag was written, valid or not (a daemon treats a malformed one as
+     * secure, fail safe), or the window stopped being secure */
+    if (tagged || on != was)
+        cs_report_secure(win);
 }
 
 int

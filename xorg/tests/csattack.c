@@ -141,7 +141,7 @@ proto(int argc, char **argv)
     int err;
 
     if (argc < 1)
-        die("proto version|grant XID|revoke XID|trust XID|protect 0|1|select|dri2 WINDOW");
+        die("proto version|grant XID|revoke XID|trust XID|protect 0|1|select [MASK]|dri2 WINDOW");
     conn();
     cs_init();
     if (!strcmp(argv[0], "version")) {
@@ -165,7 +165,8 @@ proto(int argc, char **argv)
         cs_send(X_CaptureShieldSetProtection, strtoul(argv[1], NULL, 0), 1, NULL, &err);
         printf("err=%d\n", err);
     } else if (!strcmp(argv[0], "select")) {
-        cs_send(X_CaptureShieldSelectInput, CaptureShieldNotifyMask, 1, NULL, &err);
+        cs_send(X_CaptureShieldSelectInput,
+                argc > 1 ? strtoul(argv[1], NULL, 0) : CaptureShieldNotifyMask, 1, NULL, &err);
         printf("err=%d\n", err);
     } else if (!strcmp(argv[0], "dri2") && argc > 1) {
         /* DRI2CreateDrawable (minor 3): the lookup of the drawable is what the module guards */
@@ -232,16 +233,17 @@ daemon_(int argc, char **argv)
     return 0;
 }
 
-/* ---- listen: a trusted daemon's view of CaptureNotify events ---- */
+/* ---- listen [N [MASK]]: a trusted daemon's view of N CaptureNotify events ---- */
 int
 listen_(int argc, char **argv)
 {
     int want = argc > 0 ? atoi(argv[0]) : 1, got = 0, err;
+    unsigned mask = argc > 1 ? (unsigned) strtoul(argv[1], NULL, 0) : CaptureShieldNotifyMask;
     xcb_generic_event_t *ev;
 
     conn();
     cs_init();
-    cs_send(X_CaptureShieldSelectInput, CaptureShieldNotifyMask, 1, NULL, &err);
+    cs_send(X_CaptureShieldSelectInput, mask, 1, NULL, &err);
     printf("ready err=%d\n", err);
     fflush(stdout);
     while (got < want && (ev = xcb_wait_for_event(c))) {

@@ -139,7 +139,7 @@ echo "# external tools took $(( $(date +%s) - t0 )) s"
 
 # trust protocol
 out=$("$PROBE" proto version)
-expect "QueryVersion (untrusted)" "$out" version = 1.1 mode -eq 0 trust -eq 0
+expect "QueryVersion (untrusted)" "$out" version = 1.2 mode -eq 0 trust -eq 0
 out=$("$TPROBE" proto version)
 expect "QueryVersion (Trust list through a symlink)" "$out" trust -eq 2
 
@@ -207,6 +207,25 @@ for i in $(seq 50); do grep -q event "$TMP/events1" && break; sleep 0.1; done
 out=$(grep event "$TMP/events1" || echo none)
 expect "CaptureNotify to a trusted listener (censored GetImage)" "$out" kind -eq 0 major -eq 73
 kill "$LPID" 2>/dev/null || true
+
+# 1.2: a listener that selected the secure mask learns each window that becomes secure
+# (kind 6); one that did not gets none (its first event is the censored read below)
+stop_victim
+"$TPROBE" listen 1 3 >"$TMP/events6" &
+L6=$!; BG_PIDS+=("$L6")
+"$TPROBE" listen 1 1 >"$TMP/events7" &
+L7=$!; BG_PIDS+=("$L7")
+for i in $(seq 300); do grep -q ready "$TMP/events6" && grep -q ready "$TMP/events7" && break; sleep 0.1; done
+start_victim
+for i in $(seq 300); do grep -q event "$TMP/events6" && break; sleep 0.1; done
+out=$(grep event "$TMP/events6" || echo none)
+expect "kind 6 (a window became secure) to a listener with the secure mask" "$out" kind -eq 6 drawable = "$V_S" major -eq 18
+cap=$("$PROBE" capture getimage 1)
+for i in $(seq 300); do grep -q event "$TMP/events7" && break; sleep 0.1; done
+out=$(grep event "$TMP/events7" || echo "none: listener [$(tr '\n' ' ' <"$TMP/events7")] capture [$cap]")
+expect "no kind 6 without the secure mask (first event: the censored read)" "$out" kind -eq 0 major -eq 73
+out=$("$TPROBE" proto select 4); expect "SelectInput with an unknown mask bit: BadValue" "$out" err -eq 2
+kill "$L6" "$L7" 2>/dev/null || true
 
 # attacks with every rule on
 out=$("$PROBE" attack over "$V_S"); expect "attack: own bg-None window over the secure window" "$out" red_max -eq 0
