@@ -160,4 +160,19 @@ struct ServerEnforcementTests {
         reader: grabber, drawable: 0x123, request: "MIT-SHM 4", denied: false, identity: next, now: .seconds(1.1)
       ).count == 1)
   }
+
+  /// Which windows the daemon follows: every one only when a rule looks at windows or the
+  /// module cannot report tags.
+  @Test(arguments: [
+    ("no rules, module 1.2", false, false, true, ServerEnforcement.WindowWatch.tagged),
+    ("a secure rule", true, false, true, .all),
+    ("clipboard.sources", false, true, true, .all),
+    ("no rules, module 1.1", false, false, false, .all),
+  ])
+  func windowWatch(_ c: (String, Bool, Bool, Bool, ServerEnforcement.WindowWatch)) {
+    var p = Policy()
+    if c.1 { p.secure = [Matcher(class: try! Pattern.parse("Bank"))] }
+    if c.2 { p.clipboard.sources = [Matcher(exe: try! Pattern.parse("/usr/bin/keepassxc"))] }
+    #expect(ServerEnforcement.windowWatch(policy: p, moduleReportsTags: c.3) == c.4, "\(c.0)")
+  }
 }

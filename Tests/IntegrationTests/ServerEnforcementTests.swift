@@ -197,12 +197,99 @@ struct ServerEnforcementTests {
     let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
     let enforcement = try #require(object["enforcement"] as? [String: Any])
     #expect(enforcement["kind"] as? String == "server")
-    #expect(enforcement["moduleVersion"] as? String == "1.1")
+    #expect(enforcement["moduleVersion"] as? String == "1.2")
+    #expect(enforcement["follows"] as? String == "tagged")
     let text = try await Shieldctl.run(["status"], on: server)
     #expect(
-      text.stdoutText.contains("enforcement: server: the CaptureShield Xorg module 1.1 (censor)"), "\(text.stdoutText)")
+      text.stdoutText.contains("enforcement: server: the CaptureShield Xorg module 1.2 (censor)"), "\(text.stdoutText)")
+    #expect(text.stdoutText.contains("only tagged ones are followed"), "\(text.stdoutText)")
     await daemon.stop()
     window.close()
+    await server.stop()
+  }
+
+  /// Whether some client selected SubstructureNotify on the root (the daemon is the only
+  /// client here that could).
+  static func rootSubstructureSelected(_ server: XvfbServer) throws -> Bool {
+    let x = try server.connect()
+    let a = try #require(xcb_get_window_attributes_reply(x.raw, xcb_get_window_attributes(x.raw, x.root), nil))
+    defer { free(a) }
+    return a.pointee.all_event_masks & XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue != 0
+  }
+
+  /// Whether the daemon follows `window`: it selects PropertyChange on each window it
+  /// follows (test windows select only Exposure and StructureNotify themselves).
+  static func followed(_ server: XvfbServer, _ window: UInt32) throws -> Bool {
+    let x = try server.connect()
+    let a = try #require(xcb_get_window_attributes_reply(x.raw, xcb_get_window_attributes(x.raw, window), nil))
+    defer { free(a) }
+    return a.pointee.all_event_masks & XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue != 0
+  }
+
+  @Test(
+    "no rules about windows: the daemon follows tagged windows only (module 1.2 tag notices), and all again after a reload with rules"
+  )
+  func followsTaggedWindowsOnly() async throws {
+    let server = try await Self.startServer()
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    #expect(try daemon.state()?.enforcement?.follows == .tagged)
+    #expect(try !Self.rootSubstructureSelected(server), "the daemon selected the root's window events")
+
+    // Windows opened after the daemon: a plain one is not followed, an app-tagged one is.
+    let plain = try await TestWindow.open(on: server, rect: Self.ruleRect, color: Self.red, title: "plain")
+    let tagged = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
+    try await waitUntil("the tagged window listed as secure and protected", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == tagged.id && $0.secure && $0.protected == true } ?? false
+    }
+    try await daemon.waitUntilCaughtUp(retitling: tagged)
+    #expect(try Self.followed(server, tagged.id))
+    #expect(try !Self.followed(server, plain.id), "a plain window is followed")
+
+    // Tagged later by its app: followed from then on.
+    try plain.setSecure(true)
+    try await waitUntil("the later-tagged window listed as secure", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == plain.id && $0.secure } ?? false
+    }
+    #expect(try Self.followed(server, plain.id))
+    try plain.setSecure(false)
+
+    // A malformed tag (a STRING): the module does not honour it, the daemon does (fail
+    // safe) with its policy tag, so untrusted captures still get nothing.
+    let malformed = try await TestWindow.open(
+      on: server, rect: PixelRect(x: 600, y: 300, width: 120, height: 100), color: Self.red, title: "malformed")
+    try malformed.setString(secureWindowProperty, type: "STRING", "yes")
+    try await waitUntil("the malformed-tagged window protected by the policy tag", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == malformed.id && $0.protected == true } ?? false
+    }
+    try await daemon.waitUntilCaughtUp(retitling: tagged)
+    let shot = try await Capture.xwdRoot(on: server)
+    #expect(Self.secret(shot, PixelRect(x: 600, y: 300, width: 120, height: 100)) == 0)
+    #expect(Self.secret(shot, Self.taggedRect) == 0)
+
+    // A followed window that goes is dropped.
+    try await tagged.closeAndWaitUntilGone()
+    try await waitUntil("the closed window no longer listed", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == tagged.id } == false
+    }
+
+    // A rule about windows: every window is followed again, new ones included.
+    try "{version: 1, secure: [{class: \"BankApp\"}]}".write(
+      toFile: daemon.policyPath, atomically: true, encoding: .utf8)
+    daemon.signal(SIGHUP)
+    try await waitUntil("the daemon follows every window", timeout: .seconds(10)) {
+      try daemon.state()?.enforcement?.follows == .all
+    }
+    #expect(try Self.rootSubstructureSelected(server))
+    let plain2 = try await TestWindow.open(on: server, rect: Self.ruleRect, color: .black, title: "plain 2")
+    let bank = try await TestWindow.open(
+      on: server, rect: PixelRect(x: 600, y: 450, width: 120, height: 100), color: Self.red, title: "bank",
+      className: "BankApp")
+    try await waitUntil("the rule's window protected", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == bank.id && $0.protected == true } ?? false
+    }
+    #expect(try Self.followed(server, plain2.id), "following every window, a new plain one is followed")
+    await daemon.stop()
+    for w in [plain, plain2, malformed, bank] { w.close() }
     await server.stop()
   }
 }

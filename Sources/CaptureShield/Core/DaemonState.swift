@@ -48,6 +48,9 @@ public struct DaemonState: Sendable, Codable, Hashable {
     public var policyTagged: Int? = nil
     /// False while paused: the module does not protect tagged windows.
     public var protecting: Bool? = nil
+    /// Which windows the daemon follows: `all`, or `tagged` when the policy has no rules
+    /// about windows (`ServerEnforcement.WindowWatch`).
+    public var follows: ServerEnforcement.WindowWatch? = nil
 
     public init(kind: String) { self.kind = kind }
   }

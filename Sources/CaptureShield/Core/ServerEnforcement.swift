@@ -53,6 +53,24 @@ public struct ServerEnforcement: Sendable {
 
   public init() {}
 
+  /// Which windows the daemon follows under server enforcement.
+  public enum WindowWatch: String, Sendable, Codable, Hashable {
+    /// Every window: the X server delivers every top-level's structure events to the
+    /// daemon, which reads each new window's facts for the policy's rules.
+    case all
+    /// Only windows whose tag was written (the module reports each, protocol 1.2) and
+    /// windows named by `shieldctl shield`/`unshield`: no event per new window.
+    case tagged
+  }
+
+  /// `.all` when a rule looks at windows (`secure`, `clipboard.sources`: their facts are
+  /// needed for every window) or the module cannot report tags (older than 1.2); else
+  /// `.tagged`. Nothing is lost then: the module protects an app's tag by itself, and the
+  /// daemon's own part (policy tags) needs rules about windows.
+  public static func windowWatch(policy: Policy, moduleReportsTags: Bool) -> WindowWatch {
+    moduleReportsTags && policy.secure.isEmpty && policy.clipboard.sources.isEmpty ? .tagged : .all
+  }
+
   /// What changed since the last call, given the engine's state now. The engine runs with
   /// `shield.when: always` in this mode, so `engine.shielded` is "protected".
   public mutating func sync(engine: Engine) -> [Effect] {

@@ -38,11 +38,13 @@ struct ServerModule: Sendable {
     case propertyRefused = 4
     /// A `_CAPTURE_SHIELD_COMMAND` SendEvent (drawable: the destination window).
     case commandRefused = 5
+    /// (1.2, secure mask) A window became secure (reader: its owner; drawable: the window).
+    case secure = 6
 
     /// What a refused defence's audit record says was tried (nil for reads).
     var defence: String? {
       switch self {
-      case .censored, .denied: return nil
+      case .censored, .denied, .secure: return nil
       case .selectionRefused: return "take the daemon's manager selection"
       case .killRefused: return "kill a trusted client's connection"
       case .propertyRefused: return "change the daemon's root properties"
@@ -62,11 +64,22 @@ struct ServerModule: Sendable {
   /// "1.0"
   var versionString: String { "\(version.major).\(version.minor)" }
 
+  /// SelectInput's mask bits.
+  enum EventMask {
+    static let notify: UInt32 = 1
+    /// Since 1.2: kind 6 each time a window becomes secure.
+    static let secure: UInt32 = 2
+  }
+
+  /// Whether the module reports windows that become secure (1.2): then a daemon whose
+  /// policy has no rules about windows learns every secure window without watching all.
+  var reportsSecureWindows: Bool { version.major > 1 || (version.major == 1 && version.minor >= 2) }
+
   /// The module on `x`'s display, or nil when the server has no CAPTURESHIELD extension.
   static func probe(_ x: XConnection) -> ServerModule? {
     guard let (major, firstEvent) = x.queryExtension(name) else { return nil }
-    // QueryVersion: client version 1.1 in the argument (two CARD16).
-    let seq = CXCB_shield_ext_request(x.conn, major, Minor.queryVersion, 1 | (1 << 16), 1)
+    // QueryVersion: client version 1.2 in the argument (two CARD16).
+    let seq = CXCB_shield_ext_request(x.conn, major, Minor.queryVersion, 1 | (2 << 16), 1)
     guard seq != 0, let reply = xcb_wait_for_reply(x.conn, seq, nil) else { return nil }
     defer { free(reply) }
     let b = UnsafeRawPointer(reply)

@@ -134,6 +134,9 @@ struct StatusCommand: Command {
       let granted = e.granted ?? []
       out.append(
         field("granted", granted.isEmpty ? "none" : granted.map(\.description).joined(separator: ", ")))
+      if e.follows == .tagged {
+        out.append(field("windows", "only tagged ones are followed (the policy has no rules about windows)"))
+      }
       if e.protecting == false {
         out.append(field("protection", "OFF (paused): tagged windows are readable by anyone"))
       }

@@ -145,6 +145,8 @@ final class WatcherLoop {
   var module: ServerModule?
   /// What the module has been told (policy tags, grants, protection).
   var enforcement = ServerEnforcement()
+  /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
+  var windowWatch = ServerEnforcement.WindowWatch.all
   /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
   let aPolicyTag: xcb_atom_t
   /// Names of the requests the module reports, by major opcode.

@@ -90,6 +90,7 @@ extension WatcherLoop {
       e.granted = enforcement.granted.sorted { $0.base < $1.base }
       e.policyTagged = enforcement.tagged.count
       e.protecting = enforcement.protecting
+      e.follows = windowWatch
       snap.enforcement = e
       for i in snap.clients.indices where enforcement.granted.contains(snap.clients[i].client) {
         snap.clients[i].granted = true

@@ -19,17 +19,19 @@ extension WatcherLoop {
       log.info(
         "server enforcement: the CaptureShield Xorg module \(module.versionString) (\(module.mode.rawValue)) keeps secure windows out of untrusted clients' captures; no shield windows are mapped"
       )
-      effects.selectModuleEvents(module)
+      // Tag notices too (1.2): selected before the scan, so no tag falls between the two.
+      effects.selectModuleEvents(module, secureWindows: module.reportsSecureWindows)
       moduleRequestNames = readRequestNames()
     }
-    // Root: new top-level windows and reparenting.
-    effects.watchRoot()
+    // Root: new top-level windows and reparenting (unless only tagged windows are followed).
+    updateWindowWatch(initial: true)
     // Adopt shields a previous daemon left (closed mode), then scan the tree.
     let adopted = driver.adoptExisting()
     if !adopted.isEmpty { log.info("adopted \(adopted.count) shields left by an earlier daemon") }
     enumerateClients()
     watchCompositor()
     scanExistingWindows()
+    if windowWatch == .tagged { dropUntaggedWindows() }
     // Shields the engine did not claim after the initial scan are stale: remove them.
     // (Under server enforcement, all of them.)
     for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }

@@ -65,9 +65,66 @@ extension WatcherLoop {
     }
   }
 
+  /// The windows the policy and the module call for (client-side mode: every window).
+  var wantedWindowWatch: ServerEnforcement.WindowWatch {
+    guard let module else { return .all }
+    return ServerEnforcement.windowWatch(policy: engine.policy, moduleReportsTags: module.reportsSecureWindows)
+  }
+
+  /// Starts or stops following every window: at start, before the first scan, and after
+  /// each policy reload. Following only tagged windows, the X server delivers no event per
+  /// new window to the daemon (the module reports each tag, kind 6).
+  func updateWindowWatch(initial: Bool = false) {
+    let want = wantedWindowWatch
+    guard initial || want != windowWatch else { return }
+    windowWatch = want
+    stateDirty = true
+    switch want {
+    case .all:
+      effects.watchRoot()
+      if !initial { scanExistingWindows() }  // run() scans at start
+    case .tagged:
+      guard !initial else { return }
+      effects.unwatchRoot()
+      pendingCreates = []
+      pendingSet = []
+      pendingSince = nil
+      dropUntaggedWindows()
+    }
+    log.info(
+      want == .all
+        ? "following every window (the policy has rules about windows, or the module does not report tags)"
+        : "following tagged windows only (the policy has no rules about windows; the module reports each tag)")
+  }
+
+  /// Following only tagged windows: the others are let go; the rest are followed by their
+  /// own structure events (the root's are not selected).
+  func dropUntaggedWindows() {
+    for w in tracked.keys.sorted() {
+      if engine.windows[w]?.reason.isSecure == true || tracked[w]?.tag != .absent {
+        effects.watchWindow(w, nested: true)
+      } else {
+        effects.unwatchWindow(w)
+        windowGone(w)
+      }
+    }
+  }
+
+  /// Following only tagged windows, one that a command names is followed from then on.
+  func follow(_ w: WindowID) {
+    guard windowWatch == .tagged, tracked[w] == nil, !isOwn(w) else { return }
+    track([w], initial: false, nested: [w])
+  }
+
   /// A CaptureNotify from the module: audit it (rate-limited) with the reader's identity.
   func moduleNotified(_ n: ServerModule.Notify) {
     guard let module else { return }
+    if n.kind == ServerModule.NotifyKind.secure.rawValue {
+      // A window's tag was written (or it stopped being secure): follow it. Following every
+      // window, its PropertyNotify tells the same.
+      follow(n.drawable)
+      return
+    }
     let reader = ClientID(n.reader)
     // The PID in the event first: the reader was alive when the server sent it, and /proc is
     // read at once (a short-lived tool can be gone before an X-Resource round trip, which

@@ -86,6 +86,7 @@ extension WatcherLoop {
       let hadTitles = policyUsesTitle
       if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
       apply(.policyReplaced(enginePolicy(p)))
+      updateWindowWatch()
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
       }
@@ -101,8 +102,12 @@ extension WatcherLoop {
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
     trackPending()
     switch cmd {
-    case .shield(let w): apply(.manualOverride(w, shielded: true, by: sender))
-    case .unshield(let w): apply(.manualOverride(w, shielded: false, by: sender))
+    case .shield(let w):
+      follow(w)
+      apply(.manualOverride(w, shielded: true, by: sender))
+    case .unshield(let w):
+      follow(w)
+      apply(.manualOverride(w, shielded: false, by: sender))
     case .pause(let d):
       apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
     case .resume: apply(.resume(by: sender))

@@ -29,6 +29,12 @@ struct XEffects {
   /// New top-levels and reparenting: SubstructureNotify on the root.
   func watchRoot() { x.selectEvents(root, XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue) }
 
+  /// No more events about the root's children (see `WatcherLoop.watchesAllWindows`).
+  func unwatchRoot() { x.selectEvents(root, 0) }
+
+  /// No more events from a window the daemon stops following.
+  func unwatchWindow(_ w: WindowID) { x.selectEvents(w, 0) }
+
   /// Property changes of a tracked window, and its structure events when it sits inside
   /// a window manager's frame (`nested`).
   func watchWindow(_ w: WindowID, nested: Bool) {
@@ -77,9 +83,11 @@ extension XEffects {
       major: module.majorOpcode, minor: granted ? ServerModule.Minor.grant : ServerModule.Minor.revoke, client.base)
   }
 
-  /// The module's CaptureNotify events, to this connection.
-  func selectModuleEvents(_ module: ServerModule) {
-    x.moduleRequest(major: module.majorOpcode, minor: ServerModule.Minor.selectInput, 1)
+  /// The module's CaptureNotify events, to this connection; with `secureWindows`, also
+  /// its notices of windows that become secure (1.2).
+  func selectModuleEvents(_ module: ServerModule, secureWindows: Bool) {
+    let mask = ServerModule.EventMask.notify | (secureWindows ? ServerModule.EventMask.secure : 0)
+    x.moduleRequest(major: module.majorOpcode, minor: ServerModule.Minor.selectInput, mask)
   }
 
   /// Protection of secure windows on or off (pause) in the module.
