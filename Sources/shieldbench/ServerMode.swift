@@ -54,27 +54,40 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
   let moduleOnly = try await XvfbServer.startXorg(
     moduleDirectory: moduleDir, moduleOptions: ["Option \"Trust\" \"\(resolved(shieldctl))\""], width: 1024,
     height: 768)
+  // A daemon whose policy has a rule about windows follows every window (the default
+  // policy has none: the daemon follows tagged windows only).
+  let ruled = try await XvfbServer.startXorg(
+    moduleDirectory: moduleDir, moduleOptions: ["Option \"Trust\" \"\(resolved(shieldctl))\""], width: 1024,
+    height: 768)
+  let servers = [plain, guarded, moduleOnly, ruled]
   defer {
-    for s in [plain, guarded, moduleOnly] { kill(s.pid, SIGTERM) }
+    for s in servers { kill(s.pid, SIGTERM) }
   }
-  let apps = [try furnish(plain.display), try furnish(guarded.display), try furnish(moduleOnly.display)]
-  let policyPath = scratch + "/policy-server.json5"
-  try writePolicy("{ version: 1 }\n", to: policyPath)
-  let probe = try XClient(display: guarded.display)
-  let daemon = try Daemon(
-    shieldctl: shieldctl, display: guarded.display, policy: policyPath, logPath: scratch + "/daemon-server.log")
+  let apps = try servers.map { try furnish($0.display) }
+  func startDaemon(on server: XvfbServer, policy: String, name: String) throws -> Daemon {
+    let policyPath = scratch + "/policy-\(name).json5"
+    try writePolicy(policy, to: policyPath)
+    let probe = try XClient(display: server.display)
+    let daemon = try Daemon(
+      shieldctl: shieldctl, display: server.display, policy: policyPath, logPath: scratch + "/daemon-\(name).log")
+    try daemon.waitUntil(probe) { $0.enforcement?.kind == "server" && $0.windows.contains { $0.secure } }
+    return daemon
+  }
+  let daemon = try startDaemon(on: guarded, policy: "{ version: 1 }\n", name: "server")
   defer { daemon.stop() }
-  try daemon.waitUntil(probe) { $0.enforcement?.kind == "server" && $0.windows.contains { $0.secure } }
+  let ruledDaemon = try startDaemon(
+    on: ruled, policy: "{ version: 1, secure: [{ class: \"NoSuchApp\" }] }\n", name: "server-rules")
+  defer { ruledDaemon.stop() }
 
   // Same pinning as row 4's split placement: servers and workload on CPU 0, daemon on CPU 1.
   let all = Array(0..<onlineCPUs)
   let split = onlineCPUs >= 2
   pinThread(0, to: [0])
-  for s in [plain, guarded, moduleOnly] { pinProcess(s.pid, to: [0]) }
-  pinProcess(daemon.pid, to: split ? [1] : [0])
+  for s in servers { pinProcess(s.pid, to: [0]) }
+  for d in [daemon, ruledDaemon] { pinProcess(d.pid, to: split ? [1] : [0]) }
   defer {
     pinThread(0, to: all)
-    for s in [plain, guarded, moduleOnly] { pinProcess(s.pid, to: all) }
+    for s in servers { pinProcess(s.pid, to: all) }
   }
   let cal = try XClient(display: plain.display)
   _ = workload(cal, iterations: 30)
@@ -87,10 +100,12 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
   var without: [Double] = []
   var with: [Double] = []
   var moduleAlone: [Double] = []
+  var withRules: [Double] = []
   for k in 0..<(2 * alternations + 1) {
     if k % 2 == 1 {
       with.append(try throughput(guarded.display))
       moduleAlone.append(try throughput(moduleOnly.display))
+      withRules.append(try throughput(ruled.display))
     } else {
       without.append(try throughput(plain.display))
     }
@@ -98,8 +113,11 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
   let bracketed = with.indices.map { i in with[i] / ((without[i] + without[i + 1]) / 2) }
   let best = (with.max() ?? .nan) / (without.max() ?? .nan)
   let ratio = median(bracketed) ?? .nan
-  let moduleRatio =
-    median(moduleAlone.indices.map { i in moduleAlone[i] / ((without[i] + without[i + 1]) / 2) }) ?? .nan
+  func bracketedMedian(_ runs: [Double]) -> Double {
+    median(runs.indices.map { i in runs[i] / ((without[i] + without[i + 1]) / 2) }) ?? .nan
+  }
+  let moduleRatio = bracketedMedian(moduleAlone)
+  let rulesRatio = bracketedMedian(withRules)
   print("\nserver enforcement (Xorg dummy, module + daemon vs neither; \(iterations) iterations per run)")
   print(
     String(
@@ -107,14 +125,26 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
         "  throughput: without %.0f it/s, with %.0f it/s (medians); best runs %.3f, median of bracketed ratios %.3f",
       median(without) ?? .nan, median(with) ?? .nan, best, ratio))
   print(String(format: "  the module alone (no daemon) / neither: median of bracketed ratios %.3f", moduleRatio))
+  print(
+    String(
+      format: "  module + daemon with a secure rule (follows every window) / neither: median of bracketed ratios %.3f",
+      rulesRatio))
   table.append(
     TableRow(
-      row: "8 server", figure: "X workload throughput, module + daemon / neither (best runs, bracketed median)",
+      row: "8 server",
+      figure:
+        "X workload throughput, module + daemon (default policy: follows tagged windows) / neither (best runs, bracketed median)",
       value: String(format: "%.3f (%.3f)", best, ratio), target: ">= 0.97", met: best >= 0.97 && ratio >= 0.97))
   table.append(
     TableRow(
       row: "8 server", figure: "X workload throughput, module alone (no daemon) / neither (bracketed median)",
       value: String(format: "%.3f", moduleRatio), target: "-", met: nil))
+  table.append(
+    TableRow(
+      row: "8 server",
+      figure:
+        "X workload throughput, module + daemon with a secure rule (follows every window) / neither (bracketed median)",
+      value: String(format: "%.3f", rulesRatio), target: "-", met: nil))
 
   // shieldctl tag → first censored frame: an untrusted GetImage loop on the root (this
   // process is not in the Trust list) while `shieldctl tag` runs.
@@ -161,6 +191,7 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
   let figures: [String: Any] = [
     "iterations": iterations, "without_it_per_s": without, "with_it_per_s": with, "ratio_best_runs": best,
     "ratio_bracketed_median": ratio, "module_alone_it_per_s": moduleAlone, "module_alone_ratio": moduleRatio,
+    "with_rule_it_per_s": withRules, "with_rule_ratio": rulesRatio,
     "bracketed_ratios": bracketed, "tag_to_censored_ms": delays,
   ]
   return (figures, table)
