@@ -69,4 +69,72 @@ struct AttackTests {
     window.close()
     await server.stop()
   }
+
+  /// Sends `event` (32 bytes) as another client can: SendEvent to the root's
+  /// SubstructureNotify listeners (the daemon), the server sets bit 7 of its type.
+  static func forge(_ x: XConnection, _ event: [UInt8]) throws {
+    var bytes = event
+    try bytes.withUnsafeMutableBytes { b in
+      try x.check(
+        xcb_send_event_checked(
+          x.raw, 0, x.root, XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue,
+          b.baseAddress!.assumingMemoryBound(to: CChar.self)),
+        "SendEvent")
+    }
+  }
+
+  /// A DestroyNotify (type 17) or UnmapNotify (18) of `window` as the root's listeners get it.
+  static func structureEvent(_ type: UInt8, root: UInt32, window: UInt32) -> [UInt8] {
+    var b = [UInt8](repeating: 0, count: 32)
+    b[0] = type
+    withUnsafeBytes(of: root.littleEndian) { b.replaceSubrange(4..<8, with: $0) }
+    withUnsafeBytes(of: window.littleEndian) { b.replaceSubrange(8..<12, with: $0) }
+    return b
+  }
+
+  @Test(
+    "forged window events (SendEvent DestroyNotify/UnmapNotify of a secure window) do not make the daemon forget it")
+  func forgedWindowEvents() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    try await daemon.waitShielded(window.id)
+
+    // The attacker: a forged DestroyNotify and UnmapNotify of the secure window, then it
+    // unmaps the shield (which the daemon repairs while it guards the window).
+    let attacker = try server.connect()
+    try Self.forge(attacker, Self.structureEvent(17, root: attacker.root, window: window.id))
+    try Self.forge(attacker, Self.structureEvent(18, root: attacker.root, window: window.id))
+    try await daemon.waitUntilCaughtUp()
+    let tree = try #require(xcb_query_tree_reply(attacker.raw, xcb_query_tree(attacker.raw, window.id), nil))
+    let children = Array(
+      UnsafeBufferPointer(start: xcb_query_tree_children(tree), count: Int(tree.pointee.children_len)))
+    free(tree)
+    #expect(!children.isEmpty, "no shield inside the secure window")
+    for shield in children { try attacker.check(xcb_unmap_window_checked(attacker.raw, shield), "UnmapWindow") }
+    // The daemon still guards the window: it maps the shield again.
+    func shieldMapped() -> Bool {
+      children.contains { shield in
+        guard
+          let a = xcb_get_window_attributes_reply(attacker.raw, xcb_get_window_attributes(attacker.raw, shield), nil)
+        else { return false }
+        defer { free(a) }
+        return a.pointee.map_state == UInt8(XCB_MAP_STATE_VIEWABLE.rawValue)
+      }
+    }
+    do {
+      try await waitUntil("the shield mapped again", timeout: .seconds(10)) { shieldMapped() }
+    } catch {
+      let shot = try await Capture.xwdRoot(on: server)
+      Issue.record("the daemon forgot the window: \(shot.count(of: .red, in: Self.rect)) secret pixels in xwd")
+      throw error
+    }
+    #expect(daemon.isShielded(window.id))
+    let shot = try await Capture.xwdRoot(on: server)
+    #expect(shot.count(of: .red, in: Self.rect) == 0)
+    #expect(!daemon.auditEvents("forged-event").isEmpty, "the forgery is audited")
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
 }

@@ -111,9 +111,13 @@ struct ServerModule: Sendable {
     var pid: UInt32
   }
 
-  /// Decodes `ev` when it is this module's CaptureNotify.
+  /// Decodes `ev` when it is this module's CaptureNotify. One that another client sent
+  /// (SendEvent sets bit 7 of the type; the module's own never have it) is a forgery: any
+  /// client can SendEvent any event type to a window of the daemon's, and a forged notice
+  /// would write false audit records blaming whoever it names.
   func notify(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) -> Notify? {
     guard CXCB_event_type(ev) == firstEvent else { return nil }
+    guard ev.pointee.response_type & 0x80 == 0 else { return nil }
     let b = UnsafeRawPointer(ev)
     return Notify(
       kind: b.load(fromByteOffset: 1, as: UInt8.self), reader: b.loadUnaligned(fromByteOffset: 4, as: UInt32.self),

@@ -145,6 +145,10 @@ final class WatcherLoop {
   var module: ServerModule?
   /// What the module has been told (policy tags, grants, protection).
   var enforcement = ServerEnforcement()
+  /// Forged events (another client's SendEvent) dropped since the last audit record, and
+  /// when that was (`dropForged`).
+  var forgedSinceAudit = 0
+  var lastForgedAudit: MonotonicTime?
   /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
   var windowWatch = ServerEnforcement.WindowWatch.all
   /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.

@@ -175,9 +175,20 @@ extension WatcherLoop {
         batch.append(ev)
         while let ev = xcb_poll_for_queued_event(x.conn) { batch.append(ev) }
       }
+      // Commands are ClientMessages that shieldctl sends with SendEvent; any other event
+      // that a client sent is a forgery (see `isForged`).
+      batch.removeAll { ev in
+        guard Self.isForged(ev), Int32(CXCB_event_type(ev)) != XCB_CLIENT_MESSAGE else { return false }
+        dropForged(ev, connection: "main")
+        return true
+      }
       var shieldEvents = 0
       while let ev = next(shieldX.conn) {
         shieldEvents += 1
+        if Self.isForged(ev) {
+          dropForged(ev, connection: "shield")
+          continue
+        }
         if let event = ShieldEvent(ev), let report = driver.handle(event) {
           switch report {
           case .lost(let t, let how): apply(.shieldLost(t, how: how))
@@ -197,6 +208,34 @@ extension WatcherLoop {
         free(ev)
       }
     }
+  }
+
+  /// Whether another client sent `ev` (SendEvent sets bit 7 of its type). Any client can
+  /// SendEvent any event to the root's SubstructureNotify listeners or to a window of
+  /// ours: a forged DestroyNotify of a secure window would make the daemon forget it.
+  static func isForged(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) -> Bool {
+    ev.pointee.response_type & 0x80 != 0
+  }
+
+  /// Drops (frees) a forged event and audits it, at most once per 5 s with the count in
+  /// between (the X server does not say who sent it; RECORD would, in client-side mode).
+  func dropForged(_ ev: UnsafeMutablePointer<xcb_generic_event_t>, connection: String) {
+    let type = CXCB_event_type(ev)
+    let window = UnsafeRawPointer(ev).loadUnaligned(fromByteOffset: 8, as: UInt32.self)
+    free(ev)
+    forgedSinceAudit += 1
+    let now = Clock.now()
+    if let last = lastForgedAudit, now < last + .seconds(5) { return }
+    lastForgedAudit = now
+    log.write(
+      AuditRecord(
+        "forged-event",
+        [
+          ("type", .int(Int(type))), ("window", .string("0x" + String(window, radix: 16))),
+          ("connection", .string(connection)), ("count", .int(forgedSinceAudit)),
+          ("action", "ignored (sent by another client with SendEvent)"),
+        ]))
+    forgedSinceAudit = 0
   }
 
   /// While the desktop is busy and nothing is at stake, the main connection's events are
