@@ -91,8 +91,6 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
         return;
     RegionNull(&secret);
     if (cs_secret_for_read(client, draw, sx, sy, w, h, &secret)) {
-        static ClientPtr last_client;
-        static unsigned long last_seq;
         int i, n = RegionNumRects(&secret);
         BoxPtr b = RegionRects(&secret);
         int stride = format == ZPixmap ? PixmapBytePad(w, draw->depth) : BitmapBytePad(w);
@@ -105,11 +103,8 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
                 cs_blank_xy(out, stride, &r);
         }
         /* one event per request, not per strip or plane */
-        if (last_client != client || last_seq != client->sequence) {
-            last_client = client;
-            last_seq = client->sequence;
+        if (cs_report_once(client))
             cs_report(client, draw->id, CS_KIND_CENSORED);
-        }
     }
     RegionUninit(&secret);
 }

@@ -125,6 +125,7 @@ int cs_root_property_refused(ClientPtr client, WindowPtr win, Atom name, Mask mo
 /* ext.c */
 Bool cs_ext_init(void);
 void cs_report(ClientPtr reader, XID drawable, int kind);
+int cs_report_once(ClientPtr client);   /* one report per request (trust.c) */
 void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written */
 
 #endif

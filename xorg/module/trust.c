@@ -16,6 +16,7 @@ struct cs_client {
     unsigned char redirect_logged;
     int owned_secure;           /* secure windows this client owns */
     CARD32 event_mask;
+    unsigned long reported_seq; /* cs_report_once: sequence + 1 of the last reported request */
 };
 
 static DevPrivateKeyRec cs_client_key_rec;
@@ -181,4 +182,21 @@ cs_trust_init(void)
     if (!dixRegisterPrivateKey(&cs_client_key_rec, PRIVATE_CLIENT, sizeof(struct cs_client)))
         return FALSE;
     return AddCallback(&ClientStateCallback, cs_client_state_cb, NULL);
+}
+
+/* Whether a censored read by `client`'s current request is still to be reported (GetImage
+ * reads in strips: one report per request). Kept per connection, as client privates are
+ * zeroed for each new one. A static "last client and sequence" was fooled by the next
+ * client that got the same ClientPtr and sent its GetImage at the same sequence number,
+ * as every run of the same tool does: that read went unreported. */
+int
+cs_report_once(ClientPtr client)
+{
+    struct cs_client *st = cs_client_state(client);
+    unsigned long tag = client->sequence + 1;  /* 0: nothing reported on this connection */
+
+    if (st->reported_seq == tag)
+        return 0;
+    st->reported_seq = tag;
+    return 1;
 }

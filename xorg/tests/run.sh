@@ -207,6 +207,16 @@ for i in $(seq 50); do grep -q event "$TMP/events1" && break; sleep 0.1; done
 out=$(grep event "$TMP/events1" || echo none)
 expect "CaptureNotify to a trusted listener (censored GetImage)" "$out" kind -eq 0 major -eq 73
 kill "$LPID" 2>/dev/null || true
+# the same tool run again and again: each run's censored read is reported (a new client can
+# get the last one's ClientPtr and sends its GetImage at the same sequence number)
+"$TPROBE" listen 10 >"$TMP/events10" &
+LPID=$!; BG_PIDS+=("$LPID")
+for i in $(seq 300); do grep -q ready "$TMP/events10" && break; sleep 0.1; done
+for i in $(seq 10); do "$PROBE" capture getimage 1 >/dev/null; done
+for i in $(seq 300); do [ "$(grep -c "kind=0" "$TMP/events10")" -ge 10 ] && break; sleep 0.1; done
+n=$(grep -c "kind=0" "$TMP/events10" || true)
+[ "$n" -eq 10 ] && ok "10 runs of the same capture tool: 10 CaptureNotify events" || bad "10 runs of the same capture tool: $n CaptureNotify events"
+kill "$LPID" 2>/dev/null || true
 
 # 1.2: a listener that selected the secure mask learns each window that becomes secure
 # (kind 6); one that did not gets none (its first event is the censored read below)
