@@ -84,13 +84,15 @@ extension WatcherLoop {
       effects.watchRoot()
       if !initial { scanExistingWindows() }  // run() scans at start
     case .tagged:
-      guard !initial else { return }
-      effects.unwatchRoot()
-      pendingCreates = []
-      pendingSet = []
-      pendingSince = nil
-      dropUntaggedWindows()
+      if !initial {  // at start, run() drops the untagged windows after its scan
+        effects.unwatchRoot()
+        pendingCreates = []
+        pendingSet = []
+        pendingSince = nil
+        dropUntaggedWindows()
+      }
     }
+    guard module != nil else { return }  // client-side mode always follows every window
     log.info(
       want == .all
         ? "following every window (the policy has rules about windows, or the module does not report tags)"
