@@ -215,15 +215,18 @@ public struct Engine: Sendable {
               ] + identityFields(c.identity))))
       }
       if c.clientClass == .allowed && !req.bypassesShield { break }
-      let expires = now + policy.linger
+      let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
       })?.key {
         sessions[sid]!.requests += 1
+        sessions[sid]!.lastRequestAt = now
         if req.bypassesShield { sessions[sid]!.bypass = true }
-        if sessions[sid]!.expires.map({ $0 < expires }) ?? true { sessions[sid]!.expires = expires }
+        sessions[sid]!.pinned = hold.pinned
+        if sessions[sid]!.expires.map({ $0 < hold.expires }) ?? true { sessions[sid]!.expires = hold.expires }
       } else {
-        startSession(client: id, kind: .request, pinned: false, expires: expires, firstRequest: req.kind, fx: &fx)
+        startSession(
+          client: id, kind: .request, pinned: hold.pinned, expires: hold.expires, firstRequest: req.kind, fx: &fx)
         if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
         stateChanged = true
       }
@@ -292,6 +295,7 @@ public struct Engine: Sendable {
 
     case .policyReplaced(let p):
       policy = p
+      rehold()
       if p.quarantine == nil || !p.quarantineOnLaunch {
         for l in launches { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
         launches = []
