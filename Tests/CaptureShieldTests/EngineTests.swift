@@ -437,7 +437,8 @@ private let holdScenarios: [Scenario] = [
     policy: held, setup: desk,
     steps: [
       Step(
-        1, .clientConnected(ff, ffmpegID), startShieldingW1(kind: "known", client: ff) + ["notify true [0x100]", "publish"],
+        1, .clientConnected(ff, ffmpegID),
+        startShieldingW1(kind: "known", client: ff) + ["notify true [0x100]", "publish"],
         sessions: ["#1 known 0x800000 req=0 pinned"]),
       Step(2, .clientGone(ff), ["publish"], deadline: .at(4), sessions: ["#1 known 0x800000 req=0 until 4"]),
       Step(4, .tick, lingerEndW1(kind: "known", client: ff), shielded: []),

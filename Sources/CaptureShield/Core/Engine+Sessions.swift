@@ -103,7 +103,11 @@ extension Engine {
       switch s.kind {
       case .quarantine: why = "quarantine over"
       case .request where !s.detached:
-        if case .duration(let d) = policy.hold, d > policy.linger { why = "hold elapsed" } else { why = "linger elapsed" }
+        if case .duration(let d) = policy.hold, d > policy.linger {
+          why = "hold elapsed"
+        } else {
+          why = "linger elapsed"
+        }
       default: why = "linger elapsed"
       }
       endSession(sid, fx: &fx, why: why)
