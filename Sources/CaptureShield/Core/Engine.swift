@@ -3,7 +3,8 @@
 /// and carries out the effects; tests drive it directly.
 ///
 /// It decides which windows are secure and why, which clients are capturing, when
-/// capture sessions start and end (`capture.linger`), and which windows to shield.
+/// capture sessions start and end (`capture.hold`, `capture.linger`), and which windows to
+/// shield.
 public struct Engine: Sendable {
   // MARK: Events and effects
 

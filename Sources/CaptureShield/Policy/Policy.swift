@@ -270,7 +270,8 @@ public struct Policy: Sendable, Hashable {
   public var captureAllow: [Matcher] = []
   /// Clients that start a capture session as soon as they connect.
   public var captureKnown: [Matcher] = Policy.defaultKnownCapturers
-  /// How long a session lasts after its last capture request or its client's exit.
+  /// How long a session lasts after its client's exit (and, with a `hold` duration, at
+  /// least how long after its last capture request).
   public var linger: PolicyDuration = .seconds(2)
   /// How long a connected client's capture-request session lasts: while it stays connected
   /// (the default), or a duration after its last capture request.
