@@ -34,11 +34,15 @@ private let bankRule = Matcher(title: pat("/.*[Bb]ank.*/"), name: "bank")
 private let allowShell = Matcher(exe: pat("/usr/bin/gnome-shell"), name: "shell")
 private let allowPicom = Matcher(exe: pat("/usr/bin/picom"), name: "picom")
 
+/// `hold` defaults to `"0s"` (the linger alone) so that the linger's scenarios stay about
+/// the linger; `holdScenarios` test `capture.hold` (default `"connected"`).
 private func policy(
   when: ShieldWhen = .capturing, secure: [Matcher] = [], allow: [Matcher] = [],
-  quarantine: PolicyDuration? = nil, linger: PolicyDuration = .seconds(2)
+  quarantine: PolicyDuration? = nil, linger: PolicyDuration = .seconds(2),
+  hold: CaptureHold = .duration(.seconds(0))
 ) -> Policy {
   var p = Policy()
+  p.hold = hold
   p.when = when
   p.secure = secure
   p.captureAllow = allow
@@ -303,6 +307,151 @@ private let captureScenarios: [Scenario] = [
         ["audit capture-request client=0x600000 request=GetImage class=ordinary"]
           + startShieldingW1(kind: "request", client: grab, session: 2, request: "GetImage")
           + ["notify true [0x100]", "publish"]),
+    ]),
+]
+
+/// `capture.hold` (issue 17, finding 8: a patient capturer waiting longer than the linger
+/// between frames found the shields down for each one).
+private let held = policy(hold: .connected)
+private func heldEnd(_ why: String, _ session: Int) -> [String] {
+  [
+    "audit session-end session=\(session) kind=request client=0x600000 why=\(show(.string(why)))",
+    "unshield 0x100", "audit unshield window=0x100 reason='no capture session'", "notify false [0x100]",
+  ]
+}
+private let firstGrab =
+  ["audit capture-request client=0x600000 request=GetImage class=ordinary"]
+  + startShieldingW1(kind: "request", client: grab, request: "GetImage") + ["notify true [0x100]", "publish"]
+
+private let holdScenarios: [Scenario] = [
+  Scenario(
+    name: "connected (default): one frame every linger + 0.5 s never finds the shields down",
+    policy: held, setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(
+        1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab, shielded: [w1], capturing: true,
+        deadline: Deadline.none, sessions: ["#1 request 0x600000 req=1 pinned"]),
+      Step(3.5, .tick, [], shielded: [w1], capturing: true, deadline: Deadline.none),
+      Step(
+        3.5, .captureRequest(grab, CaptureRequest(kind: "GetImage")), [], shielded: [w1],
+        sessions: ["#1 request 0x600000 req=2 pinned"]),
+      Step(6, .tick, [], shielded: [w1]),
+      Step(
+        6, .captureRequest(grab, CaptureRequest(kind: "GetImage")), [], shielded: [w1],
+        sessions: ["#1 request 0x600000 req=3 pinned"]),
+      Step(3600, .tick, [], shielded: [w1], capturing: true, active: true),
+    ]),
+  Scenario(
+    name: "connected: the client's exit ends the hold after the linger",
+    policy: held, setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab),
+      Step(
+        500, .clientGone(grab), ["publish"], shielded: [w1], capturing: true, deadline: .at(502),
+        sessions: ["#1 request 0x600000 req=1 until 502"]),
+      Step(501.9, .tick, [], shielded: [w1]),
+      Step(
+        502, .tick, heldEnd("linger elapsed", 1) + ["publish"], shielded: [], capturing: false, active: false,
+        deadline: Deadline.none, sessions: []),
+    ]),
+  Scenario(
+    name: "connected: a client identified late as allowed ends its held session",
+    policy: policy(allow: [allowShell], hold: .connected), setup: desk + [.clientConnected(shell, nil)],
+    steps: [
+      Step(
+        1, .captureRequest(shell, CaptureRequest(kind: "GetImage")),
+        ["audit capture-request client=0xa00000 request=GetImage class=unidentified"]
+          + startShieldingW1(kind: "request", client: shell, request: "GetImage")
+          + ["notify true [0x100]", "publish"],
+        sessions: ["#1 request 0xa00000 req=1 pinned"]),
+      Step(
+        1.5, .clientIdentified(shell, shellID),
+        [
+          "audit session-end session=1 kind=request client=0xa00000 why='client is allowed'", "unshield 0x100",
+          "audit unshield window=0x100 reason='no capture session'", "notify false [0x100]", "publish",
+        ],
+        shielded: [], sessions: []),
+    ]),
+  Scenario(
+    name: "a duration: the session lasts that long after the last request",
+    policy: policy(hold: .duration(.seconds(10))), setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(
+        1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab, deadline: .at(11),
+        sessions: ["#1 request 0x600000 req=1 until 11"]),
+      Step(
+        5, .captureRequest(grab, CaptureRequest(kind: "GetImage")), [], deadline: .at(15),
+        sessions: ["#1 request 0x600000 req=2 until 15"]),
+      Step(14.9, .tick, [], shielded: [w1]),
+      Step(15, .tick, heldEnd("hold elapsed", 1) + ["publish"], shielded: [], sessions: []),
+    ]),
+  Scenario(
+    name: "a duration: the client's exit still ends the session after the linger",
+    policy: policy(hold: .duration(.seconds(10))), setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab),
+      Step(2, .clientGone(grab), ["publish"], deadline: .at(11), sessions: ["#1 request 0x600000 req=1 until 11"]),
+      Step(11, .tick, heldEnd("linger elapsed", 1) + ["publish"], shielded: []),
+    ]),
+  Scenario(
+    name: "a hold shorter than the linger is the linger",
+    policy: policy(hold: .duration(.seconds(1))), setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(
+        1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab, deadline: .at(3),
+        sessions: ["#1 request 0x600000 req=1 until 3"]),
+      Step(3, .tick, heldEnd("linger elapsed", 1) + ["publish"], shielded: []),
+    ]),
+  Scenario(
+    name: "a reload to a duration: the held session ends that long after its last request",
+    policy: held, setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab),
+      Step(
+        4, .captureRequest(grab, CaptureRequest(kind: "GetImage")), [],
+        sessions: ["#1 request 0x600000 req=2 pinned"]),
+      Step(
+        8.5, .policyReplaced(policy(hold: .duration(.seconds(5)))),
+        ["audit policy-loaded rules=0 when=capturing", "publish"], shielded: [w1], deadline: .at(9),
+        sessions: ["#1 request 0x600000 req=2 until 9"]),
+      Step(9, .tick, heldEnd("hold elapsed", 1) + ["publish"], shielded: [], sessions: []),
+    ]),
+  Scenario(
+    name: "a reload to connected holds a live session, to a duration unholds it",
+    policy: policy(), setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(
+        1, .captureRequest(grab, CaptureRequest(kind: "GetImage")), firstGrab,
+        sessions: ["#1 request 0x600000 req=1 until 3"]),
+      Step(
+        2, .policyReplaced(held), ["audit policy-loaded rules=0 when=capturing", "publish"],
+        deadline: Deadline.none, sessions: ["#1 request 0x600000 req=1 pinned"]),
+      Step(100, .tick, [], shielded: [w1]),
+      Step(
+        100, .policyReplaced(policy(hold: .duration(.seconds(0)))),
+        ["audit policy-loaded rules=0 when=capturing"] + heldEnd("linger elapsed", 1) + ["publish"],
+        shielded: []),
+    ]),
+  Scenario(
+    name: "connected: a known capturer is unchanged (pinned while connected, then the linger)",
+    policy: held, setup: desk,
+    steps: [
+      Step(
+        1, .clientConnected(ff, ffmpegID),
+        startShieldingW1(kind: "known", client: ff) + ["notify true [0x100]", "publish"],
+        sessions: ["#1 known 0x800000 req=0 pinned"]),
+      Step(2, .clientGone(ff), ["publish"], deadline: .at(4), sessions: ["#1 known 0x800000 req=0 until 4"]),
+      Step(4, .tick, lingerEndW1(kind: "known", client: ff), shielded: []),
+    ]),
+  Scenario(
+    name: "connected: an allowed client's plain capture requests start nothing",
+    policy: policy(allow: [allowShell], hold: .connected), setup: desk + [.clientConnected(shell, shellID)],
+    steps: [
+      Step(
+        1, .captureRequest(shell, CaptureRequest(kind: "GetImage")),
+        ["audit capture-request client=0xa00000 request=GetImage class=allowed", "publish"],
+        shielded: [], sessions: []),
+      Step(5, .captureRequest(shell, CaptureRequest(kind: "GetImage")), [], shielded: [], sessions: []),
     ]),
 ]
 
@@ -680,6 +829,9 @@ private let provisionalScenarios: [Scenario] = [
 
   @Test("capture sessions", arguments: captureScenarios)
   fileprivate func captureSessions(_ s: Scenario) { _ = run(s) }
+
+  @Test("capture.hold", arguments: holdScenarios)
+  fileprivate func hold(_ s: Scenario) { _ = run(s) }
 
   @Test("quarantine", arguments: quarantineScenarios)
   fileprivate func quarantine(_ s: Scenario) { _ = run(s) }
@@ -1129,7 +1281,8 @@ private let provisionalScenarios: [Scenario] = [
     #expect(
       s.policy
         == DaemonState.PolicySummary(
-          sources: [], when: .capturing, failMode: .open, rules: 1, quarantineMs: 5000, lingerMs: 2000))
+          sources: [], when: .capturing, failMode: .open, rules: 1, quarantineMs: 5000, lingerMs: 2000,
+          hold: "0s"))
     #expect(
       s.windows == [
         .init(

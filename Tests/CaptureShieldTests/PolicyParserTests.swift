@@ -140,6 +140,16 @@ private struct TempDir {
         #"t.json5:1:38: error: bad duration 'never': expected "off" or a number followed by ms, s, m or h, e.g. "250ms" or "2s""#
       ]),
     DiagnosticCase(
+      name: "bad hold",
+      source: #"{ version: 1, capture: { hold: "forever" } }"#,
+      expected: [
+        #"t.json5:1:32: error: bad duration 'forever': expected "connected" or a number followed by ms, s, m or h, e.g. "250ms" or "2s""#
+      ]),
+    DiagnosticCase(
+      name: "hold is a string",
+      source: #"{ version: 1, capture: { hold: true } }"#,
+      expected: [#"t.json5:1:32: error: 'hold' must be a string (a duration or "connected"), not a boolean"#]),
+    DiagnosticCase(
       name: "quarantineOnLaunch is a bool",
       source: #"{ version: 1, capture: { quarantine: "300ms", quarantineOnLaunch: "yes" } }"#,
       expected: [
@@ -572,6 +582,29 @@ private struct TempDir {
   }
 
   // MARK: - Merging
+
+  /// `capture.hold` as written → the merged policy's value (absent: the default).
+  static let holdCases: [(String?, CaptureHold)] = [
+    (nil, .connected), (#""connected""#, .connected), (#""10m""#, .duration(.seconds(600))),
+    (#""0s""#, .duration(.seconds(0))), (#""2.5s""#, .duration(.milliseconds(2500))),
+  ]
+
+  @Test(arguments: PolicyParserTests.holdCases)
+  func holdValues(_ written: String?, _ expected: CaptureHold) throws {
+    let capture = written.map { "capture: { hold: \($0) }," } ?? ""
+    let file = try parseOK("{ version: 1, \(capture) }")
+    #expect(PolicyLoader.merge([file]).hold == expected)
+  }
+
+  @Test func laterFilesHoldWins() throws {
+    let system = try parseOK(#"{ version: 1, capture: { hold: "10m" } }"#, path: "/etc/10.json5")
+    let silent = try parseOK(#"{ version: 1, capture: { linger: "1s" } }"#, path: "/etc/20.json5")
+    let user = try parseOK(#"{ version: 1, capture: { hold: "connected" } }"#, path: "/home/u/policy.json5")
+    #expect(PolicyLoader.merge([system, silent]).hold == .duration(.seconds(600)))
+    #expect(PolicyLoader.merge([system, silent, user]).hold == .connected)
+    #expect(CaptureHold.duration(.seconds(600)).description == "600s")
+    #expect(CaptureHold.connected.description == "connected")
+  }
 
   @Test func mergeConcatenatesListsAndLaterScalarsWin() throws {
     let system = try parseOK(

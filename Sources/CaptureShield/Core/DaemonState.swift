@@ -62,6 +62,9 @@ public struct DaemonState: Sendable, Codable, Hashable {
     public var rules: Int
     public var quarantineMs: Int?
     public var lingerMs: Int
+    /// `capture.hold`: `connected` or a duration such as `5s` (absent in states written by
+    /// daemons before it existed: those held a session for the linger only).
+    public var hold: String? = nil
   }
   public struct WindowRow: Sendable, Codable, Hashable {
     public var id: WindowID
@@ -85,7 +88,8 @@ public struct DaemonState: Sendable, Codable, Hashable {
     public var firstRequest: String?
     public var requests: Int
     public var ageSeconds: Double
-    /// Seconds until the session ends unless renewed; nil while pinned.
+    /// Seconds until the session ends unless renewed; nil while pinned (a known capturer, the
+    /// compositor, or a capture request held while its client stays connected).
     public var endsIn: Double?
   }
   public struct ClientRow: Sendable, Codable, Hashable {
@@ -136,7 +140,7 @@ extension Engine {
       policy: .init(
         sources: policy.sources, when: policy.when, failMode: policy.failMode, rules: policy.secure.count,
         quarantineMs: policy.quarantine.map { Int($0.nanoseconds / 1_000_000) },
-        lingerMs: Int(policy.linger.nanoseconds / 1_000_000)),
+        lingerMs: Int(policy.linger.nanoseconds / 1_000_000), hold: policy.hold.description),
       paused: isPaused, pauseRemaining: pauseRemaining, capturing: isCapturing, shieldsActive: shieldsActive,
       compositor: compositor.flatMap { clients[$0] }.map(row),
       windows: windowRows, sessions: sessionRows,

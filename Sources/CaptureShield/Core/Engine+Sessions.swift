@@ -21,11 +21,14 @@ extension Engine {
     public var identity: ClientIdentity?
     public var kind: SessionKind
     public var startedAt: MonotonicTime
-    /// Live while pinned (known capturer connected, compositor) or before `expires`.
+    /// Live while pinned (known capturer connected, compositor, a request session under
+    /// `capture.hold: "connected"` while its client is connected) or before `expires`.
     public var pinned: Bool
     public var expires: MonotonicTime?
     public var firstRequest: String?
     public var requests: Int
+    /// When its client's last capture request came (request sessions).
+    public var lastRequestAt: MonotonicTime?
     /// Started by a request that defeats the child shield: never ended by `allow`.
     public var bypass: Bool = false
     /// Its client is gone; the session only lingers. A new client on the same
@@ -53,7 +56,8 @@ extension Engine {
     let identity = clients[client]?.identity
     sessions[id] = Session(
       id: id, client: client, identity: identity, kind: kind, startedAt: now, pinned: pinned,
-      expires: expires, firstRequest: firstRequest, requests: firstRequest == nil ? 0 : 1)
+      expires: expires, firstRequest: firstRequest, requests: firstRequest == nil ? 0 : 1,
+      lastRequestAt: firstRequest == nil ? nil : now)
     var f: [(String, AuditRecord.Value)] = [
       ("session", .int(id)), ("kind", .string(kind.rawValue)), ("client", .string(client.description)),
     ]
@@ -74,9 +78,39 @@ extension Engine {
           ] + identityFields(s.identity))))
   }
 
+  /// How a connected client's request session is held after a capture request at `last`
+  /// (`capture.hold`): pinned while the client stays connected, or until `hold` (at least
+  /// `linger`) after that request. Its client's exit unpins it (`clientGone`: `linger` more).
+  func requestHold(after last: MonotonicTime) -> (pinned: Bool, expires: MonotonicTime) {
+    switch policy.hold {
+    case .connected: return (true, last + policy.linger)
+    case .duration(let d): return (false, last + max(d, policy.linger))
+    }
+  }
+
+  /// Re-applies `capture.hold` to the connected clients' request sessions (a new policy).
+  mutating func rehold() {
+    for (sid, s) in sessions where s.kind == .request && !s.detached {
+      let hold = requestHold(after: s.lastRequestAt ?? s.startedAt)
+      sessions[sid]!.pinned = hold.pinned
+      sessions[sid]!.expires = hold.expires
+    }
+  }
+
   mutating func expireDeadlines(fx: inout [Effect], all: inout Bool, stateChanged: inout Bool) {
     for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where !s.isLive(at: now) {
-      endSession(sid, fx: &fx, why: s.kind == .quarantine ? "quarantine over" : "linger elapsed")
+      let why: String
+      switch s.kind {
+      case .quarantine: why = "quarantine over"
+      case .request where !s.detached:
+        if case .duration(let d) = policy.hold, d > policy.linger {
+          why = "hold elapsed"
+        } else {
+          why = "linger elapsed"
+        }
+      default: why = "linger elapsed"
+      }
+      endSession(sid, fx: &fx, why: why)
       all = true
       stateChanged = true
     }

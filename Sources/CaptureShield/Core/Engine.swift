@@ -3,7 +3,8 @@
 /// and carries out the effects; tests drive it directly.
 ///
 /// It decides which windows are secure and why, which clients are capturing, when
-/// capture sessions start and end (`capture.linger`), and which windows to shield.
+/// capture sessions start and end (`capture.hold`, `capture.linger`), and which windows to
+/// shield.
 public struct Engine: Sendable {
   // MARK: Events and effects
 
@@ -215,15 +216,18 @@ public struct Engine: Sendable {
               ] + identityFields(c.identity))))
       }
       if c.clientClass == .allowed && !req.bypassesShield { break }
-      let expires = now + policy.linger
+      let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
       })?.key {
         sessions[sid]!.requests += 1
+        sessions[sid]!.lastRequestAt = now
         if req.bypassesShield { sessions[sid]!.bypass = true }
-        if sessions[sid]!.expires.map({ $0 < expires }) ?? true { sessions[sid]!.expires = expires }
+        sessions[sid]!.pinned = hold.pinned
+        if sessions[sid]!.expires.map({ $0 < hold.expires }) ?? true { sessions[sid]!.expires = hold.expires }
       } else {
-        startSession(client: id, kind: .request, pinned: false, expires: expires, firstRequest: req.kind, fx: &fx)
+        startSession(
+          client: id, kind: .request, pinned: hold.pinned, expires: hold.expires, firstRequest: req.kind, fx: &fx)
         if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
         stateChanged = true
       }
@@ -292,6 +296,7 @@ public struct Engine: Sendable {
 
     case .policyReplaced(let p):
       policy = p
+      rehold()
       if p.quarantine == nil || !p.quarantineOnLaunch {
         for l in launches { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
         launches = []

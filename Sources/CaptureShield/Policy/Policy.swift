@@ -223,6 +223,24 @@ public struct PolicyDuration: Sendable, Hashable, Comparable, CustomStringConver
   }
 }
 
+/// How long a client that sent a capture request keeps its capture session while it stays
+/// connected (`capture.hold`).
+public enum CaptureHold: Sendable, Hashable, CustomStringConvertible {
+  /// Until the client disconnects (then `capture.linger` more): a patient capturer that
+  /// waits longer than the linger between frames never finds the shields down.
+  case connected
+  /// Until this long after its last capture request (`capture.linger` if that is longer);
+  /// `"0s"` is the linger alone.
+  case duration(PolicyDuration)
+
+  public var description: String {
+    switch self {
+    case .connected: return "connected"
+    case .duration(let d): return d.description
+    }
+  }
+}
+
 /// Policy for the copied-text guard (issue: copied-text guard). Parsed and validated here.
 public struct ClipboardPolicy: Sendable, Hashable {
   public var enabled: Bool = true
@@ -252,8 +270,12 @@ public struct Policy: Sendable, Hashable {
   public var captureAllow: [Matcher] = []
   /// Clients that start a capture session as soon as they connect.
   public var captureKnown: [Matcher] = Policy.defaultKnownCapturers
-  /// How long a session lasts after its last capture request or its client's exit.
+  /// How long a session lasts after its client's exit (and, with a `hold` duration, at
+  /// least how long after its last capture request).
   public var linger: PolicyDuration = .seconds(2)
+  /// How long a connected client's capture-request session lasts: while it stays connected
+  /// (the default), or a duration after its last capture request.
+  public var hold: CaptureHold = .connected
   /// Shield every non-allowed new client's screen for this long (off when nil).
   public var quarantine: PolicyDuration? = nil
   /// With `quarantine` on: start it when an X client program starts or a process loads the

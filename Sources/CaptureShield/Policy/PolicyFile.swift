@@ -38,6 +38,8 @@ public struct PolicyFile: Sendable, Hashable {
     public var replaceDefaultKnown: Bool?
     /// `capture.linger`.
     public var linger: PolicyDuration?
+    /// `capture.hold`: `"connected"` or a duration.
+    public var hold: CaptureHold?
     /// `capture.quarantine`: a duration, or `"off"`.
     public var quarantine: Quarantine?
     /// `capture.quarantineOnLaunch`: whether the quarantine starts when an X client program
@@ -46,12 +48,14 @@ public struct PolicyFile: Sendable, Hashable {
 
     public init(
       allow: [Matcher]? = nil, known: [Matcher]? = nil, replaceDefaultKnown: Bool? = nil,
-      linger: PolicyDuration? = nil, quarantine: Quarantine? = nil, quarantineOnLaunch: Bool? = nil
+      linger: PolicyDuration? = nil, quarantine: Quarantine? = nil, quarantineOnLaunch: Bool? = nil,
+      hold: CaptureHold? = nil
     ) {
       self.allow = allow
       self.known = known
       self.replaceDefaultKnown = replaceDefaultKnown
       self.linger = linger
+      self.hold = hold
       self.quarantine = quarantine
       self.quarantineOnLaunch = quarantineOnLaunch
     }

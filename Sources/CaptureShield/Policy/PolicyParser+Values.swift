@@ -154,13 +154,18 @@ extension PolicyParser.Validator {
   }
 
   mutating func duration(_ v: JSONValue, key: String, orOff: Bool = false) -> PolicyDuration? {
+    duration(v, key: key, or: orOff ? "off" : nil)
+  }
+
+  /// A duration, or (when `word` is given) that word, which the caller checks first.
+  mutating func duration(_ v: JSONValue, key: String, or word: String?) -> PolicyDuration? {
     guard case .string(let s) = v.kind else {
-      let what = orOff ? "a duration or \"off\"" : "a duration"
+      let what = word.map { "a duration or \"\($0)\"" } ?? "a duration"
       fail(v.location, "'\(key)' must be a string (\(what)), not \(v.typeDescription)")
       return nil
     }
     guard let d = PolicyDuration(parsing: s) else {
-      let forms = (orOff ? "\"off\" or " : "") + PolicyParser.durationForms
+      let forms = (word.map { "\"\($0)\" or " } ?? "") + PolicyParser.durationForms
       fail(v.location, "bad duration '\(PolicyParser.show(s))': expected \(forms)")
       return nil
     }

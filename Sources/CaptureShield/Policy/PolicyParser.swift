@@ -29,7 +29,9 @@ public enum PolicyParser {
   }
 
   static let topKeys = ["version", "secure", "capture", "shield", "clipboard"]
-  static let captureKeys = ["allow", "known", "replaceDefaultKnown", "linger", "quarantine", "quarantineOnLaunch"]
+  static let captureKeys = [
+    "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch",
+  ]
   static let shieldKeys = ["when", "failMode", "input", "label"]
   static let clipboardKeys = [
     "enabled", "sources", "readers", "allow", "deny", "clearAfter", "maxReads", "selections",
@@ -152,6 +154,13 @@ public enum PolicyParser {
       if let v = f["known"] { c.known = matchers(v, key: "known") }
       if let v = f["replaceDefaultKnown"] { c.replaceDefaultKnown = bool(v, key: "replaceDefaultKnown") }
       if let v = f["linger"] { c.linger = duration(v, key: "linger") }
+      if let v = f["hold"] {
+        if case .string("connected") = v.kind {
+          c.hold = .connected
+        } else if let d = duration(v, key: "hold", or: "connected") {
+          c.hold = .duration(d)
+        }
+      }
       if let v = f["quarantine"] {
         if case .string("off") = v.kind {
           c.quarantine = .off
