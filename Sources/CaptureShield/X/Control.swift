@@ -50,17 +50,24 @@ public struct XControl: ~Copyable {
     return nil
   }
 
-  /// Why the daemon (pid `pid`, which owns the manager selection) does not react, or nil
-  /// when its loop answers a ping within `timeout`: a stopped process (SIGSTOP, a
-  /// debugger) is named as such at once; otherwise a loop that is stuck (or a machine so
-  /// loaded that it cannot answer in `timeout`) misses the ping.
-  public func unresponsiveDaemon(pid: Int, timeout: Duration = .seconds(2)) -> String? {
+  /// Why the daemon that published `state` (and owns the manager selection) does not
+  /// react, or nil when its loop answers a ping within `timeout`: a stopped process
+  /// (SIGSTOP, a debugger) is named as such at once; otherwise a loop that is stuck (or a
+  /// machine so loaded that it cannot answer in `timeout`) misses the ping.
+  public func unresponsiveDaemon(_ state: DaemonState, timeout: Duration = .seconds(2)) -> String? {
+    let pid = state.pid
     if ProcessInfoReader.isStopped(pid: pid) {
       return "the daemon (pid \(pid)) is stopped (SIGSTOP?): it does not react to anything"
     }
     if pingDaemon(timeout: timeout) { return nil }
-    return
+    var why =
       "the daemon (pid \(pid)) did not answer a ping within \(timeout): its loop is stuck (or frozen); it does not react to new windows or captures"
+    if state.enforcement?.kind == "server" {
+      // The module drops commands from clients it does not trust (xorg/README.md).
+      why +=
+        " (under the CaptureShield Xorg module, a ping from a shieldctl it does not trust is dropped: is this one in its Trust list?)"
+    }
+    return why
   }
 
   /// Whether the daemon's loop answers a ping within `timeout`: a `ping` command with a

@@ -88,7 +88,7 @@ struct StatusCommand: Command {
       return ExitCode.failure
     }
     // It is the daemon; does its loop still react? (A stopped or stuck one does not.)
-    if let problem = control.unresponsiveDaemon(pid: state.pid) {
+    if let problem = control.unresponsiveDaemon(state) {
       if json {
         try Output.json(["running": "true", "healthy": "false", "responding": "false", "problem": problem])
       } else {
