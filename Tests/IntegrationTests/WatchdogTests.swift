@@ -21,7 +21,10 @@ struct WatchdogTests {
     environment["NOTIFY_SOCKET"] = listener.path
     environment["WATCHDOG_USEC"] = String(Self.watchdogUsec)
     let (daemon, policyDirectory) = try startDaemon(on: server, environment: environment)
-    defer { removeTree(policyDirectory) }
+    defer {
+      kill(daemon.pid, SIGCONT)  // should an expectation below throw while it is stopped
+      removeTree(policyDirectory)
+    }
 
     let ready = try listener.waitFor("READY=1", timeout: .seconds(20))
     #expect(ready.contains("MAINPID=\(daemon.pid)"), "\(ready)")
@@ -78,6 +81,9 @@ struct WatchdogTests {
 
     // The freezer stops the process without the stopped state /proc would show for
     // SIGSTOP: to everyone else it looks like a loop that no longer gets anywhere.
+    // Thawed (by the defer below, which runs first) before the daemon can be released: a
+    // frozen process cannot be killed.
+    defer { withExtendedLifetime(daemon) {} }
     let freezer = try FreezerCgroup()
     defer { freezer.remove() }
     try freezer.freeze(daemon.process.pid)
