@@ -241,7 +241,10 @@ struct InstallTests {
       try readText(try currentStagedInstall().path("usr/lib/systemd/user/captureshield.service")))
     #expect(unit["Unit"]?["PartOf"] == ["graphical-session.target"])
     #expect(unit["Unit"]?["After"] == ["graphical-session.target"])
-    #expect(unit["Service"]?["Type"] == ["simple"])
+    // READY=1 and WATCHDOG=1 from the daemon (sd_notify), only from its main process.
+    #expect(unit["Service"]?["Type"] == ["notify"])
+    #expect(unit["Service"]?["NotifyAccess"] == ["main"])
+    #expect(unit["Service"]?["WatchdogSec"] == ["10s"])
     #expect(unit["Service"]?["ExecStart"] == ["/usr/bin/shieldctl watch"])
     #expect(unit["Service"]?["Restart"] == ["on-failure"])
     #expect(unit["Service"]?["RestartSec"] == ["2"])

@@ -31,6 +31,10 @@ public struct DaemonState: Sendable, Codable, Hashable {
   /// Which enforcement is active (absent in states written by daemons before server
   /// enforcement existed: those used shield windows).
   public var enforcement: Enforcement? = nil
+  /// Never published by the daemon: `shieldctl status --json` sets it to true when the
+  /// daemon's loop answered its ping (an unresponsive daemon prints `"responding":"false"`
+  /// instead of its state).
+  public var responding: Bool? = nil
 
   /// How secure windows are kept out of captures.
   public struct Enforcement: Sendable, Codable, Hashable {

@@ -40,6 +40,9 @@ public enum DaemonCommand: Sendable, Hashable {
   case reload
   /// Clear the guarded clipboard (copied-text guard).
   case clipboardClear
+  /// Are you there? The daemon's loop answers by writing `nonce` to `_CAPTURE_SHIELD_PONG`
+  /// on its manager window (`shieldctl status`).
+  case ping(nonce: UInt32)
 }
 
 /// How `shieldctl watch` runs.

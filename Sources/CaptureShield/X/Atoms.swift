@@ -15,6 +15,8 @@ enum ProtocolAtom {
   /// CARDINAL/32 on a window, set by the daemon under server enforcement: the policy makes
   /// it secure (the Xorg module protects it; only trusted clients may change it).
   static let policyTag = "_CAPTURE_SHIELD_POLICY"
+  /// CARDINAL/32 on the daemon's manager window: the nonce of the last ping it answered.
+  static let pong = "_CAPTURE_SHIELD_PONG"
   /// Manager selection prefix; the screen number is appended.
   static let managerPrefix = "_CAPTURE_SHIELD_S"
 }
@@ -23,6 +25,8 @@ enum ProtocolAtom {
 enum CommandCode: UInt32 {
   case shield = 1
   case unshield, pause, resume, reload, clipboardClear
+  /// Answer with the nonce in data32[1] (`_CAPTURE_SHIELD_PONG` on the manager window).
+  case ping
 
   /// Encodes a command as the five data32 words of a ClientMessage.
   static func encode(_ c: DaemonCommand, senderPID: UInt32) -> [UInt32] {
@@ -35,6 +39,7 @@ enum CommandCode: UInt32 {
     case .resume: return [Self.resume.rawValue, 0, 0, senderPID, 0]
     case .reload: return [Self.reload.rawValue, 0, 0, senderPID, 0]
     case .clipboardClear: return [Self.clipboardClear.rawValue, 0, 0, senderPID, 0]
+    case .ping(let nonce): return [Self.ping.rawValue, nonce, 0, senderPID, 0]
     }
   }
 
@@ -49,6 +54,7 @@ enum CommandCode: UInt32 {
     case .resume: cmd = .resume
     case .reload: cmd = .reload
     case .clipboardClear: cmd = .clipboardClear
+    case .ping: cmd = .ping(nonce: d[1])
     }
     return (cmd, d[3])
   }

@@ -32,8 +32,9 @@ public struct XControl: ~Copyable {
   }
 
   /// Whether the manager selection's owner really is the daemon that published `state`:
-  /// its X client's PID (from the X server, X-Resource) is `state.pid`, that process runs a
-  /// program named `shieldctl`, and it is not stopped. nil when it is; else what is wrong.
+  /// its X client's PID (from the X server, X-Resource) is `state.pid` and that process
+  /// runs a program named `shieldctl`. nil when it is; else what is wrong. Whether it
+  /// still reacts is `unresponsiveDaemon`.
   public func daemonProblem(_ state: DaemonState) -> String? {
     let owner = managerOwner
     guard owner != 0 else { return "no client owns the manager selection" }
@@ -46,10 +47,52 @@ public struct XControl: ~Copyable {
       return
         "the manager selection is held by pid \(pid) (\(exe)), not by the daemon that published the state (pid \(state.pid)): another client took it"
     }
+    return nil
+  }
+
+  /// Why the daemon that published `state` (and owns the manager selection) does not
+  /// react, or nil when its loop answers a ping within `timeout`: a stopped process
+  /// (SIGSTOP, a debugger) is named as such at once; otherwise a loop that is stuck (or a
+  /// machine so loaded that it cannot answer in `timeout`) misses the ping.
+  public func unresponsiveDaemon(_ state: DaemonState, timeout: Duration = .seconds(2)) -> String? {
+    let pid = state.pid
     if ProcessInfoReader.isStopped(pid: pid) {
       return "the daemon (pid \(pid)) is stopped (SIGSTOP?): it does not react to anything"
     }
-    return nil
+    if pingDaemon(timeout: timeout) { return nil }
+    var why =
+      "the daemon (pid \(pid)) did not answer a ping within \(timeout): its loop is stuck (or frozen); it does not react to new windows or captures"
+    if state.enforcement?.kind == "server" {
+      // The module drops commands from clients it does not trust (xorg/README.md).
+      why +=
+        " (under the CaptureShield Xorg module, a ping from a shieldctl it does not trust is dropped: is this one in its Trust list?)"
+    }
+    return why
+  }
+
+  /// Whether the daemon's loop answers a ping within `timeout`: a `ping` command with a
+  /// random nonce, then `_CAPTURE_SHIELD_PONG` on the manager window is read until it
+  /// holds that nonce. The ping is sent again every 250 ms (another `status` may overwrite
+  /// the answer between the daemon's write and our read). A stopped daemon, or one whose
+  /// loop is stuck, never answers.
+  public func pingDaemon(timeout: Duration = .seconds(2)) -> Bool {
+    let owner = managerOwner
+    guard owner != 0 else { return false }
+    let pong = x.atom(ProtocolAtom.pong)
+    let nonce = UInt32.random(in: 1...UInt32.max)
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    var resendAt = clock.now
+    while clock.now < deadline {
+      if clock.now >= resendAt {
+        do { try send(.ping(nonce: nonce)) } catch { return false }
+        resendAt = clock.now + .milliseconds(250)
+      }
+      usleep(10_000)
+      guard let v = x.property(owner, pong, maxBytes: 4) else { return false }  // the window is gone
+      if PropertyDecoding.cardinal(format: v.format, bytes: v.bytes) == nonce { return true }
+    }
+    return false
   }
 
   /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag.

@@ -19,10 +19,17 @@ struct StatusCommand: Command {
     protected by the X server, and whether shielding is paused.
 
     The state is only what a daemon once wrote, so status also checks that its writer
-    still owns the daemon's manager selection (by the X server's PID of the owner), runs
-    a program named shieldctl, and is not stopped. If not, it prints
+    still owns the daemon's manager selection (by the X server's PID of the owner) and
+    runs a program named shieldctl. If not, it prints
     'CaptureShield: NOT PROTECTING on display :N: ...' with the reason (with --json,
     {"running":"true","healthy":"false","problem":...}) and exits with status 1.
+
+    Then it pings the daemon (a command its event loop answers) and waits up to 2 s. A
+    daemon that is stopped (SIGSTOP) or whose loop is stuck does not answer: status
+    prints 'CaptureShield: NOT RESPONDING on display :N ...' with the reason (with
+    --json, {"running":"true","healthy":"false","responding":"false","problem":...})
+    and exits with status 1. A daemon that answers is shown with "responding": true in
+    --json.
 
     When no daemon runs, prints 'CaptureShield: not running on display :N' (with
     --json, {"running":false}) and exits with status 1.
@@ -34,8 +41,8 @@ struct StatusCommand: Command {
 
     EXIT STATUS:
       0   the daemon runs
-      1   no daemon runs on the display, it does not own its selection or is stopped,
-          or the display cannot be reached
+      1   no daemon runs on the display, it does not own its selection, it does not
+          answer (stopped or stuck), or the display cannot be reached
       64  usage error
     """
 
@@ -71,18 +78,31 @@ struct StatusCommand: Command {
     guard let state = try Self.publishedState(display: display, json: json) else { return ExitCode.failure }
     // The state is only what a daemon once wrote: check that its writer still owns the
     // manager selection, is a shieldctl, and runs.
-    let problem = try XControl(display: display).daemonProblem(state)
-    if json {
-      if let problem {
+    let control = try XControl(display: display)
+    if let problem = control.daemonProblem(state) {
+      if json {
         try Output.json(["running": "true", "healthy": "false", "problem": problem])
-        return ExitCode.failure
-      }
-      try Output.json(state)
-    } else {
-      if let problem {
+      } else {
         print("CaptureShield: NOT PROTECTING on display \(Text.show(state.display)): \(Text.show(problem, limit: 400))")
-        return ExitCode.failure
       }
+      return ExitCode.failure
+    }
+    // It is the daemon; does its loop still react? (A stopped or stuck one does not.)
+    if let problem = control.unresponsiveDaemon(state) {
+      if json {
+        try Output.json(["running": "true", "healthy": "false", "responding": "false", "problem": problem])
+      } else {
+        print(
+          "CaptureShield: NOT RESPONDING on display \(Text.show(state.display)) (NOT PROTECTING new windows or captures): \(Text.show(problem, limit: 400))"
+        )
+      }
+      return ExitCode.failure
+    }
+    if json {
+      var answered = state
+      answered.responding = true
+      try Output.json(answered)
+    } else {
       print(Self.summary(state, now: Date().timeIntervalSince1970).joined(separator: "\n"))
     }
     return ExitCode.ok

@@ -153,6 +153,11 @@ final class WatcherLoop {
   var windowWatch = ServerEnforcement.WindowWatch.all
   /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
   let aPolicyTag: xcb_atom_t
+  /// `_CAPTURE_SHIELD_PONG`: the answer to a ping (`shieldctl status`) on the manager window.
+  let aPong: xcb_atom_t
+  /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
+  /// not started by one that listens (see `SystemdNotify`).
+  let systemd = SystemdNotify.fromEnvironment(now: Clock.now())
   /// Names of the requests the module reports, by major opcode.
   var moduleRequestNames: [UInt8: String] = [:]
   /// The module's Trust list, when it reports it.
@@ -172,13 +177,14 @@ final class WatcherLoop {
       "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
       ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
       ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
-      ProtocolAtom.policyTag,
+      ProtocolAtom.policyTag, ProtocolAtom.pong,
     ])
     (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
       (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
     managerAtom = a[8]
     cmAtom = a[9]
     aPolicyTag = a[10]
+    aPong = a[11]
 
     // One daemon per display: own the manager selection, as window managers do.
     let owner = x.selectionOwner(managerAtom)

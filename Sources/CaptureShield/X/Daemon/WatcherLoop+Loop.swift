@@ -36,7 +36,10 @@ extension WatcherLoop {
     // (Under server enforcement, all of them.)
     for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }
     updatePump()
+    publishIfDue()
     flushAll()
+    // Scanned, shields up, state published: the service manager may count us as started.
+    systemd?.ready(status: "protecting display \(x.displayName)")
 
     fds = [
       pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
@@ -59,6 +62,8 @@ extension WatcherLoop {
         }
       }
       _ = poll(&fds, nfds_t(fds.count), timeout)
+      // The watchdog hears from this loop only: a stopped or stuck loop misses it.
+      systemd?.watchdogIfDue(Clock.now())
       if fds[2].revents != 0 { handleSignals() }
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
@@ -95,6 +100,7 @@ extension WatcherLoop {
     if wantsPokes(now) { wake(at: lastPoke + tuning.pokeInterval) }
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
+    wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
     return Int32(ms)
   }
 

@@ -9,6 +9,7 @@ import Foundation
 
 extension WatcherLoop {
   func shutdown() -> Int32 {
+    systemd?.stopping()
     detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if engine.policy.failMode == .open {
@@ -100,8 +101,14 @@ extension WatcherLoop {
     }
   }
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
+    // A ping changes nothing: answered at once, not audited (status may ask often).
+    if case .ping(let nonce) = cmd {
+      effects.answerPing(window: managerWindow, atom: aPong, nonce: nonce)
+      return
+    }
     trackPending()
     switch cmd {
+    case .ping: break
     case .shield(let w):
       follow(w)
       apply(.manualOverride(w, shielded: true, by: sender))

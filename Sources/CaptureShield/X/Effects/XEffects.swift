@@ -23,6 +23,10 @@ struct XEffects {
     x.setSelectionOwner(window, selection: selection, time: 0)
   }
 
+  /// The answer to a ping: its nonce in `_CAPTURE_SHIELD_PONG` on the manager window
+  /// (`shieldctl status` reads it: the loop is alive).
+  func answerPing(window: UInt32, atom: UInt32, nonce: UInt32) { x.changeProperty(window, atom, cardinals: [nonce]) }
+
   /// Takes the manager selection back for our window (another client took it).
   func reclaimManager(window: UInt32, selection: UInt32) { x.setSelectionOwner(window, selection: selection, time: 0) }
 
