@@ -125,7 +125,8 @@ struct StatusCommand: Command {
     let quarantine = p.quarantineMs.map { Text.duration(seconds: Double($0) / 1000) } ?? "off"
     out.append(
       indent + Text.count(p.rules, "secure rule") + "; shield when \(p.when.rawValue); fail mode \(p.failMode.rawValue)"
-        + "; linger \(Text.duration(seconds: Double(p.lingerMs) / 1000)); quarantine \(quarantine)")
+        + "; linger \(Text.duration(seconds: Double(p.lingerMs) / 1000))"
+        + (p.hold.map { "; hold \(Text.show($0))" } ?? "") + "; quarantine \(quarantine)")
     if p.quarantineMs != nil {
       let pending = s.pendingLaunches.map { "; " + Text.count($0, "launch") + " holding the shields" } ?? ""
       out.append(
