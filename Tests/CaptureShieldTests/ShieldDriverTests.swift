@@ -15,6 +15,9 @@ final class RecordingConnection: ShieldConnection {
     case unmap(UInt32)
     case destroy(UInt32)
     case raise(UInt32)
+    case place(UInt32)
+    case shapeReset(UInt32, kind: UInt8)
+    case shapeSelect(UInt32)
     case attributes(UInt32, mask: UInt32, values: [UInt32])
     case clear(UInt32)
     case property(UInt32, atom: UInt32, bytes: [UInt8])
@@ -57,6 +60,13 @@ final class RecordingConnection: ShieldConnection {
   }
   func parent(of window: UInt32) -> UInt32? { windows[window]?.parent }
   func isInputOnly(_ window: UInt32) -> Bool? { windows[window] == nil ? nil : false }
+  /// Children in creation order, unless a test set `stacking` for that parent.
+  var stacking: [UInt32: [UInt32]] = [:]
+  func children(of window: UInt32) -> [UInt32]? {
+    guard windows[window] != nil else { return nil }
+    return stacking[window] ?? windows.filter { $0.value.parent == window }.keys.sorted()
+  }
+  func firstEvent(_ name: String) -> UInt8 { name == "SHAPE" ? 64 : 0 }
   func property(_ window: UInt32, _ atom: UInt32, maxBytes: UInt32) -> PropertyValue? { properties[window]?[atom] }
   func clientBase(of xid: UInt32) -> UInt32 { xid & ~0x1F_FFFF }
 
@@ -79,7 +89,18 @@ final class RecordingConnection: ShieldConnection {
     requests.append(.destroy(window))
     windows[window] = nil
   }
-  func raiseWindow(_ window: UInt32) { requests.append(.raise(window)) }
+  func raiseWindow(_ window: UInt32) -> UInt16 {
+    requests.append(.raise(window))
+    sequence += 1
+    return sequence
+  }
+  func placeWindow(_ window: UInt32, x: Int16, y: Int16, width: UInt16, height: UInt16) -> UInt16 {
+    requests.append(.place(window))
+    sequence += 1
+    return sequence
+  }
+  func shapeReset(_ window: UInt32, kind: UInt8) { requests.append(.shapeReset(window, kind: kind)) }
+  func shapeSelectInput(_ window: UInt32) { requests.append(.shapeSelect(window)) }
   func changeAttributes(_ window: UInt32, mask: UInt32, values: [UInt32]) {
     requests.append(.attributes(window, mask: mask, values: values))
   }
@@ -123,7 +144,7 @@ final class RecordingConnection: ShieldConnection {
   var windowRequests: [Request] {
     requests.filter {
       switch $0 {
-      case .create, .map, .unmap, .destroy, .raise: return true
+      case .create, .map, .unmap, .destroy, .raise, .place: return true
       default: return false
       }
     }
@@ -199,6 +220,53 @@ struct ShieldDriverTests {
     c.reset()
     d.shield(target)
     #expect(c.windowRequests.first == .create(try #require(d.shields[target]), parent: target, checked: true))
+  }
+
+  @Test func displacedShieldsAreRepairedAndReported() throws {
+    let c = RecordingConnection()
+    let d = driver(c)
+    d.shield(target)
+    let s = try #require(d.shields[target])
+    #expect(c.requests.contains(.shapeSelect(s)))
+    let unknown = ShieldTable.unknownClient
+    c.reset()
+    // Moved: put back.
+    let moved = ShieldTable.Placement(x: 30000, y: 30000, width: 32767, height: 32767, border: 0)
+    #expect(
+      d.handle(.configure(window: s, event: target, aboveSibling: 0, placement: moved, sequence: 7))
+        == .lost(target, how: "moved or resized to 32767x32767+30000+30000 \(unknown)"))
+    #expect(c.requests == [.place(s)])
+    // Our placement's own ConfigureNotify (sequence 101): the server says it is on top.
+    c.reset()
+    #expect(d.handle(.configure(window: s, event: target, aboveSibling: 0, sequence: 101)) == nil)
+    #expect(c.requests.isEmpty)
+    // Lowered below an app child: the server says so, raised and reported.
+    let appChild: UInt32 = 0x40_0005
+    c.windows[appChild] = (24, target)
+    c.stacking[target] = [s, appChild]
+    #expect(
+      d.handle(.configure(window: s, event: target, aboveSibling: 0, sequence: 7))
+        == .lost(target, how: "restacked \(unknown)"))
+    #expect(c.requests == [.raise(s)])
+    // Shaped: reset.
+    c.reset()
+    #expect(
+      d.handle(.shape(window: s, kind: 0, shaped: true)) == .lost(target, how: "given a bounding shape \(unknown)"))
+    #expect(c.requests == [.shapeReset(s, kind: 0)])
+    // Reparented away: a new shield in its place.
+    c.reset()
+    c.stacking = [:]
+    #expect(
+      d.handle(.reparent(window: s, event: target, parent: 0x60_0001))
+        == .lost(target, how: "reparented into window 0x600001 \(unknown)"))
+    let s2 = try #require(d.shields[target])
+    #expect(s2 != s)
+    #expect(c.windowRequests == [.destroy(s), .create(s2, parent: target, checked: true), .map(s2)])
+    // Redirected (seen through RECORD): a new shield again.
+    #expect(d.isShield(s2) && !d.isShield(s))
+    #expect(d.redirected(s2, how: "redirected by 0x5") == .lost(target, how: "redirected by 0x5"))
+    #expect(d.shields[target] != s2)
+    #expect(d.redirected(0x40_0005, how: "redirected by 0x5") == nil)
   }
 
   @Test func childrenOfTheTargetDoNotCoverTheShield() throws {

@@ -10,6 +10,9 @@ private let t2: WindowID = 0x40_0002
 private let s1: UInt32 = 0x20_0001
 private let s2: UInt32 = 0x20_0002
 private let child: UInt32 = 0x40_0009
+private let moved = ShieldTable.Placement(x: 30000, y: 30000, width: 32767, height: 32767, border: 0)
+private let tiny = ShieldTable.Placement(x: 0, y: 0, width: 1, height: 1, border: 0)
+private let unknown = ShieldTable.unknownClient
 
 /// A table with shields `s1` in `t1` (up) and `s2` in `t2` (hidden), registry written.
 private func twoShields() -> ShieldTable {
@@ -97,7 +100,89 @@ private let cases: [ShieldTableCase] = [
     events: [.created(0x99, shield: 0x77, mapped: true, plain: true), .dropProvisional(0x99)],
     ops: [.destroy(shield: 0x77, target: 0x99)]),
   .init(name: "dropProvisional keeps a tiled shield", events: [.dropProvisional(t1)], ops: []),
-  .init(name: "an adopted shield is watched", events: [.adopted(0x99, shield: 0x77)], ops: [.watch(0x99)]),
+  .init(
+    name: "an adopted shield is watched", events: [.adopted(0x99, shield: 0x77)], ops: [.watch(0x99, shield: 0x77)]),
+
+  // Tampering other than unmap/destroy: repaired at the event that reveals it, reported
+  // when the shield was up.
+  .init(
+    name: "a shield moved by another client is put back and reported",
+    events: [.childRestacked(window: s1, parent: t1, aboveSibling: 0, placement: moved, sequence: 9)],
+    ops: [.replace(s1), .lost(t1, how: "moved or resized to 32767x32767+30000+30000 \(unknown)")]),
+  .init(
+    name: "a shield resized by another client is put back and reported",
+    events: [.childRestacked(window: s1, parent: t1, aboveSibling: 0, placement: tiny, sequence: 9)],
+    ops: [.replace(s1), .lost(t1, how: "moved or resized to 1x1+0+0 \(unknown)")]),
+  .init(
+    name: "a hidden shield moved is put back, not reported",
+    events: [.childRestacked(window: s2, parent: t2, aboveSibling: 0, placement: moved, sequence: 9)],
+    ops: [.replace(s2)]),
+  .init(
+    name: "a shield restacked by another client is checked, as tampering",
+    events: [.childRestacked(window: s1, parent: t1, aboveSibling: 0, sequence: 9)],
+    ops: [.checkStacking(t1, shield: s1, tampered: true, how: "restacked \(unknown)")]),
+  .init(
+    name: "our own raise is checked too, not as tampering",
+    events: [
+      .configureSent(shield: s1, sequence: 9), .childRestacked(window: s1, parent: t1, aboveSibling: 0, sequence: 9),
+    ],
+    ops: [.checkStacking(t1, shield: s1, tampered: false, how: "restacked \(unknown)")]),
+  .init(
+    name: "a second restack with our raise's sequence is another client's",
+    events: [
+      .configureSent(shield: s1, sequence: 9), .childRestacked(window: s1, parent: t1, aboveSibling: 0, sequence: 9),
+      .childRestacked(window: s1, parent: t1, aboveSibling: 0, sequence: 9),
+    ],
+    ops: [.checkStacking(t1, shield: s1, tampered: true, how: "restacked \(unknown)")]),
+  .init(
+    name: "a shield circulated by another client is checked, as tampering",
+    events: [.childCirculated(window: s1, parent: t1)],
+    ops: [.checkStacking(t1, shield: s1, tampered: true, how: "restacked (CirculateWindow) \(unknown)")]),
+  .init(
+    name: "a child circulated to the top is checked, not as tampering",
+    events: [.childCirculated(window: child, parent: t1)],
+    ops: [.checkStacking(t1, shield: s1, tampered: false, how: "restacked (CirculateWindow) \(unknown)")]),
+  .init(
+    name: "a shield reparented away is replaced and reported",
+    events: [.reparented(window: s1, event: t1, parent: 0x60_0001)],
+    ops: [
+      .discard(s1), .create(t1, mapped: true), .lost(t1, how: "reparented into window 0x600001 \(unknown)"),
+    ]),
+  .init(
+    name: "after a reparenting, the old shield's events are not ours",
+    events: [
+      .reparented(window: s1, event: t1, parent: 0x60_0001),
+      .childRestacked(window: s1, parent: t1, aboveSibling: 0, placement: moved, sequence: 9),
+    ],
+    ops: []),
+  .init(
+    name: "a hidden shield reparented away is replaced, hidden, not reported",
+    events: [.reparented(window: s2, event: t2, parent: 0x60_0001)], ops: [.discard(s2), .create(t2, mapped: false)]),
+  .init(
+    name: "a child reparented into the target is not tampering",
+    events: [.reparented(window: child, event: t1, parent: t1)], ops: []),
+  .init(
+    name: "a bounding shape is reset and reported", events: [.shapeChanged(window: s1, kind: 0, shaped: true)],
+    ops: [.resetShape(s1, kind: 0), .lost(t1, how: "given a bounding shape \(unknown)")]),
+  .init(
+    name: "a clip shape is reset and reported", events: [.shapeChanged(window: s1, kind: 1, shaped: true)],
+    ops: [.resetShape(s1, kind: 1), .lost(t1, how: "given a clip shape \(unknown)")]),
+  .init(
+    name: "a default shape (our reset) is not tampering", events: [.shapeChanged(window: s1, kind: 0, shaped: false)],
+    ops: []),
+  .init(name: "the input shape is not tampering", events: [.shapeChanged(window: s1, kind: 2, shaped: true)], ops: []),
+  .init(
+    name: "a redirected shield is replaced and reported", events: [.redirected(window: s1, how: "redirected by 0x5")],
+    ops: [.discard(s1), .create(t1, mapped: true), .lost(t1, how: "redirected by 0x5")]),
+  .init(
+    name: "a redirected window that is not a shield changes nothing",
+    events: [.redirected(window: child, how: "redirected by 0x5")], ops: []),
+  .init(
+    name: "the replacement after a reparenting is watched with its shape",
+    events: [
+      .reparented(window: s1, event: t1, parent: 0x60_0001), .created(t1, shield: 0x77, mapped: true, plain: false),
+    ],
+    ops: [.watch(t1, shield: 0x77)]),
 ]
 
 @Suite("Shield lifecycle (ShieldTable)")

@@ -24,6 +24,22 @@ struct ShieldTable: Equatable {
     var pendingUnmap: Bool = false
   }
 
+  /// A shield's place in its target, as a ConfigureNotify reports it. Ours is always
+  /// `canonical`: at (0,0), 32767×32767, no border.
+  struct Placement: Equatable {
+    var x: Int16
+    var y: Int16
+    var width: UInt16
+    var height: UInt16
+    var border: UInt16
+    static let canonical = Placement(x: 0, y: 0, width: 32767, height: 32767, border: 0)
+    var description: String { "\(width)x\(height)+\(x)+\(y)" + (border == 0 ? "" : " border \(border)") }
+  }
+
+  /// Who displaced a shield, for the audit record: X does not say who sent the request
+  /// behind a ConfigureNotify, ReparentNotify or ShapeNotify.
+  static let unknownClient = "by another client (X does not say which)"
+
   /// What the daemon wants, and what the server reported.
   enum Event: Equatable {
     /// Put the shield up (create it when there is none); idempotent.
@@ -60,8 +76,22 @@ struct ShieldTable: Equatable {
     case childCreated(window: UInt32, parent: UInt32)
     /// A child of `parent` was mapped.
     case childMapped(window: UInt32, parent: UInt32)
-    /// A child of `parent` was restacked directly above `aboveSibling`.
-    case childRestacked(window: UInt32, parent: UInt32, aboveSibling: UInt32)
+    /// A child of `parent` was restacked directly above `aboveSibling` (ConfigureNotify
+    /// reported to `parent`); `placement` and `sequence` matter when it is our shield.
+    case childRestacked(
+      window: UInt32, parent: UInt32, aboveSibling: UInt32, placement: Placement = .canonical, sequence: UInt16 = 0)
+    /// CirculateNotify of a child of `parent` (CirculateWindow moved it to the top or bottom).
+    case childCirculated(window: UInt32, parent: UInt32)
+    /// ReparentNotify reported to `event` (the old or new parent): `window` now in `parent`.
+    case reparented(window: UInt32, event: UInt32, parent: UInt32)
+    /// ShapeNotify of `window`: its shape of `kind` (0 bounding, 1 clip, 2 input) is set
+    /// (`shaped`) or back to the default.
+    case shapeChanged(window: UInt32, kind: UInt8, shaped: Bool)
+    /// A client asked RECORD-visibly to redirect this window (Composite RedirectWindow,
+    /// Manual): if it is one of our shields, it no longer paints; `how` names the client.
+    case redirected(window: UInt32, how: String)
+    /// The driver sent a restack (or placement) of `shield` with this sequence number.
+    case configureSent(shield: UInt32, sequence: UInt16)
     /// The last Expose of `window`.
     case exposed(window: UInt32)
   }
@@ -77,13 +107,25 @@ struct ShieldTable: Equatable {
     /// target is gone, and then the rest of the operations are moot).
     case retile(WindowID, shield: UInt32)
     case map(UInt32)
+    /// Stack it above its siblings; answer with `.configureSent`.
     case raise(UInt32)
+    /// Put the shield back at (0,0), 32767×32767, no border, above its siblings; answer
+    /// with `.configureSent`.
+    case replace(UInt32)
+    /// Ask the server whether the shield is above every sibling; raise it if not, and if
+    /// `tampered`, report `.lost(target, how:)`.
+    case checkStacking(WindowID, shield: UInt32, tampered: Bool, how: String)
+    /// Reset the shield's shape of `kind` (bounding or clip) to the default (its extent).
+    case resetShape(UInt32, kind: UInt8)
+    /// Destroy a displaced shield (no change of what we watch: a new one is created next).
+    case discard(UInt32)
     /// Unmap it; answer with `.unmapSent`.
     case unmap(UInt32)
     /// Destroy the shield and stop watching its target.
     case destroy(shield: UInt32, target: WindowID)
-    /// Watch the target's structure (to stay on top and to see the shield removed).
-    case watch(WindowID)
+    /// Watch the target's structure (to stay on top and to see the shield removed) and
+    /// the shield's shape.
+    case watch(WindowID, shield: UInt32)
     /// Publish the (shield, target) pairs on the root.
     case writeRegistry([UInt32])
     /// Draw the label into the shield of this target.
@@ -102,6 +144,10 @@ struct ShieldTable: Equatable {
   /// shield again (a session ending and the next starting within one round trip) looked
   /// like tampering, and the "re-assert" map made the shield flap.
   private(set) var ownUnmaps: [UInt32: [UInt16]] = [:]
+  /// Sequence numbers of our restacks of each shield whose ConfigureNotify has not come
+  /// yet: a ConfigureNotify of a shield that carries none of them was caused by another
+  /// client (no one else has any business configuring our shields).
+  private(set) var ownConfigures: [UInt32: [UInt16]] = [:]
   private var registryDirty = true
 
   /// target → shield window, for every shield that exists.
@@ -165,6 +211,7 @@ struct ShieldTable: Equatable {
       guard let e = entries.removeValue(forKey: t) else { return [] }
       targetOf[e.shield] = nil
       ownUnmaps[e.shield] = nil
+      ownConfigures[e.shield] = nil
       registryDirty = true
       return [.destroy(shield: e.shield, target: t)]
     case .forget(let t):
@@ -173,6 +220,7 @@ struct ShieldTable: Equatable {
       guard let e = entries.removeValue(forKey: t) else { return [] }
       targetOf[e.shield] = nil
       ownUnmaps[e.shield] = nil
+      ownConfigures[e.shield] = nil
       registryDirty = true
       return []
     case .flushRegistry:
@@ -185,12 +233,12 @@ struct ShieldTable: Equatable {
       entries[t] = Entry(shield: s, hidden: false)
       targetOf[s] = t
       registryDirty = true
-      return [.watch(t)]
+      return [.watch(t, shield: s)]
     case .created(let t, let s, let mapped, let plain):
       entries[t] = Entry(shield: s, hidden: !mapped, plain: plain)
       targetOf[s] = t
       registryDirty = true
-      return [.watch(t)]
+      return [.watch(t, shield: s)]
     case .unmapSent(let s, let seq):
       ownUnmaps[s, default: []].append(seq)
       return []
@@ -210,6 +258,7 @@ struct ShieldTable: Equatable {
       guard let t = targetOf[w], parent == t else { return [] }
       targetOf[w] = nil
       ownUnmaps[w] = nil
+      ownConfigures[w] = nil
       var wasHidden = false
       if let e = entries[t], e.shield == w {
         wasHidden = e.hidden
@@ -225,13 +274,86 @@ struct ShieldTable: Equatable {
     case .childMapped(let w, let parent):
       guard targetOf[w] == nil, w != parent, let e = entries[parent] else { return [] }
       return [.raise(e.shield)]
-    case .childRestacked(let w, let parent, let above):
+    case .childRestacked(let w, let parent, let above, let placement, let seq):
+      if let t = targetOf[w], t == parent, let e = entries[t], e.shield == w {
+        let ours = Self.popOwn(&ownConfigures, w, seq)
+        return shieldConfigured(t, e, placement: placement, ours: ours)
+      }
       // A sibling restacked directly above our shield: put the shield back on top.
       guard w != parent, targetOf[w] == nil, let e = entries[parent], above == e.shield else { return [] }
       return [.raise(e.shield)]
+    case .childCirculated(let w, let parent):
+      // We never circulate: our shield moved to the top or bottom by another client, or a
+      // sibling moved to the top (above the shield, when it was the lowest).
+      guard w != parent, let e = entries[parent] else { return [] }
+      let isShield = targetOf[w] == parent
+      return [
+        .checkStacking(
+          parent, shield: e.shield, tampered: isShield && !e.hidden,
+          how: "restacked (CirculateWindow) \(Self.unknownClient)")
+      ]
+    case .reparented(let w, let event, let parent):
+      // Reported to the old parent (our target) when our shield is taken out of it.
+      guard let t = targetOf[w], t == event, parent != t, let e = entries[t], e.shield == w else { return [] }
+      return recreate(t, e, how: "reparented into window 0x\(String(parent, radix: 16)) \(Self.unknownClient)")
+    case .shapeChanged(let w, let kind, let shaped):
+      // We never shape a shield's bounding or clip region: any such shape is someone else's
+      // (a default shape again, `shaped` false, is our own reset). The input shape does not
+      // change what is drawn.
+      guard shaped, kind < 2, let t = targetOf[w], let e = entries[t], e.shield == w else { return [] }
+      let what = kind == 0 ? "bounding" : "clip"
+      return [.resetShape(w, kind: kind)] + lostUnlessHidden(t, e, how: "given a \(what) shape \(Self.unknownClient)")
+    case .redirected(let w, let how):
+      // No event tells us, and X has no request that undoes another client's redirection:
+      // a new shield is not redirected.
+      guard let t = targetOf[w], let e = entries[t], e.shield == w else { return [] }
+      return recreate(t, e, how: how)
+    case .configureSent(let s, let seq):
+      guard targetOf[s] != nil else { return [] }
+      ownConfigures[s, default: []].append(seq)
+      return []
     case .exposed(let w):
       guard let t = targetOf[w] else { return [] }
       return [.drawLabel(shield: w, target: t)]
     }
+  }
+
+  /// A ConfigureNotify of our shield `e` in `t`. Fail safe: its placement is checked
+  /// whoever caused it, and its stacking asked of the server (the event does not say
+  /// whether the shield is on top); `ours` only decides whether it is reported as tampering.
+  private func shieldConfigured(_ t: WindowID, _ e: Entry, placement: Placement, ours: Bool) -> [Operation] {
+    if placement != .canonical {
+      // Moved, resized or given a border: we never do that.
+      return [.replace(e.shield)]
+        + lostUnlessHidden(t, e, how: "moved or resized to \(placement.description) \(Self.unknownClient)")
+    }
+    return [
+      .checkStacking(
+        t, shield: e.shield, tampered: !ours && !e.hidden, how: "restacked \(Self.unknownClient)")
+    ]
+  }
+
+  /// Replaces a displaced shield with a new one (mapped as the old one was): the one way
+  /// to undo a reparenting or a redirection that does not depend on the old window.
+  private mutating func recreate(_ t: WindowID, _ e: Entry, how: String) -> [Operation] {
+    entries[t] = nil
+    targetOf[e.shield] = nil
+    ownUnmaps[e.shield] = nil
+    ownConfigures[e.shield] = nil
+    registryDirty = true
+    return [.discard(e.shield), .create(t, mapped: !e.hidden)] + lostUnlessHidden(t, e, how: how)
+  }
+
+  /// A shield that is down shows nothing whatever was done to it: repaired, not reported.
+  private func lostUnlessHidden(_ t: WindowID, _ e: Entry, how: String) -> [Operation] {
+    e.hidden ? [] : [.lost(t, how: how)]
+  }
+
+  /// Whether `seq` is one of ours for `w` (consumed, with the earlier ones: events come
+  /// in request order).
+  private static func popOwn(_ table: inout [UInt32: [UInt16]], _ w: UInt32, _ seq: UInt16) -> Bool {
+    guard let mine = table[w], let i = mine.firstIndex(of: seq) else { return false }
+    table[w] = i + 1 < mine.count ? Array(mine[(i + 1)...]) : nil
+    return true
   }
 }

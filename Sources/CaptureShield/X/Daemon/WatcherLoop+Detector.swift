@@ -39,9 +39,12 @@ extension WatcherLoop {
       }
     }
     repeat {
-      // A window not tracked yet might be secure: a manual redirection of it counts.
-      // (No capture list: capturing `engine` would copy the whole engine on every drain.)
-      let events = d.drain(isSecure: { w in self.engine.windows[w]?.reason.isSecure ?? self.pendingSet.contains(w) })
+      // A window not tracked yet might be secure: a manual redirection of it counts, and of
+      // a shield. (No capture list: capturing `engine` would copy the whole engine on every
+      // drain.)
+      let events = d.drain(isSecure: { w in
+        self.engine.windows[w]?.reason.isSecure ?? (self.pendingSet.contains(w) || self.driver.isShield(w))
+      })
       // Shields the pump put up on a ClientStarted among these records: up on the server.
       let fired = d.lastFired
       for t in fired { driver.markMapped(t) }
@@ -93,6 +96,12 @@ extension WatcherLoop {
           }
           knowWindows()
           apply(.captureRequest(c, req))
+          if req.bypassesShield, req.kind == "Composite RedirectWindow(Manual)", let w = req.target,
+            case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by client \(c)")
+          {
+            // A redirected shield paints nothing: replaced by a new one (not redirected).
+            apply(.shieldLost(t, how: how))
+          }
         }
       }
     } while d.moreAvailable

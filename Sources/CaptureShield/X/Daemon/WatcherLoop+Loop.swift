@@ -195,7 +195,7 @@ extension WatcherLoop {
           dropForged(ev, connection: "shield")
           continue
         }
-        if let event = ShieldEvent(ev), let report = driver.handle(event) {
+        if let event = ShieldEvent(ev, shapeEvent: driver.shapeEvent), let report = driver.handle(event) {
           switch report {
           case .lost(let t, let how): apply(.shieldLost(t, how: how))
           }

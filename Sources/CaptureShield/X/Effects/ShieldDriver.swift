@@ -18,6 +18,10 @@ protocol ShieldConnection: XRequests {
   func parent(of window: UInt32) -> UInt32?
   /// Whether the window is InputOnly; nil when it is gone.
   func isInputOnly(_ window: UInt32) -> Bool?
+  /// The window's children, bottom to top; nil when it is gone.
+  func children(of window: UInt32) -> [UInt32]?
+  /// The first event code of an extension (0 when the server does not have it).
+  func firstEvent(_ name: String) -> UInt8
   func property(_ window: UInt32, _ atom: UInt32, maxBytes: UInt32) -> PropertyValue?
   func clientBase(of xid: UInt32) -> UInt32
 }
@@ -31,6 +35,8 @@ extension XConnection: ShieldConnection {
 
   func parent(of window: UInt32) -> UInt32? { queryTree(window)?.parent }
 
+  func children(of window: UInt32) -> [UInt32]? { queryTree(window)?.children }
+
   func isInputOnly(_ window: UInt32) -> Bool? { attributes(window)?.inputOnly }
 }
 
@@ -41,15 +47,27 @@ enum ShieldEvent: Equatable {
   case destroy(window: UInt32, event: UInt32)
   case create(window: UInt32, parent: UInt32)
   case map(window: UInt32, event: UInt32)
-  case configure(window: UInt32, event: UInt32, aboveSibling: UInt32)
+  case configure(
+    window: UInt32, event: UInt32, aboveSibling: UInt32, placement: ShieldTable.Placement = .canonical,
+    sequence: UInt16 = 0)
+  case circulate(window: UInt32, event: UInt32)
+  case reparent(window: UInt32, event: UInt32, parent: UInt32)
+  case shape(window: UInt32, kind: UInt8, shaped: Bool)
   case error(code: UInt8, major: UInt8, minor: UInt16, resource: UInt32)
 }
 
 extension ShieldEvent {
-  /// Decodes the events the shield connection selects; nil for any other.
-  init?(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) {
+  /// Decodes the events the shield connection selects; nil for any other. `shapeEvent` is
+  /// the SHAPE extension's first event code on that connection (0: none).
+  init?(_ ev: UnsafeMutablePointer<xcb_generic_event_t>, shapeEvent: UInt8 = 0) {
     let raw = UnsafeRawPointer(ev)
-    switch Int32(CXCB_event_type(ev)) {
+    let type = CXCB_event_type(ev)
+    if shapeEvent != 0, type == shapeEvent + UInt8(XCB_SHAPE_NOTIFY) {
+      let e = raw.load(as: xcb_shape_notify_event_t.self)
+      self = .shape(window: e.affected_window, kind: e.shape_kind, shaped: e.shaped != 0)
+      return
+    }
+    switch Int32(type) {
     case 0:
       let e = raw.load(as: xcb_generic_error_t.self)
       self = .error(code: e.error_code, major: e.major_code, minor: e.minor_code, resource: e.resource_id)
@@ -70,7 +88,16 @@ extension ShieldEvent {
       self = .map(window: e.window, event: e.event)
     case XCB_CONFIGURE_NOTIFY:
       let e = raw.load(as: xcb_configure_notify_event_t.self)
-      self = .configure(window: e.window, event: e.event, aboveSibling: e.above_sibling)
+      self = .configure(
+        window: e.window, event: e.event, aboveSibling: e.above_sibling,
+        placement: .init(x: e.x, y: e.y, width: e.width, height: e.height, border: e.border_width),
+        sequence: e.sequence)
+    case XCB_CIRCULATE_NOTIFY:
+      let e = raw.load(as: xcb_circulate_notify_event_t.self)
+      self = .circulate(window: e.window, event: e.event)
+    case XCB_REPARENT_NOTIFY:
+      let e = raw.load(as: xcb_reparent_notify_event_t.self)
+      self = .reparent(window: e.window, event: e.event, parent: e.parent)
     default:
       return nil
     }
@@ -104,10 +131,13 @@ final class ShieldDriver {
   let atomShields: UInt32
   /// Errors on the shield connection.
   var errors = XErrorPolicy(log: nil)
+  /// The SHAPE extension's first event code on the shield connection (ShapeNotify).
+  let shapeEvent: UInt8
 
   /// Something a shield event means for the engine.
   enum Report: Equatable {
-    /// Someone else unmapped or destroyed a shield we keep.
+    /// Someone else unmapped, destroyed, moved, resized, shaped, restacked, reparented or
+    /// redirected a shield we keep (repaired already).
     case lost(WindowID, how: String)
   }
 
@@ -119,6 +149,7 @@ final class ShieldDriver {
     let a = x.atoms(["_CAPTURE_SHIELD_SHIELD", "_CAPTURE_SHIELD_SHIELDS"])
     atomShield = a[0]
     atomShields = a[1]
+    shapeEvent = x.firstEvent("SHAPE")
     setFailMode(failMode)
     font = x.generateID()
     // No core fonts: the pattern alone tells users why the window is dark.
@@ -127,6 +158,9 @@ final class ShieldDriver {
 
   /// target → shield window.
   var shields: [WindowID: UInt32] { table.shields }
+
+  /// Whether `window` is one of our shields.
+  func isShield(_ window: UInt32) -> Bool { table.targetOf[window] != nil }
 
   /// Open: shields die with our connection. Closed: they are retained after we die.
   func setFailMode(_ mode: FailMode) {
@@ -252,6 +286,15 @@ final class ShieldDriver {
   /// Publishes the (shield, target) pairs on the root when they changed.
   func writeRegistry() { run(table.handle(.flushRegistry)) }
 
+  /// A client's Composite RedirectWindow (Manual) of `window`, seen through RECORD (no
+  /// event tells): if it is one of our shields, it is replaced by a new one (not
+  /// redirected). `how` names the client for the audit record.
+  func redirected(_ window: UInt32, how: String) -> Report? {
+    var report: Report?
+    run(table.handle(.redirected(window: window, how: how))) { report = $0 }
+    return report
+  }
+
   /// Handles one event from the shield connection.
   func handle(_ event: ShieldEvent) -> Report? {
     let ops: [ShieldTable.Operation]
@@ -276,8 +319,15 @@ final class ShieldDriver {
       ops = table.handle(.childCreated(window: w, parent: parent))
     case .map(let w, let parent):
       ops = table.handle(.childMapped(window: w, parent: parent))
-    case .configure(let w, let parent, let above):
-      ops = table.handle(.childRestacked(window: w, parent: parent, aboveSibling: above))
+    case .configure(let w, let parent, let above, let placement, let seq):
+      ops = table.handle(
+        .childRestacked(window: w, parent: parent, aboveSibling: above, placement: placement, sequence: seq))
+    case .circulate(let w, let parent):
+      ops = table.handle(.childCirculated(window: w, parent: parent))
+    case .reparent(let w, let event, let parent):
+      ops = table.handle(.reparented(window: w, event: event, parent: parent))
+    case .shape(let w, let kind, let shaped):
+      ops = table.handle(.shapeChanged(window: w, kind: kind, shaped: shaped))
     }
     var report: Report?
     run(ops) { report = $0 }
@@ -304,16 +354,31 @@ final class ShieldDriver {
       case .map(let s):
         x.mapWindow(s)
       case .raise(let s):
-        x.raiseWindow(s)
+        run(table.handle(.configureSent(shield: s, sequence: x.raiseWindow(s))))
+      case .replace(let s):
+        let seq = x.placeWindow(s, x: 0, y: 0, width: Self.shieldSize, height: Self.shieldSize)
+        run(table.handle(.configureSent(shield: s, sequence: seq)))
+      case .checkStacking(let t, let s, let tampered, let how):
+        // Fail safe: ask the server rather than trust the event (a round trip, only on a
+        // shield's own ConfigureNotify or CirculateNotify). Gone: its DestroyNotify follows.
+        guard let children = x.children(of: t), children.contains(s), children.last != s else { continue }
+        run(table.handle(.configureSent(shield: s, sequence: x.raiseWindow(s))))
+        if tampered { lost(.lost(t, how: how)) }
+      case .resetShape(let s, let kind):
+        x.shapeReset(s, kind: kind)
+      case .discard(let s):
+        x.destroyWindow(s)
       case .unmap(let s):
         run(table.handle(.unmapSent(shield: s, sequence: x.unmapWindow(s))))
       case .destroy(let s, let t):
         x.destroyWindow(s)
         x.selectEvents(t, 0)
-      case .watch(let t):
+      case .watch(let t, let s):
         // SubstructureNotify on the target: we hear of its children (to stay on top) and
-        // of our shield being unmapped or destroyed by someone else.
+        // of our shield being unmapped, destroyed, moved, resized, restacked or reparented
+        // by someone else; ShapeNotify of the shield: of it being shaped.
         x.selectEvents(t, XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue | XCB_EVENT_MASK_STRUCTURE_NOTIFY.rawValue)
+        x.shapeSelectInput(s)
       case .writeRegistry(let pairs):
         x.changeProperty(x.root, atomShields, cardinals: pairs)
       case .drawLabel(let s, let t):
@@ -381,7 +446,7 @@ final class ShieldDriver {
   /// Stacks the shield above every other child of `target`.
   func raise(_ target: WindowID) {
     guard let s = table.shields[target] else { return }
-    x.raiseWindow(s)
+    run(table.handle(.configureSent(shield: s, sequence: x.raiseWindow(s))))
   }
 
   private func drawLabel(shield s: UInt32, depth: UInt8) {

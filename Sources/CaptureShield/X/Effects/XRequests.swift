@@ -25,8 +25,12 @@ protocol XRequests: AnyObject {
   /// Returns the low 16 bits of the request's sequence number (events carry them).
   @discardableResult func unmapWindow(_ window: UInt32) -> UInt16
   func destroyWindow(_ window: UInt32)
-  /// Stacks `window` above its siblings.
-  func raiseWindow(_ window: UInt32)
+  /// Stacks `window` above its siblings. Returns the request's sequence number (low 16 bits).
+  @discardableResult func raiseWindow(_ window: UInt32) -> UInt16
+  /// ConfigureWindow: puts `window` at (x, y) with this size, no border, above its
+  /// siblings. Returns the request's sequence number (low 16 bits).
+  @discardableResult
+  func placeWindow(_ window: UInt32, x: Int16, y: Int16, width: UInt16, height: UInt16) -> UInt16
   /// ChangeWindowAttributes with a value mask (event masks, backgrounds).
   func changeAttributes(_ window: UInt32, mask: UInt32, values: [UInt32])
   /// Clears the window to its background and makes the server send Expose.
@@ -42,6 +46,11 @@ protocol XRequests: AnyObject {
   func sendEvent(to destination: UInt32, _ event: [UInt8])
   /// An empty input shape: pointer events fall through the window.
   func shapeInputEmpty(_ window: UInt32)
+  /// Resets the window's shape of `kind` (0 bounding, 1 clip) to the default (ShapeMask
+  /// with no pixmap).
+  func shapeReset(_ window: UInt32, kind: UInt8)
+  /// SHAPE SelectInput: ShapeNotify of `window` to this connection.
+  func shapeSelectInput(_ window: UInt32)
   /// XFIXES SelectSelectionInput (owner changes of `selection`, reported to `window`).
   func selectSelectionInput(_ window: UInt32, selection: UInt32, mask: UInt32)
   /// Whether this connection's resources outlive it (RetainPermanent) or not.
@@ -139,9 +148,25 @@ extension XConnection: XRequests {
 
   func destroyWindow(_ window: UInt32) { xcb_destroy_window(conn, window) }
 
-  func raiseWindow(_ window: UInt32) {
+  @discardableResult
+  func raiseWindow(_ window: UInt32) -> UInt16 {
     var v: [UInt32] = [UInt32(XCB_STACK_MODE_ABOVE.rawValue)]
-    xcb_configure_window(conn, window, UInt16(XCB_CONFIG_WINDOW_STACK_MODE.rawValue), &v)
+    return UInt16(
+      truncatingIfNeeded: xcb_configure_window(conn, window, UInt16(XCB_CONFIG_WINDOW_STACK_MODE.rawValue), &v)
+        .sequence)
+  }
+
+  @discardableResult
+  func placeWindow(_ window: UInt32, x: Int16, y: Int16, width: UInt16, height: UInt16) -> UInt16 {
+    let mask =
+      XCB_CONFIG_WINDOW_X.rawValue | XCB_CONFIG_WINDOW_Y.rawValue | XCB_CONFIG_WINDOW_WIDTH.rawValue
+      | XCB_CONFIG_WINDOW_HEIGHT.rawValue | XCB_CONFIG_WINDOW_BORDER_WIDTH.rawValue
+      | XCB_CONFIG_WINDOW_STACK_MODE.rawValue
+    var v: [UInt32] = [
+      UInt32(bitPattern: Int32(x)), UInt32(bitPattern: Int32(y)), UInt32(width), UInt32(height), 0,
+      UInt32(XCB_STACK_MODE_ABOVE.rawValue),
+    ]
+    return UInt16(truncatingIfNeeded: xcb_configure_window(conn, window, UInt16(mask), &v).sequence)
   }
 
   func changeAttributes(_ window: UInt32, mask: UInt32, values: [UInt32]) {
@@ -179,6 +204,12 @@ extension XConnection: XRequests {
     xcb_shape_rectangles(
       conn, UInt8(XCB_SHAPE_SO_SET.rawValue), UInt8(XCB_SHAPE_SK_INPUT.rawValue), 0, window, 0, 0, 0, nil)
   }
+
+  func shapeReset(_ window: UInt32, kind: UInt8) {
+    xcb_shape_mask(conn, UInt8(XCB_SHAPE_SO_SET.rawValue), kind, window, 0, 0, 0)
+  }
+
+  func shapeSelectInput(_ window: UInt32) { xcb_shape_select_input(conn, window, 1) }
 
   func selectSelectionInput(_ window: UInt32, selection: UInt32, mask: UInt32) {
     xcb_xfixes_select_selection_input(conn, window, selection, mask)
