@@ -91,13 +91,13 @@ final class RecordingConnection: ShieldConnection {
   }
   func raiseWindow(_ window: UInt32) -> UInt16 {
     requests.append(.raise(window))
-    sequence += 1
-    return sequence
+    sequence += 2  // and a NoOperation
+    return sequence - 1
   }
   func placeWindow(_ window: UInt32, x: Int16, y: Int16, width: UInt16, height: UInt16) -> UInt16 {
     requests.append(.place(window))
-    sequence += 1
-    return sequence
+    sequence += 2  // and a NoOperation
+    return sequence - 1
   }
   func shapeReset(_ window: UInt32, kind: UInt8) { requests.append(.shapeReset(window, kind: kind)) }
   func shapeSelectInput(_ window: UInt32) { requests.append(.shapeSelect(window)) }

@@ -195,6 +195,20 @@ struct ShieldTableTests {
     #expect(ops == c.ops)
   }
 
+  @Test func ownRestacksAreKeptBounded() {
+    // X sends no ConfigureNotify for a restack that changes nothing: such numbers stay,
+    // only the last few, and an old one is no longer taken for ours.
+    var table = twoShields()
+    for seq: UInt16 in 1...UInt16(ShieldTable.maxOwnConfigures + 1) {
+      _ = table.handle(.configureSent(shield: s1, sequence: seq))
+    }
+    #expect(table.ownConfigures[s1]?.count == ShieldTable.maxOwnConfigures)
+    let old = table.handle(.childRestacked(window: s1, parent: t1, aboveSibling: 0, sequence: 1))
+    #expect(old == [.checkStacking(t1, shield: s1, tampered: true, how: "restacked \(ShieldTable.unknownClient)")])
+    let recent = table.handle(.childRestacked(window: s1, parent: t1, aboveSibling: 0, sequence: 2))
+    #expect(recent == [.checkStacking(t1, shield: s1, tampered: false, how: "restacked \(ShieldTable.unknownClient)")])
+  }
+
   @Test func armableNamesHiddenShieldsOnly() {
     var table = twoShields()
     #expect(table.armable([t1, t2, 0x99]).shields == [s2])

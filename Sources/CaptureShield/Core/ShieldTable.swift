@@ -146,9 +146,13 @@ struct ShieldTable: Equatable {
   private(set) var ownUnmaps: [UInt32: [UInt16]] = [:]
   /// Sequence numbers of our restacks of each shield whose ConfigureNotify has not come
   /// yet: a ConfigureNotify of a shield that carries none of them was caused by another
-  /// client (no one else has any business configuring our shields).
+  /// client (no one else has any business configuring our shields). X sends no event for a
+  /// restack that changes nothing, so entries can stay: the driver follows each restack
+  /// with a NoOperation (another client's request executed right after ours would
+  /// otherwise carry our number), and only the last `maxOwnConfigures` are kept.
   private(set) var ownConfigures: [UInt32: [UInt16]] = [:]
   private var registryDirty = true
+  static let maxOwnConfigures = 16
 
   /// target → shield window, for every shield that exists.
   var shields: [WindowID: UInt32] { entries.mapValues(\.shield) }
@@ -311,6 +315,7 @@ struct ShieldTable: Equatable {
     case .configureSent(let s, let seq):
       guard targetOf[s] != nil else { return [] }
       ownConfigures[s, default: []].append(seq)
+      if ownConfigures[s]!.count > Self.maxOwnConfigures { ownConfigures[s]!.removeFirst() }
       return []
     case .exposed(let w):
       guard let t = targetOf[w] else { return [] }

@@ -97,7 +97,7 @@ extension WatcherLoop {
           knowWindows()
           apply(.captureRequest(c, req))
           if req.bypassesShield, req.kind == "Composite RedirectWindow(Manual)", let w = req.target,
-            case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by client \(c)")
+            case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
           {
             // A redirected shield paints nothing: replaced by a new one (not redirected).
             apply(.shieldLost(t, how: how))
@@ -105,6 +105,14 @@ extension WatcherLoop {
         }
       }
     } while d.moreAvailable
+  }
+
+  /// A client as an audit record names it in prose: its id, and its pid and program when
+  /// X-Resource told them.
+  func described(_ c: ClientID) -> String {
+    let i = engine.clients[c]?.identity
+    let known = [i?.pid.map { "pid \($0)" }, i?.exe].compactMap { $0 }
+    return "client \(c)" + (known.isEmpty ? " (identity unknown)" : " (" + known.joined(separator: ", ") + ")")
   }
 
   /// Clients connected before the daemon: identify each (X-Resource QueryClients).

@@ -25,10 +25,14 @@ protocol XRequests: AnyObject {
   /// Returns the low 16 bits of the request's sequence number (events carry them).
   @discardableResult func unmapWindow(_ window: UInt32) -> UInt16
   func destroyWindow(_ window: UInt32)
-  /// Stacks `window` above its siblings. Returns the request's sequence number (low 16 bits).
+  /// Stacks `window` above its siblings. Returns the request's sequence number (low 16
+  /// bits), which the ConfigureNotify it causes carries. X sends none when nothing changes;
+  /// a NoOperation follows, so that another client's ConfigureWindow of the same window
+  /// executed next does not carry that same number (see `ShieldTable.ownConfigures`).
   @discardableResult func raiseWindow(_ window: UInt32) -> UInt16
   /// ConfigureWindow: puts `window` at (x, y) with this size, no border, above its
-  /// siblings. Returns the request's sequence number (low 16 bits).
+  /// siblings. Returns the request's sequence number (low 16 bits); a NoOperation follows,
+  /// as after `raiseWindow`.
   @discardableResult
   func placeWindow(_ window: UInt32, x: Int16, y: Int16, width: UInt16, height: UInt16) -> UInt16
   /// ChangeWindowAttributes with a value mask (event masks, backgrounds).
@@ -151,9 +155,9 @@ extension XConnection: XRequests {
   @discardableResult
   func raiseWindow(_ window: UInt32) -> UInt16 {
     var v: [UInt32] = [UInt32(XCB_STACK_MODE_ABOVE.rawValue)]
-    return UInt16(
-      truncatingIfNeeded: xcb_configure_window(conn, window, UInt16(XCB_CONFIG_WINDOW_STACK_MODE.rawValue), &v)
-        .sequence)
+    let cookie = xcb_configure_window(conn, window, UInt16(XCB_CONFIG_WINDOW_STACK_MODE.rawValue), &v)
+    xcb_no_operation(conn)
+    return UInt16(truncatingIfNeeded: cookie.sequence)
   }
 
   @discardableResult
@@ -166,7 +170,9 @@ extension XConnection: XRequests {
       UInt32(bitPattern: Int32(x)), UInt32(bitPattern: Int32(y)), UInt32(width), UInt32(height), 0,
       UInt32(XCB_STACK_MODE_ABOVE.rawValue),
     ]
-    return UInt16(truncatingIfNeeded: xcb_configure_window(conn, window, UInt16(mask), &v).sequence)
+    let cookie = xcb_configure_window(conn, window, UInt16(mask), &v)
+    xcb_no_operation(conn)
+    return UInt16(truncatingIfNeeded: cookie.sequence)
   }
 
   func changeAttributes(_ window: UInt32, mask: UInt32, values: [UInt32]) {
