@@ -20,33 +20,43 @@ cs_swap_event(xEvent *from, xEvent *to)
     swapl(&t->pid);
 }
 
-void
-cs_report(ClientPtr reader, XID drawable, int kind)
+/* One CaptureNotify to every trusted client that selected `mask`, except `skip`. `who` is
+ * the client the event is about (reader or window owner; NULL: none), `req` the client
+ * whose request caused it. */
+static void
+cs_notify(CARD32 mask, ClientPtr skip, int kind, ClientPtr who, XID drawable, ClientPtr req)
 {
-    int i;
     xCaptureShieldNotifyEvent ev;
+    int i;
 
     if (!cs_event_base)
         return;
     for (i = 1; i < currentMaxClients; i++) {
         ClientPtr c = clients[i];
-        if (!c || c == reader || !(cs_event_mask(c) & CaptureShieldNotifyMask) ||
-            !cs_client_trusted(c))
+        if (!c || c == skip || !(cs_event_mask(c) & mask) || !cs_client_trusted(c))
             continue;
         memset(&ev, 0, sizeof(ev));
         ev.type = cs_event_base + CaptureShieldNotify;
         ev.kind = kind;
         ev.sequenceNumber = c->sequence;
-        ev.reader = reader->clientAsMask;
+        ev.reader = who ? who->clientAsMask : 0;
         ev.drawable = drawable;
         ev.time = GetTimeInMillis();
-        ev.requestMajor = reader->majorOp;
-        ev.requestMinor = reader->minorOp;
-        /* the reader is alive now (it is making this request): the daemon can read its
-           /proc entry before a short-lived tool exits */
-        ev.pid = GetClientPid(reader) > 0 ? (CARD32) GetClientPid(reader) : 0;
+        if (req) {
+            ev.requestMajor = req->majorOp;
+            ev.requestMinor = req->minorOp;
+        }
+        /* `who` is alive now: the daemon can read its /proc entry before a short-lived
+           tool exits */
+        ev.pid = who && GetClientPid(who) > 0 ? (CARD32) GetClientPid(who) : 0;
         WriteEventsToClient(c, 1, (xEvent *) &ev);
     }
+}
+
+void
+cs_report(ClientPtr reader, XID drawable, int kind)
+{
+    cs_notify(CaptureShieldNotifyMask, reader, kind, reader, drawable, reader);
 }
 
 /* A window's tag was written (its app tag or the policy tag, valid or not) or it stopped
@@ -57,30 +67,8 @@ cs_report(ClientPtr reader, XID drawable, int kind)
 void
 cs_report_secure(WindowPtr win)
 {
-    ClientPtr owner = clients[CLIENT_ID(win->drawable.id)], cur = GetCurrentClient();
-    xCaptureShieldNotifyEvent ev;
-    int i;
-
-    if (!cs_event_base)
-        return;
-    for (i = 1; i < currentMaxClients; i++) {
-        ClientPtr c = clients[i];
-        if (!c || !(cs_event_mask(c) & CaptureShieldSecureMask) || !cs_client_trusted(c))
-            continue;
-        memset(&ev, 0, sizeof(ev));
-        ev.type = cs_event_base + CaptureShieldNotify;
-        ev.kind = CaptureShieldKindSecure;
-        ev.sequenceNumber = c->sequence;
-        ev.reader = owner ? owner->clientAsMask : 0;
-        ev.drawable = win->drawable.id;
-        ev.time = GetTimeInMillis();
-        if (cur) {
-            ev.requestMajor = cur->majorOp;
-            ev.requestMinor = cur->minorOp;
-        }
-        ev.pid = owner && GetClientPid(owner) > 0 ? (CARD32) GetClientPid(owner) : 0;
-        WriteEventsToClient(c, 1, (xEvent *) &ev);
-    }
+    cs_notify(CaptureShieldSecureMask, NULL, CaptureShieldKindSecure,
+              clients[CLIENT_ID(win->drawable.id)], win->drawable.id, GetCurrentClient());
 }
 
 static int
