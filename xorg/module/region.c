@@ -13,6 +13,7 @@ struct cs_screen {
     RealizeWindowProcPtr RealizeWindow;
     UnrealizeWindowProcPtr UnrealizeWindow;
     DestroyWindowProcPtr DestroyWindow;
+    DestroyPixmapProcPtr DestroyPixmap;
 };
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
@@ -115,10 +116,26 @@ cs_pixmap_tainted(PixmapPtr pix)
     return *(unsigned char *) dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
 }
 
+/* A tainted pixmap is refused by the resource hook to everyone but trusted clients and
+ * its owner, in any request, so the hook stays armed while one exists: each tainted
+ * pixmap holds it (flag 1) until cs_DestroyPixmap releases it. Tainting happens inside
+ * the hook, i.e. while it is armed, where holding it once more only counts and cannot
+ * fail; should it fail all the same, the pixmap is still marked (flag 2, holds nothing)
+ * and the failure logged. */
 void
 cs_taint_pixmap(PixmapPtr pix)
 {
-    *(unsigned char *) dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec) = 1;
+    unsigned char *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+
+    if (*p)
+        return;
+    if (cs_hook_hold()) {
+        *p = 1;
+    } else {
+        *p = 2;
+        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the resource hook for a "
+                       "secret pixmap\n");
+    }
 }
 
 void
@@ -356,6 +373,29 @@ cs_DestroyWindow(WindowPtr win)
     return r;
 }
 
+/* The last reference to a tainted pixmap goes: one reason less to keep the resource hook
+ * armed. Every layer frees a pixmap when DestroyPixmap finds refcnt 1 (fb, exa, glamor);
+ * the flag is cleared at the same time, so a pixmap never releases the hook twice. */
+static Bool
+cs_DestroyPixmap(PixmapPtr pix)
+{
+    ScreenPtr s = pix->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    Bool r;
+
+    if (pix->refcnt == 1) {
+        unsigned char *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+        if (*p == 1)
+            cs_hook_release();
+        *p = 0;
+    }
+    s->DestroyPixmap = cs->DestroyPixmap;
+    r = s->DestroyPixmap(pix);
+    cs->DestroyPixmap = s->DestroyPixmap;
+    s->DestroyPixmap = cs_DestroyPixmap;
+    return r;
+}
+
 Bool
 cs_region_init(void)
 {
@@ -385,6 +425,8 @@ cs_region_init(void)
         s->UnrealizeWindow = cs_UnrealizeWindow;
         cs->DestroyWindow = s->DestroyWindow;
         s->DestroyWindow = cs_DestroyWindow;
+        cs->DestroyPixmap = s->DestroyPixmap;
+        s->DestroyPixmap = cs_DestroyPixmap;
         cs_screens[i] = cs;
     }
     return TRUE;
