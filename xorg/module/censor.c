@@ -213,6 +213,22 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
  * only when tainted, which the resource hook refuses. CopyPlane's request starts like
  * CopyArea's. The fields are decoded before the real request, which swaps a swapped one
  * in place. */
+/* The last window found as a copy source, by id: a client copies from the same window
+ * again and again, and the cache spares the resource table walk. An id names the same
+ * window until the window is destroyed, and every destroyed window passes through the
+ * screen's DestroyWindow first (cs_forget_window, from region.c). */
+static XID cs_last_src_id;
+static WindowPtr cs_last_src;
+
+void
+cs_forget_window(WindowPtr win)
+{
+    if (win == cs_last_src) {
+        cs_last_src = NULL;
+        cs_last_src_id = 0;
+    }
+}
+
 static int
 cs_ProcCopy(ClientPtr c)
 {
@@ -226,10 +242,16 @@ cs_ProcCopy(ClientPtr c)
         cs_client_trusted(c))
         return cs_call_orig(c);
     src_id = g32(c, 4);
-    if (dixLookupResourceByType(&p, src_id, RT_WINDOW, NullClient, DixReadAccess) != Success
-        || ((DrawablePtr) p)->type != DRAWABLE_WINDOW)
-        return cs_call_orig(c);
-    src = p;
+    if (src_id == cs_last_src_id && cs_last_src) {
+        src = &cs_last_src->drawable;
+    } else {
+        if (dixLookupResourceByType(&p, src_id, RT_WINDOW, NullClient, DixReadAccess) !=
+            Success || ((DrawablePtr) p)->type != DRAWABLE_WINDOW)
+            return cs_call_orig(c);
+        cs_last_src_id = src_id;
+        cs_last_src = p;
+        src = p;
+    }
     dst_id = g32(c, 8);
     gc_id = g32(c, 12);
     sx = (INT16) g16(c, 16);
@@ -432,6 +454,8 @@ cs_censor_init(void)
     RESTYPE t;
     int i;
 
+    cs_last_src = NULL;
+    cs_last_src_id = 0;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];
         cs_orig_GetImage[i] = s->GetImage;

@@ -112,6 +112,7 @@ Atom cs_policy_atom(void);
 
 /* censor.c */
 Bool cs_censor_init(void);
+void cs_forget_window(WindowPtr win);    /* a window is being destroyed */
 
 /* hooks.c */
 Bool cs_hooks_init(void);

@@ -365,6 +365,7 @@ cs_DestroyWindow(WindowPtr win)
     Bool r;
 
     cs_set_win_secure(win, 0);
+    cs_forget_window(win);
     cs->dirty = TRUE;
     s->DestroyWindow = cs->DestroyWindow;
     r = s->DestroyWindow(win);

@@ -31,7 +31,7 @@ attack(int argc, char **argv)
 
     if (argc < 2)
         die("attack over|over-change|under|reparent S | attack tile|copy|picture PIXMAP | "
-            "attack untag S | attack mixed S N");
+            "attack untag S | attack mixed S N | attack reuse-id S");
     kind = argv[0];
     s = strtoul(argv[1], NULL, 0);
     conn();
@@ -88,6 +88,37 @@ attack(int argc, char **argv)
         printf("rounds=%d dbe_refused=%d name_refused=%d dri2_refused=%d red_max=%ld\n", n, dbe,
                name, dri2, st.red_max);
         return 0;
+    } else if (!strcmp(kind, "reuse-id")) {
+        /* the module remembers the last copy source by id: a copied-from window destroyed,
+         * another window made (it likely gets the freed memory), the id reused for a
+         * window inside S showing S's red (background ParentRelative), copied from again:
+         * censored (all black) */
+        xcb_window_t x, y;
+        xcb_pixmap_t own = xcb_generate_id(c);
+        xcb_gcontext_t gc = xcb_generate_id(c);
+        uint32_t vals[3] = { XCB_BACK_PIXMAP_PARENT_RELATIVE, 1,
+                             XCB_EVENT_MASK_EXPOSURE | XCB_EVENT_MASK_STRUCTURE_NOTIFY };
+        xcb_create_pixmap(c, scr->root_depth, own, root, 100, 100);
+        xcb_create_gc(c, gc, own, 0, NULL);
+        p = mkwin(root, 600, 450, 100, 100, BLUE, 0);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        xcb_copy_area(c, p, own, gc, 0, 0, 0, 0, 100, 100);
+        xcb_destroy_window(c, p);
+        y = mkwin(root, 600, 450, 100, 100, BLUE, 0);
+        xcb_map_window(c, y);
+        wait_mapped(y);
+        x = p;                  /* the id just freed */
+        xcb_create_window(c, XCB_COPY_FROM_PARENT, x, s, 0, 0, 100, 100, 0,
+                          XCB_WINDOW_CLASS_INPUT_OUTPUT, XCB_COPY_FROM_PARENT,
+                          XCB_CW_BACK_PIXMAP | XCB_CW_OVERRIDE_REDIRECT | XCB_CW_EVENT_MASK,
+                          vals);
+        xcb_map_window(c, x);
+        wait_mapped(x);
+        if (check(xcb_copy_area_checked(c, x, own, gc, 0, 0, 0, 0, 100, 100)))
+            refused(&st);
+        else
+            getimage(&st, own, 0, 0, 100, 100);
     } else if (!strcmp(kind, "under")) {
         uint32_t below = XCB_STACK_MODE_BELOW;
         p = mkwin(root, 100, 100, 200, 200, 0, 1);

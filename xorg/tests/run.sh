@@ -221,6 +221,7 @@ kill "$LPID" 2>/dev/null || true
 # attacks with every rule on
 out=$("$PROBE" attack over "$V_S"); expect "attack: own bg-None window over the secure window" "$out" red_max -eq 0
 out=$("$PROBE" attack over-change "$V_S"); expect "attack: own window set to background None after creation, over the secure window" "$out" red_max -eq 0
+out=$("$PROBE" attack reuse-id "$V_S"); expect "copy source destroyed, its id reused for a window inside the secure one: censored" "$out" frames -eq 1 red_max -eq 0 black_min -eq 10000
 out=$("$PROBE" attack under "$V_S"); expect "attack: own bg-None window under, secure window moved away" "$out" red_max -eq 0
 out=$("$PROBE" attack reparent "$V_S"); expect "attack: secure window reparented into an own bg-None window" "$out" red_max -eq 0
 out=$("$PROBE" attack untag "$V_S"); expect "attack: untag by another client" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
@@ -364,6 +365,7 @@ for k in getimage shmget copyarea render shmpixmap xyplane; do
   out=$("$PROBE" capture $k 1); expect "no module: $k root leaks" "$out" red_max -eq $VIS
 done
 out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "no module: NameWindowPixmap leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack reuse-id "$V_S"); expect "no module: a window inside the secure one (id reused) leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack render-other root)
 expect "no module: RENDER Trapezoids and CreateCursor from a root picture work" "$out" trapezoids_err -eq 0 cursor_err -eq 0
 stop_victim
