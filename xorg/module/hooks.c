@@ -118,8 +118,10 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
 /* ---- arming the resource hook ----
  *
  * A registered XACE_RESOURCE_ACCESS callback costs every resource lookup of every request
- * (XaceHook's argument marshalling and CallCallbacks: CopyArea looks up three resources),
- * and with no callback at all XaceHook returns at once. So the hook is registered only
+ * (XaceHook's argument marshalling, CallCallbacks and the call: CopyArea looks up three
+ * resources); with no callback list at all XaceHook returns at once (where the SECURITY
+ * extension is initialised, as in Debian's Xorg, its callback is always on the list and
+ * what remains saved is this callback's call per lookup). So the hook is registered only
  * while it can have work: cs_hook_hold/cs_hook_release count the reasons (a wrapped
  * Composite, DRI2, DRI3 or DOUBLE-BUFFER request in flight; each tainted pixmap, from
  * cs_taint_pixmap until the pixmap is destroyed, region.c). When the count drops to zero
