@@ -206,13 +206,6 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
     (void) c;
 }
 
-/* The copy's source is looked up here only for an untrusted client while a window is
- * secure, with no client: no XACE hook runs for this lookup (the real request does its
- * own, with its access checks); a trusted client's copy, or any copy while no window is secure, costs a few
- * comparisons. Only window sources are censored here: pixmap sources hold secret pixels
- * only when tainted, which the resource hook refuses. CopyPlane's request starts like
- * CopyArea's. The fields are decoded before the real request, which swaps a swapped one
- * in place. */
 /* The last window found as a copy source, by id: a client copies from the same window
  * again and again, and the cache spares the resource table walk. An id names the same
  * window until the window is destroyed, and every destroyed window passes through the
@@ -229,6 +222,14 @@ cs_forget_window(WindowPtr win)
     }
 }
 
+/* The copy's source is looked up here only for an untrusted client while a window is
+ * secure, and with no client, so that no XACE hook runs for this lookup (the real request
+ * does its own, with its access checks); a trusted client's copy, or any copy while no
+ * window is secure, costs a few comparisons. Only window sources are censored here:
+ * pixmap sources hold secret pixels only when tainted, which the resource hook refuses.
+ * Deny mode refuses before the real request runs. CopyPlane's request starts like
+ * CopyArea's. The fields are decoded first: the real request swaps a swapped one in
+ * place. */
 static int
 cs_ProcCopy(ClientPtr c)
 {
