@@ -51,7 +51,8 @@ stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || tr
 # the last "resource hook armed|disarmed" of server A (the hook is registered only while
 # a guarded extension request runs or a secret pixmap exists)
 hook_state() { grep "CAPTURESHIELD: resource hook" "$LOG_A" | tail -1 | sed 's/.*resource hook //'; }
-# wait_hook STATE: waits (up to 5 s) until server A is there, e.g. after a client left
+# wait_hook STATE: waits (up to 5 s) until server A's hook is in STATE (a client that left
+# is seen by the server a little later)
 wait_hook() {
   local i
   for i in $(seq 50); do [ "$(hook_state)" = "$1" ] && return 0; sleep 0.1; done
