@@ -49,10 +49,35 @@ cs_win_secure(WindowPtr win)
     return *(unsigned char *) dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
 }
 
+/* The pixmap of a redirected window (Composite), which a compositor may have named. */
+static void
+cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix)
+{
+    PixmapPtr pix;
+
+    if (w->redirectDraw == RedirectDrawNone)
+        return;
+    pix = w->drawable.pScreen->GetWindowPixmap(w);
+    if (pix && pix != screen_pix)
+        cs_taint_pixmap(pix);
+}
+
+static void
+cs_taint_redirected_subtree(WindowPtr w, PixmapPtr screen_pix)
+{
+    WindowPtr c;
+
+    cs_taint_if_redirected(w, screen_pix);
+    for (c = w->firstChild; c; c = c->nextSib)
+        cs_taint_redirected_subtree(c, screen_pix);
+}
+
 static void
 cs_set_win_secure(WindowPtr win, int on)
 {
     unsigned char *p = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+    ScreenPtr s = win->drawable.pScreen;
+    WindowPtr a;
 
     if (!!*p == !!on)
         return;
@@ -60,6 +85,14 @@ cs_set_win_secure(WindowPtr win, int on)
     cs_nsecure += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
+    if (on) {
+        /* tagged after a compositor named a pixmap holding its pixels (the policy tag is
+         * set on mapped windows): the pixmaps of redirected windows it is in or that are
+         * in it become secret, as NameWindowPixmap would make them now */
+        for (a = win->parent; a; a = a->parent)
+            cs_taint_if_redirected(a, s->GetScreenPixmap(s));
+        cs_taint_redirected_subtree(win, s->GetScreenPixmap(s));
+    }
 }
 
 int

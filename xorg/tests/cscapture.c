@@ -5,7 +5,8 @@ int
 victim(int argc, char **argv)
 {
     int mover = argc > 0 && !strcmp(argv[0], "--mover");
-    int name = argc > 0 && !strcmp(argv[0], "--name-pixmap");
+    int late = argc > 0 && !strcmp(argv[0], "--name-then-tag");
+    int name = late || (argc > 0 && !strcmp(argv[0], "--name-pixmap"));
     int dbe = argc > 0 && !strcmp(argv[0], "--dbe");
     uint32_t green = GREEN;
     xcb_window_t s, a = 0;
@@ -16,7 +17,8 @@ victim(int argc, char **argv)
     xcb_change_window_attributes(c, root, XCB_CW_BACK_PIXEL, &green);
     xcb_clear_area(c, 0, root, 0, 0, 0, 0);
     s = mkwin(root, 100, 100, 200, 200, RED, 0);
-    set_secure(s, 1);           /* tagged before it is ever mapped */
+    if (!late)
+        set_secure(s, 1);       /* tagged before it is ever mapped */
     xcb_map_window(c, s);
     wait_mapped(s);
     if (!mover) {
@@ -29,6 +31,8 @@ victim(int argc, char **argv)
         xcb_composite_redirect_window(c, s, XCB_COMPOSITE_REDIRECT_AUTOMATIC);
         if (check(xcb_composite_name_window_pixmap_checked(c, s, pix)))
             die("victim: NameWindowPixmap of its own window failed");
+        if (late)
+            set_secure(s, 1);   /* as the daemon's policy tag comes to a mapped window */
     }
     if (dbe) {
         pix = xcb_generate_id(c);
