@@ -107,7 +107,7 @@ int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, 
                        RegionPtr out);
 int cs_pixmap_tainted(PixmapPtr pix);
 void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pixmap lives */
-void cs_taint_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix);
+void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);
 Atom cs_secure_atom(void);
 Atom cs_policy_atom(void);
 

@@ -59,9 +59,10 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         (rec->access_mode & DixCreateAccess) && rec->ptype == RT_WINDOW && rec->parent &&
         rec->res && ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP) {
         /* a DOUBLE-BUFFER back buffer (created as the server, inside a DBE request): secret
-         * like the window, and again after DBE reallocates it (region.c) */
-        if (cs_win_has_secure(rec->parent))
-            cs_taint_dbe_buffer(rec->parent, rec->id, rec->rtype, rec->res);
+         * like the window, also after DBE reallocates it or when the window is tagged
+         * later (region.c) */
+        cs_note_dbe_buffer(rec->parent, rec->id, rec->rtype, rec->res,
+                           cs_win_has_secure(rec->parent));
         return;
     }
 

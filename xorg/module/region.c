@@ -16,10 +16,12 @@ struct cs_screen {
     DestroyPixmapProcPtr DestroyPixmap;
 };
 
-/* Per window: the tag (first, read as a byte by cs_win_secure) and the DOUBLE-BUFFER back
- * buffer marked secret on it, to mark again when DBE reallocates it (cs_PositionWindow). */
+/* Per window: the tag (first, read as a byte by cs_win_secure) and its DOUBLE-BUFFER back
+ * buffer (the first id allocated on it), to mark it secret when the window is tagged later
+ * and again when DBE reallocates it (cs_PositionWindow). */
 struct cs_window {
     unsigned char secure;
+    unsigned char dbe_secret;
     XID dbe_id;
     RESTYPE dbe_type;
 };
@@ -49,12 +51,32 @@ cs_win_secure(WindowPtr win)
     return *(unsigned char *) dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
 }
 
-/* The pixmap of a redirected window (Composite), which a compositor may have named. */
+/* The window's DBE back buffer, if it has one, is secret from now on. */
+static void
+cs_taint_dbe(WindowPtr w)
+{
+    struct cs_window *cw = dixLookupPrivate(&w->devPrivates, &cs_window_key_rec);
+    void *p;
+
+    if (!cw->dbe_id)
+        return;
+    if (dixLookupResourceByType(&p, cw->dbe_id, cw->dbe_type, NullClient, DixReadAccess) !=
+        Success || ((DrawablePtr) p)->type != DRAWABLE_PIXMAP) {
+        cw->dbe_id = 0;         /* that buffer id was freed */
+        return;
+    }
+    cw->dbe_secret = 1;
+    cs_taint_pixmap(p);
+}
+
+/* The pixmap of a redirected window (Composite), which a compositor may have named, and
+ * the window's DBE back buffer. */
 static void
 cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix)
 {
     PixmapPtr pix;
 
+    cs_taint_dbe(w);
     if (w->redirectDraw == RedirectDrawNone)
         return;
     pix = w->drawable.pScreen->GetWindowPixmap(w);
@@ -86,9 +108,10 @@ cs_set_win_secure(WindowPtr win, int on)
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
     if (on) {
-        /* tagged after a compositor named a pixmap holding its pixels (the policy tag is
-         * set on mapped windows): the pixmaps of redirected windows it is in or that are
-         * in it become secret, as NameWindowPixmap would make them now */
+        /* tagged after a compositor named a pixmap holding its pixels or after a DBE back
+         * buffer was allocated (the policy tag is set on mapped windows): the pixmaps of
+         * redirected windows it is in or that are in it, and their back buffers, become
+         * secret, as NameWindowPixmap or AllocateBackBufferName would make them now */
         for (a = win->parent; a; a = a->parent)
             cs_taint_if_redirected(a, s->GetScreenPixmap(s));
         cs_taint_redirected_subtree(win, s->GetScreenPixmap(s));
@@ -179,16 +202,19 @@ cs_taint_pixmap(PixmapPtr pix)
     }
 }
 
-/* A DOUBLE-BUFFER back buffer (resource `id` of type `type`) of `win` was marked secret:
- * remembered, since DBE replaces the pixmap when the window is resized. */
+/* A DOUBLE-BUFFER back buffer (resource `id` of type `type`) was allocated on `win`,
+ * secret if `secret`: remembered, since DBE replaces the pixmap when the window is resized
+ * and the window may be tagged later. */
 void
-cs_taint_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix)
+cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret)
 {
     struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
 
     w->dbe_id = id;
     w->dbe_type = type;
-    cs_taint_pixmap(pix);
+    w->dbe_secret = secret;
+    if (secret)
+        cs_taint_pixmap(pix);
 }
 
 void
@@ -372,7 +398,6 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     struct cs_screen *cs = SCR(s);
     struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
     Bool r;
-    void *p;
 
     cs->dirty = TRUE;
     s->PositionWindow = cs->PositionWindow;
@@ -381,13 +406,8 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     s->PositionWindow = cs_PositionWindow;
     /* DBE (wrapped below) gives a resized window new buffer pixmaps, with the old contents
      * copied in and every buffer id pointed at them: the new back buffer is as secret */
-    if (w->dbe_id) {
-        if (dixLookupResourceByType(&p, w->dbe_id, w->dbe_type, NullClient, DixReadAccess) ==
-            Success && ((DrawablePtr) p)->type == DRAWABLE_PIXMAP)
-            cs_taint_pixmap(p);
-        else
-            w->dbe_id = 0;      /* that buffer id was freed */
-    }
+    if (w->dbe_id && w->dbe_secret)
+        cs_taint_dbe(win);
     return r;
 }
 

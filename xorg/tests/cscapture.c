@@ -5,9 +5,11 @@ int
 victim(int argc, char **argv)
 {
     int mover = argc > 0 && !strcmp(argv[0], "--mover");
-    int late = argc > 0 && !strcmp(argv[0], "--name-then-tag");
-    int name = late || (argc > 0 && !strcmp(argv[0], "--name-pixmap"));
-    int dbe = argc > 0 && !strcmp(argv[0], "--dbe");
+    int late = argc > 0 && (!strcmp(argv[0], "--name-then-tag") ||
+                            !strcmp(argv[0], "--dbe-then-tag"));
+    int name = argc > 0 && (!strcmp(argv[0], "--name-pixmap") ||
+                            !strcmp(argv[0], "--name-then-tag"));
+    int dbe = argc > 0 && (!strcmp(argv[0], "--dbe") || !strcmp(argv[0], "--dbe-then-tag"));
     uint32_t green = GREEN;
     xcb_window_t s, a = 0;
     xcb_pixmap_t pix = 0;
@@ -31,14 +33,14 @@ victim(int argc, char **argv)
         xcb_composite_redirect_window(c, s, XCB_COMPOSITE_REDIRECT_AUTOMATIC);
         if (check(xcb_composite_name_window_pixmap_checked(c, s, pix)))
             die("victim: NameWindowPixmap of its own window failed");
-        if (late)
-            set_secure(s, 1);   /* as the daemon's policy tag comes to a mapped window */
     }
     if (dbe) {
         pix = xcb_generate_id(c);
         if (dbe_alloc(s, pix))
             die("victim: DBE AllocateBackBufferName failed");
     }
+    if (late)
+        set_secure(s, 1);       /* as the daemon's policy tag comes to a mapped window */
     sync_();
     {
         /* the owner reads its own secure window through the root */

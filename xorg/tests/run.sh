@@ -253,6 +253,9 @@ for k in copy picture; do
   out=$("$PROBE" attack $k "$V_PIX"); expect "attack: pixmap named before the window was tagged, via $k: refused" "$out" refused -eq 1 red_max -eq 0
 done
 stop_victim
+start_victim --dbe-then-tag
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: the owner's DBE back buffer allocated before the window was tagged: refused" "$out" refused -eq 1 red_max -eq 0
+stop_victim
 start_victim --dbe
 out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: reading the owner's DBE back buffer: refused" "$out" refused -eq 1 red_max -eq 0
 out=$("$PROBE" attack dbe-resize "$V_PIX" "$V_S"); expect "attack: the owner's DBE back buffer after the window was resized (reallocated): refused" "$out" refused -eq 1 red_max -eq 0
@@ -326,6 +329,9 @@ done
 stop_victim
 start_victim --name-then-tag
 out=$("$PROBE" attack copy "$V_PIX"); expect "rule pixmap off: a pixmap named before the tag leaks" "$out" red_max -gt 0
+stop_victim
+start_victim --dbe-then-tag
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: a DBE back buffer allocated before the tag leaks" "$out" red_max -gt 0
 stop_victim
 start_victim --dbe
 out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: the owner's DBE back buffer leaks" "$out" red_max -gt 0
