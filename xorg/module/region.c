@@ -182,10 +182,11 @@ cs_pixmap_tainted(PixmapPtr pix)
 
 /* A tainted pixmap is refused by the resource hook to everyone but trusted clients and
  * its owner, in any request, so the hook stays armed while one exists: each tainted
- * pixmap holds it (flag 1) until cs_DestroyPixmap releases it. Tainting happens inside
- * the hook, i.e. while it is armed, where holding it once more only counts and cannot
- * fail; should it fail all the same, the pixmap is still marked (flag 2, holds nothing)
- * and the failure logged. */
+ * pixmap holds it (flag 1) until cs_DestroyPixmap releases it. Inside the hook (armed)
+ * holding it once more only counts; elsewhere (a window tagged, DBE reallocating a back
+ * buffer) it may have to register the callback, which fails only without memory: then
+ * the pixmap is still marked (flag 2, holds nothing; reads through GetImage and copies
+ * stay censored) and the failure logged. */
 void
 cs_taint_pixmap(PixmapPtr pix)
 {
