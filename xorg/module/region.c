@@ -185,8 +185,9 @@ cs_pixmap_tainted(PixmapPtr pix)
  * pixmap holds it (flag 1) until cs_DestroyPixmap releases it. Inside the hook (armed)
  * holding it once more only counts; elsewhere (a window tagged, DBE reallocating a back
  * buffer) it may have to register the callback, which fails only without memory: then
- * the pixmap is still marked (flag 2, holds nothing; reads through GetImage and copies
- * stay censored) and the failure logged. */
+ * the pixmap is still marked (flag 2, holds nothing; GetImage of it stays censored, other
+ * uses are refused only while the hook is armed for another reason) and the failure
+ * logged. */
 void
 cs_taint_pixmap(PixmapPtr pix)
 {
