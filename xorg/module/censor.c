@@ -201,66 +201,79 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
     (void) c;
 }
 
-/* The copy's source as the real request looks it up: the resource-access hook hands it
- * over (cs_copy_lookup), so the wrapper does no lookup of its own and a copy by a client
- * that is trusted, or while no window is secure, costs two comparisons. */
-ClientPtr cs_copy_client;
-static DrawablePtr cs_copy_src;
+/* The last window found as a copy source, by id: a client copies from the same window
+ * again and again, and the cache spares the resource table walk. An id names the same
+ * window until the window is destroyed, and every destroyed window passes through the
+ * screen's DestroyWindow first (cs_forget_window, from region.c). */
+static XID cs_last_src_id;
+static WindowPtr cs_last_src;
 
 void
-cs_copy_lookup(XaceResourceAccessRec *rec)
+cs_forget_window(WindowPtr win)
 {
-    ClientPtr c = rec->client;
-    /* lookups happen inside the real request: a swapped one is native by then */
-    xCopyAreaReq *req = (xCopyAreaReq *) c->requestBuffer;
-    RegionRec secret;
-    int hit;
-
-    if (rec->id != req->srcDrawable || !rec->res || !(rec->rtype & RC_DRAWABLE))
-        return;
-    cs_copy_src = rec->res;
-    if (cs_cfg.mode != CS_MODE_DENY || cs_copy_src->type != DRAWABLE_WINDOW)
-        return;
-    RegionNull(&secret);
-    hit = cs_secret_for_read(c, cs_copy_src, req->srcX, req->srcY, req->width, req->height,
-                             &secret);
-    RegionUninit(&secret);
-    if (hit) {
-        c->errorValue = rec->id;
-        cs_report(c, rec->id, CS_KIND_DENIED);
-        rec->status = BadAccess;
+    if (win == cs_last_src) {
+        cs_last_src = NULL;
+        cs_last_src_id = 0;
     }
 }
 
+/* The copy's source is looked up here only for an untrusted client while a window is
+ * secure, and with no client, so that no XACE hook runs for this lookup (the real request
+ * does its own, with its access checks); a trusted client's copy, or any copy while no
+ * window is secure, costs a few comparisons. Only window sources are censored here:
+ * pixmap sources hold secret pixels only when tainted, which the resource hook refuses.
+ * Deny mode refuses before the real request runs. CopyPlane's request starts like
+ * CopyArea's. The fields are decoded first: the real request swaps a swapped one in
+ * place. */
 static int
 cs_ProcCopy(ClientPtr c)
 {
+    XID src_id, dst_id, gc_id;
+    int sx, sy, dx, dy, w, h, r;
+    void *p;
     DrawablePtr src;
     RegionRec secret;
-    int r;
 
     if (c->req_len < 7 || !cs_secure_count() || !cs_rule_on(CS_RULE_COPYAREA) ||
         cs_client_trusted(c))
         return cs_call_orig(c);
-    cs_copy_src = NULL;
-    cs_copy_client = c;
-    r = cs_call_orig(c);
-    cs_copy_client = NULL;
-    src = cs_copy_src;
-    if (r != Success || !src || src->type != DRAWABLE_WINDOW)
-        return r;
-    /* the request is native now (a swapped one was swapped in place) */
-    {
-        xCopyAreaReq *req = (xCopyAreaReq *) c->requestBuffer;
-        RegionNull(&secret);
-        if (cs_secret_for_read(c, src, req->srcX, req->srcY, req->width, req->height,
-                               &secret)) {
-            RegionTranslate(&secret, req->dstX - req->srcX, req->dstY - req->srcY);
-            cs_fill_black_gc(c, req->dstDrawable, req->gc, &secret);
-            cs_report(c, req->srcDrawable, CS_KIND_CENSORED);
-        }
-        RegionUninit(&secret);
+    src_id = g32(c, 4);
+    if (src_id == cs_last_src_id && cs_last_src) {
+        src = &cs_last_src->drawable;
+    } else {
+        if (dixLookupResourceByType(&p, src_id, RT_WINDOW, NullClient, DixReadAccess) !=
+            Success || ((DrawablePtr) p)->type != DRAWABLE_WINDOW)
+            return cs_call_orig(c);
+        cs_last_src_id = src_id;
+        cs_last_src = p;
+        src = p;
     }
+    dst_id = g32(c, 8);
+    gc_id = g32(c, 12);
+    sx = (INT16) g16(c, 16);
+    sy = (INT16) g16(c, 18);
+    dx = (INT16) g16(c, 20);
+    dy = (INT16) g16(c, 22);
+    w = g16(c, 24);
+    h = g16(c, 26);
+    RegionNull(&secret);
+    if (!cs_secret_for_read(c, src, sx, sy, w, h, &secret)) {
+        RegionUninit(&secret);
+        return cs_call_orig(c);
+    }
+    if (cs_cfg.mode == CS_MODE_DENY) {
+        RegionUninit(&secret);
+        c->errorValue = src_id;
+        cs_report(c, src_id, CS_KIND_DENIED);
+        return BadAccess;
+    }
+    r = cs_call_orig(c);
+    if (r == Success) {
+        RegionTranslate(&secret, dx - sx, dy - sy);
+        cs_fill_black_gc(c, dst_id, gc_id, &secret);
+        cs_report(c, src_id, CS_KIND_CENSORED);
+    }
+    RegionUninit(&secret);
     return r;
 }
 
@@ -437,6 +450,8 @@ cs_censor_init(void)
     RESTYPE t;
     int i;
 
+    cs_last_src = NULL;
+    cs_last_src_id = 0;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];
         cs_orig_GetImage[i] = s->GetImage;

@@ -106,17 +106,19 @@ int cs_secure_count(void);
 int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
                        RegionPtr out);
 int cs_pixmap_tainted(PixmapPtr pix);
-void cs_taint_pixmap(PixmapPtr pix);
+void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pixmap lives */
+void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);
 Atom cs_secure_atom(void);
 Atom cs_policy_atom(void);
 
 /* censor.c */
 Bool cs_censor_init(void);
-extern ClientPtr cs_copy_client;
-void cs_copy_lookup(XaceResourceAccessRec *rec);
+void cs_forget_window(WindowPtr win);    /* a window is being destroyed */
 
 /* hooks.c */
 Bool cs_hooks_init(void);
+Bool cs_hook_hold(void);        /* arm the resource hook (one more reason); FALSE: failed */
+void cs_hook_release(void);     /* one reason less; the last one disarms it */
 
 /* defences.c */
 Bool cs_defences_init(void);

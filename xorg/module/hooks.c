@@ -1,4 +1,4 @@
-/* CaptureShield Xorg module: XACE hooks (forced backgrounds, named pixmaps, the tag, DRI) and tag tracking. */
+/* CaptureShield Xorg module: XACE hooks (named pixmaps, the tag, DRI, DBE), forced backgrounds and tag tracking. */
 #include "cs.h"
 #include <string.h>
 #include <byteswap.h>
@@ -7,6 +7,11 @@
 static int cs_composite_major = -1, cs_dri2_major = -1, cs_dri3_major = -1, cs_dbe_major = -1;
 static int (*cs_orig_prop[256])(ClientPtr);
 static int (*cs_orig_sprop[256])(ClientPtr);
+static int (*cs_orig_armed[256])(ClientPtr);
+static int (*cs_orig_sarmed[256])(ClientPtr);
+static int (*cs_orig_create_window)(ClientPtr);
+static int (*cs_orig_screate_window)(ClientPtr);
+static int cs_hook_refs;        /* reasons the resource hook is armed, see cs_hook_hold */
 
 static inline CARD32
 r32(ClientPtr c, int off)
@@ -30,6 +35,9 @@ cs_trusted_for(ClientPtr client, WindowPtr win)
     return s && CLIENT_ID(s->drawable.id) == client->index;
 }
 
+/* The resource-access hook. It is not registered all the time (see cs_hook_hold): only
+ * while a Composite, DRI2, DRI3 or DOUBLE-BUFFER request runs, and while a tainted
+ * pixmap exists. Every rule below concerns one of those two cases. */
 static void
 cs_resource_hook(CallbackListPtr *list, void *data, void *call)
 {
@@ -40,25 +48,21 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !client)
         return;
-    if (client == cs_copy_client)
-        cs_copy_lookup(rec);    /* CopyArea/CopyPlane source, see censor.c */
     if (!(rec->rtype & RC_DRAWABLE))
         return;                 /* GCs, fonts, colormaps...: no rule below concerns them */
 
-    if (rec->rtype == RT_WINDOW && (rec->access_mode & DixCreateAccess)) {
-        /* no background None for untrusted windows: what lies under or over a secure
-         * window is painted, never kept (as the SECURITY extension does) */
-        if (cs_rule_on(CS_RULE_FORCEDBG) && !cs_client_trusted(client))
-            ((WindowPtr) rec->res)->forcedBG = TRUE;
-        return;
-    }
+    if (rec->rtype == RT_WINDOW && (rec->access_mode & DixCreateAccess))
+        return;                 /* a window being created, not one looked up (forced
+                                 * backgrounds: cs_ProcCreateWindow) */
 
     if ((rec->rtype & RC_DRAWABLE) && rec->rtype != RT_PIXMAP && rec->rtype != RT_WINDOW &&
         (rec->access_mode & DixCreateAccess) && rec->ptype == RT_WINDOW && rec->parent &&
         rec->res && ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP) {
-        /* a DOUBLE-BUFFER back buffer (created as the server): secret like the window */
-        if (cs_win_has_secure(rec->parent))
-            cs_taint_pixmap(rec->res);
+        /* a DOUBLE-BUFFER back buffer (created as the server, inside a DBE request): secret
+         * like the window, also after DBE reallocates it or when the window is tagged
+         * later (region.c) */
+        cs_note_dbe_buffer(rec->parent, rec->id, rec->rtype, rec->res,
+                           cs_win_has_secure(rec->parent));
         return;
     }
 
@@ -110,6 +114,87 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
             rec->status = BadAccess;
         }
     }
+}
+
+/* ---- arming the resource hook ----
+ *
+ * A registered XACE_RESOURCE_ACCESS callback costs every resource lookup of every request
+ * (XaceHook's argument marshalling, CallCallbacks and the call: CopyArea looks up three
+ * resources); with no callback list at all XaceHook returns at once (where the SECURITY
+ * extension is initialised, as in Debian's Xorg, its callback is always on the list and
+ * what remains saved is this callback's call per lookup). So the hook is registered only
+ * while it can have work: cs_hook_hold/cs_hook_release count the reasons (a wrapped
+ * Composite, DRI2, DRI3 or DOUBLE-BUFFER request in flight; each tainted pixmap, from
+ * cs_taint_pixmap until the pixmap is destroyed, region.c). When the count drops to zero
+ * the callback is deleted, and the list itself when nobody else (SECURITY, SELinux) has a
+ * callback on it, since an empty list still costs the marshalling. */
+Bool
+cs_hook_hold(void)
+{
+    if (cs_hook_refs++ > 0)
+        return TRUE;
+    if (!AddCallback(&XaceHooks[XACE_RESOURCE_ACCESS], cs_resource_hook, NULL)) {
+        cs_hook_refs--;
+        return FALSE;
+    }
+    /* verbosity 5: the tests read these lines (-logverbose 5); not written by default */
+    LogMessageVerb(X_INFO, 5, "CAPTURESHIELD: resource hook armed\n");
+    return TRUE;
+}
+
+void
+cs_hook_release(void)
+{
+    CallbackListPtr *l = &XaceHooks[XACE_RESOURCE_ACCESS];
+
+    if (cs_hook_refs <= 0 || --cs_hook_refs > 0)
+        return;
+    DeleteCallback(l, cs_resource_hook, NULL);
+    /* while the list runs, DeleteCallback only marks the entry; the list stays */
+    if (*l && !(*l)->list && !(*l)->inCallback)
+        DeleteCallbackList(l);
+    LogMessageVerb(X_INFO, 5, "CAPTURESHIELD: resource hook disarmed\n");
+}
+
+/* Composite, DRI2, DRI3, DOUBLE-BUFFER: the hook is armed while the request runs (its
+ * window lookups, NameWindowPixmap and back-buffer creation are what the rules above
+ * watch). Without the hook the request would escape them, so it is not run then. */
+static int
+cs_ProcArmed(ClientPtr c)
+{
+    int major = ((xReq *) c->requestBuffer)->reqType, r;
+
+    if (!cs_hook_hold())
+        return BadAlloc;
+    r = c->swapped ? cs_orig_sarmed[major](c) : cs_orig_armed[major](c);
+    cs_hook_release();
+    return r;
+}
+
+/* No background None for untrusted windows: what lies under or over a secure window is
+ * painted, never kept (as the SECURITY extension does). Set on the new window right after
+ * the real request made it, before any request can map or paint it, with the state the
+ * core gives a forcedBG window (CreateWindow's XaceBackgroundNoneState: a white pixel).
+ * Other windows are created by the server (Composite overlay, screen savers) for which
+ * the rule never held. Later CWBackPixmap None on the window honours forcedBG in the core. */
+static int
+cs_ProcCreateWindow(ClientPtr c)
+{
+    XID wid = c->req_len >= 8 ? r32(c, 4) : 0;
+    int r = c->swapped ? cs_orig_screate_window(c) : cs_orig_create_window(c);
+    void *p;
+
+    if (r == Success && wid && cs_rule_on(CS_RULE_FORCEDBG) && !cs_client_trusted(c) &&
+        dixLookupResourceByType(&p, wid, RT_WINDOW, NullClient, DixGetAttrAccess) ==
+        Success) {
+        WindowPtr win = p;
+        win->forcedBG = TRUE;
+        if (win->backgroundState == None) {
+            win->backgroundState = BackgroundPixel;
+            win->background.pixel = win->drawable.pScreen->whitePixel;
+        }
+    }
+    return r;
 }
 
 static void
@@ -190,9 +275,11 @@ cs_hooks_init(void)
 {
     static const int majors[] = { X_ChangeProperty, X_DeleteProperty, X_GetProperty,
         X_RotateProperties };
+    int *const armed[] = { &cs_composite_major, &cs_dri2_major, &cs_dri3_major, &cs_dbe_major };
     ExtensionEntry *e;
     size_t i;
 
+    cs_composite_major = cs_dri2_major = cs_dri3_major = cs_dbe_major = -1;
     if ((e = CheckExtension(COMPOSITE_NAME)))
         cs_composite_major = e->base;
     if ((e = CheckExtension("DRI2")))
@@ -210,8 +297,19 @@ cs_hooks_init(void)
         ProcVector[majors[i]] = cs_ProcProperty;
         SwappedProcVector[majors[i]] = cs_ProcProperty;
     }
-    if (!AddCallback(&XaceHooks[XACE_RESOURCE_ACCESS], cs_resource_hook, NULL) ||
-        !AddCallback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL))
-        return FALSE;
-    return TRUE;
+    cs_orig_create_window = ProcVector[X_CreateWindow];
+    cs_orig_screate_window = SwappedProcVector[X_CreateWindow];
+    ProcVector[X_CreateWindow] = cs_ProcCreateWindow;
+    SwappedProcVector[X_CreateWindow] = cs_ProcCreateWindow;
+    /* the resource hook is armed on demand (cs_hook_hold), not registered here */
+    cs_hook_refs = 0;
+    for (i = 0; i < sizeof(armed) / sizeof(armed[0]); i++) {
+        if (*armed[i] <= 0)
+            continue;
+        cs_orig_armed[*armed[i]] = ProcVector[*armed[i]];
+        cs_orig_sarmed[*armed[i]] = SwappedProcVector[*armed[i]];
+        ProcVector[*armed[i]] = cs_ProcArmed;
+        SwappedProcVector[*armed[i]] = cs_ProcArmed;
+    }
+    return AddCallback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL);
 }

@@ -13,6 +13,17 @@ struct cs_screen {
     RealizeWindowProcPtr RealizeWindow;
     UnrealizeWindowProcPtr UnrealizeWindow;
     DestroyWindowProcPtr DestroyWindow;
+    DestroyPixmapProcPtr DestroyPixmap;
+};
+
+/* Per window: the tag (first, read as a byte by cs_win_secure) and its DOUBLE-BUFFER back
+ * buffer (the first id allocated on it), to mark it secret when the window is tagged later
+ * and again when DBE reallocates it (cs_PositionWindow). */
+struct cs_window {
+    unsigned char secure;
+    unsigned char dbe_secret;
+    XID dbe_id;
+    RESTYPE dbe_type;
 };
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
@@ -40,10 +51,55 @@ cs_win_secure(WindowPtr win)
     return *(unsigned char *) dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
 }
 
+/* The window's DBE back buffer, if it has one, is secret from now on. */
+static void
+cs_taint_dbe(WindowPtr w)
+{
+    struct cs_window *cw = dixLookupPrivate(&w->devPrivates, &cs_window_key_rec);
+    void *p;
+
+    if (!cw->dbe_id)
+        return;
+    if (dixLookupResourceByType(&p, cw->dbe_id, cw->dbe_type, NullClient, DixReadAccess) !=
+        Success || ((DrawablePtr) p)->type != DRAWABLE_PIXMAP) {
+        cw->dbe_id = 0;         /* that buffer id was freed */
+        return;
+    }
+    cw->dbe_secret = 1;
+    cs_taint_pixmap(p);
+}
+
+/* The pixmap of a redirected window (Composite), which a compositor may have named, and
+ * the window's DBE back buffer. */
+static void
+cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix)
+{
+    PixmapPtr pix;
+
+    cs_taint_dbe(w);
+    if (w->redirectDraw == RedirectDrawNone)
+        return;
+    pix = w->drawable.pScreen->GetWindowPixmap(w);
+    if (pix && pix != screen_pix)
+        cs_taint_pixmap(pix);
+}
+
+static void
+cs_taint_redirected_subtree(WindowPtr w, PixmapPtr screen_pix)
+{
+    WindowPtr c;
+
+    cs_taint_if_redirected(w, screen_pix);
+    for (c = w->firstChild; c; c = c->nextSib)
+        cs_taint_redirected_subtree(c, screen_pix);
+}
+
 static void
 cs_set_win_secure(WindowPtr win, int on)
 {
     unsigned char *p = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+    ScreenPtr s = win->drawable.pScreen;
+    WindowPtr a;
 
     if (!!*p == !!on)
         return;
@@ -51,6 +107,15 @@ cs_set_win_secure(WindowPtr win, int on)
     cs_nsecure += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
+    if (on) {
+        /* tagged after a compositor named a pixmap holding its pixels or after a DBE back
+         * buffer was allocated (the policy tag is set on mapped windows): the pixmaps of
+         * redirected windows it is in or that are in it, and their back buffers, become
+         * secret, as NameWindowPixmap or AllocateBackBufferName would make them now */
+        for (a = win->parent; a; a = a->parent)
+            cs_taint_if_redirected(a, s->GetScreenPixmap(s));
+        cs_taint_redirected_subtree(win, s->GetScreenPixmap(s));
+    }
 }
 
 int
@@ -121,10 +186,43 @@ cs_pixmap_tainted(PixmapPtr pix)
     return *(unsigned char *) dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
 }
 
+/* A tainted pixmap is refused by the resource hook to everyone but trusted clients and
+ * its owner, in any request, so the hook stays armed while one exists: each tainted
+ * pixmap holds it (flag 1) until cs_DestroyPixmap releases it. Inside the hook (armed)
+ * holding it once more only counts; elsewhere (a window tagged, DBE reallocating a back
+ * buffer) it may have to register the callback, which fails only without memory: then
+ * the pixmap is still marked (flag 2, holds nothing; GetImage of it stays censored, other
+ * uses are refused only while the hook is armed for another reason) and the failure
+ * logged. */
 void
 cs_taint_pixmap(PixmapPtr pix)
 {
-    *(unsigned char *) dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec) = 1;
+    unsigned char *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+
+    if (*p)
+        return;
+    if (cs_hook_hold()) {
+        *p = 1;
+    } else {
+        *p = 2;
+        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the resource hook for a "
+                       "secret pixmap\n");
+    }
+}
+
+/* A DOUBLE-BUFFER back buffer (resource `id` of type `type`) was allocated on `win`,
+ * secret if `secret`: remembered, since DBE replaces the pixmap when the window is resized
+ * and the window may be tagged later. */
+void
+cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret)
+{
+    struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+
+    w->dbe_id = id;
+    w->dbe_type = type;
+    w->dbe_secret = secret;
+    if (secret)
+        cs_taint_pixmap(pix);
 }
 
 void
@@ -306,6 +404,7 @@ cs_PositionWindow(WindowPtr win, int x, int y)
 {
     ScreenPtr s = win->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
+    struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
     Bool r;
 
     cs->dirty = TRUE;
@@ -313,6 +412,10 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     r = s->PositionWindow(win, x, y);
     cs->PositionWindow = s->PositionWindow;
     s->PositionWindow = cs_PositionWindow;
+    /* DBE (wrapped below) gives a resized window new buffer pixmaps, with the old contents
+     * copied in and every buffer id pointed at them: the new back buffer is as secret */
+    if (w->dbe_id && w->dbe_secret)
+        cs_taint_dbe(win);
     return r;
 }
 
@@ -354,11 +457,35 @@ cs_DestroyWindow(WindowPtr win)
     Bool r;
 
     cs_set_win_secure(win, 0);
+    cs_forget_window(win);
     cs->dirty = TRUE;
     s->DestroyWindow = cs->DestroyWindow;
     r = s->DestroyWindow(win);
     cs->DestroyWindow = s->DestroyWindow;
     s->DestroyWindow = cs_DestroyWindow;
+    return r;
+}
+
+/* The last reference to a tainted pixmap goes: one reason less to keep the resource hook
+ * armed. Every layer frees a pixmap when DestroyPixmap finds refcnt 1 (fb, exa, glamor);
+ * the flag is cleared at the same time, so a pixmap never releases the hook twice. */
+static Bool
+cs_DestroyPixmap(PixmapPtr pix)
+{
+    ScreenPtr s = pix->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    Bool r;
+
+    if (pix->refcnt == 1) {
+        unsigned char *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+        if (*p == 1)
+            cs_hook_release();
+        *p = 0;
+    }
+    s->DestroyPixmap = cs->DestroyPixmap;
+    r = s->DestroyPixmap(pix);
+    cs->DestroyPixmap = s->DestroyPixmap;
+    s->DestroyPixmap = cs_DestroyPixmap;
     return r;
 }
 
@@ -368,7 +495,7 @@ cs_region_init(void)
     int i;
 
     if (!dixRegisterPrivateKey(&cs_screen_key_rec, PRIVATE_SCREEN, 0) ||
-        !dixRegisterPrivateKey(&cs_window_key_rec, PRIVATE_WINDOW, 1) ||
+        !dixRegisterPrivateKey(&cs_window_key_rec, PRIVATE_WINDOW, sizeof(struct cs_window)) ||
         !dixRegisterPrivateKey(&cs_pixmap_key_rec, PRIVATE_PIXMAP, 1))
         return FALSE;
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
@@ -391,6 +518,8 @@ cs_region_init(void)
         s->UnrealizeWindow = cs_UnrealizeWindow;
         cs->DestroyWindow = s->DestroyWindow;
         s->DestroyWindow = cs_DestroyWindow;
+        cs->DestroyPixmap = s->DestroyPixmap;
+        s->DestroyPixmap = cs_DestroyPixmap;
         cs_screens[i] = cs;
     }
     return TRUE;

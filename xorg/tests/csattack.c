@@ -9,6 +9,18 @@ move(xcb_window_t w, int x, int y)
     xcb_configure_window(c, w, XCB_CONFIG_WINDOW_X | XCB_CONFIG_WINDOW_Y, v);
 }
 
+/* DRI2CreateDrawable (minor 3) of w: the error code, 0 when allowed, -1 without DRI2 */
+static int
+dri2_create(xcb_window_t w)
+{
+    int major = ext_major("DRI2");
+    struct { uint8_t major, minor; uint16_t len; uint32_t d; } req = { major, 3, 2, w };
+
+    if (major < 0)
+        return -1;
+    return raw_void(&req, sizeof(req));
+}
+
 /* own background-None window over (mapped on top of) or under S, then read it */
 int
 attack(int argc, char **argv)
@@ -18,7 +30,8 @@ attack(int argc, char **argv)
     struct stats st = { 0 };
 
     if (argc < 2)
-        die("attack over|under|reparent S | attack tile|copy|picture PIXMAP | attack untag S");
+        die("attack over|over-change|under|reparent S | attack tile|copy|picture PIXMAP | "
+            "attack untag S | attack mixed S N | attack reuse-id S | attack dbe-resize BUF S");
     kind = argv[0];
     s = strtoul(argv[1], NULL, 0);
     conn();
@@ -29,6 +42,83 @@ attack(int argc, char **argv)
         xcb_map_window(c, p);
         wait_mapped(p);
         getimage(&st, p, 0, 0, 200, 200);
+    } else if (!strcmp(kind, "over-change")) {
+        /* created with an opaque background, set to None afterwards (before mapping): the
+         * window itself must carry forcedBG, not just start opaque */
+        uint32_t none = XCB_BACK_PIXMAP_NONE;
+        p = mkwin(root, 100, 100, 200, 200, BLUE, 0);
+        xcb_change_window_attributes(c, p, XCB_CW_BACK_PIXMAP, &none);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        getimage(&st, p, 0, 0, 200, 200);
+    } else if (!strcmp(kind, "mixed")) {
+        /* guarded requests on S (DBE back buffer, NameWindowPixmap, DRI2), each after many
+         * ordinary requests (new windows, copies, reads: the resource hook is not armed for
+         * them): every guarded one must be refused */
+        int n = argc > 2 ? atoi(argv[2]) : 20, i, k, dbe = 0, name = 0, dri2 = 0;
+        xcb_pixmap_t own = xcb_generate_id(c);
+        xcb_gcontext_t gc = xcb_generate_id(c);
+        struct stats junk = { 0 };
+        xcb_create_pixmap(c, scr->root_depth, own, root, 200, 200);
+        xcb_create_gc(c, gc, own, 0, NULL);
+        xcb_composite_redirect_subwindows(c, root, XCB_COMPOSITE_REDIRECT_AUTOMATIC);
+        for (i = 0; i < n; i++) {
+            xcb_pixmap_t np = xcb_generate_id(c), buf = xcb_generate_id(c);
+            for (k = 0; k < 20; k++) {
+                xcb_window_t w = mkwin(root, 10 + k, 10 + i, 20, 20, BLUE, 0);
+                xcb_copy_area(c, root, own, gc, 0, 0, 0, 0, 200, 200);
+                xcb_poly_fill_rectangle(c, own, gc, 1, &(xcb_rectangle_t) { 0, 0, 10, 10 });
+                xcb_destroy_window(c, w);
+            }
+            getimage(&junk, own, 0, 0, 10, 10);
+            if (dbe_alloc(s, buf)) {
+                dbe++;
+            } else {
+                dbe_swap(s);
+                getimage(&st, buf, 0, 0, 200, 200);
+            }
+            if (check(xcb_composite_name_window_pixmap_checked(c, s, np))) {
+                name++;
+            } else {
+                getimage(&st, np, 0, 0, 200, 200);
+                xcb_free_pixmap(c, np);
+            }
+            dri2 += dri2_create(s) > 0;
+        }
+        printf("rounds=%d dbe_refused=%d name_refused=%d dri2_refused=%d red_max=%ld\n", n, dbe,
+               name, dri2, st.red_max);
+        return 0;
+    } else if (!strcmp(kind, "reuse-id")) {
+        /* the module remembers the last copy source by id: a copied-from window destroyed,
+         * another window made (it likely gets the freed memory), the id reused for a
+         * window inside S showing S's red (background ParentRelative), copied from again:
+         * censored (all black) */
+        xcb_window_t x, y;
+        xcb_pixmap_t own = xcb_generate_id(c);
+        xcb_gcontext_t gc = xcb_generate_id(c);
+        uint32_t vals[3] = { XCB_BACK_PIXMAP_PARENT_RELATIVE, 1,
+                             XCB_EVENT_MASK_EXPOSURE | XCB_EVENT_MASK_STRUCTURE_NOTIFY };
+        xcb_create_pixmap(c, scr->root_depth, own, root, 100, 100);
+        xcb_create_gc(c, gc, own, 0, NULL);
+        p = mkwin(root, 600, 450, 100, 100, BLUE, 0);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        xcb_copy_area(c, p, own, gc, 0, 0, 0, 0, 100, 100);
+        xcb_destroy_window(c, p);
+        y = mkwin(root, 600, 450, 100, 100, BLUE, 0);
+        xcb_map_window(c, y);
+        wait_mapped(y);
+        x = p;                  /* the id just freed */
+        xcb_create_window(c, XCB_COPY_FROM_PARENT, x, s, 0, 0, 100, 100, 0,
+                          XCB_WINDOW_CLASS_INPUT_OUTPUT, XCB_COPY_FROM_PARENT,
+                          XCB_CW_BACK_PIXMAP | XCB_CW_OVERRIDE_REDIRECT | XCB_CW_EVENT_MASK,
+                          vals);
+        xcb_map_window(c, x);
+        wait_mapped(x);
+        if (check(xcb_copy_area_checked(c, x, own, gc, 0, 0, 0, 0, 100, 100)))
+            refused(&st);
+        else
+            getimage(&st, own, 0, 0, 100, 100);
     } else if (!strcmp(kind, "under")) {
         uint32_t below = XCB_STACK_MODE_BELOW;
         p = mkwin(root, 100, 100, 200, 200, 0, 1);
@@ -100,6 +190,17 @@ attack(int argc, char **argv)
         return 0;
     } else if (!strcmp(kind, "dbe-read")) {
         getimage(&st, s, 0, 0, 200, 200);       /* s: the victim's back buffer */
+    } else if (!strcmp(kind, "dbe-resize") && argc > 2) {
+        /* s: the victim's back buffer; argv[2]: its secure window, resized by us (any
+         * client may), so that DBE reallocates the buffer with the old contents */
+        xcb_window_t sw = strtoul(argv[2], NULL, 0);
+        uint32_t wh[2] = { 201, 200 };
+        xcb_configure_window(c, sw, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, wh);
+        sync_();
+        wh[0] = 200;
+        xcb_configure_window(c, sw, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, wh);
+        sync_();
+        getimage(&st, s, 0, 0, 200, 200);
     } else if (!strcmp(kind, "dbe-alloc")) {
         xcb_pixmap_t buf = xcb_generate_id(c);
         if (dbe_alloc(s, buf) || dbe_swap(s))
@@ -169,28 +270,12 @@ proto(int argc, char **argv)
                 argc > 1 ? strtoul(argv[1], NULL, 0) : CaptureShieldNotifyMask, 1, NULL, &err);
         printf("err=%d\n", err);
     } else if (!strcmp(argv[0], "dri2") && argc > 1) {
-        /* DRI2CreateDrawable (minor 3): the lookup of the drawable is what the module guards */
-        xcb_query_extension_reply_t *q = xcb_query_extension_reply(
-            c, xcb_query_extension(c, 4, "DRI2"), NULL);
-        struct { uint8_t major, minor; uint16_t len; uint32_t d; } req;
-        struct iovec iov[3];
-        xcb_protocol_request_t pr = { 1, NULL, 0, 1 };
-        xcb_generic_error_t *e;
-        xcb_void_cookie_t ck;
-        if (!q || !q->present) {
+        /* DRI2CreateDrawable: the lookup of the drawable is what the module guards */
+        int e = dri2_create(strtoul(argv[1], NULL, 0));
+        if (e < 0)
             printf("dri2=absent\n");
-            return 0;
-        }
-        req.major = q->major_opcode;
-        req.minor = 3;
-        req.len = 2;
-        req.d = strtoul(argv[1], NULL, 0);
-        iov[2].iov_base = &req;
-        iov[2].iov_len = sizeof(req);
-        ck.sequence = xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED, &iov[2], &pr);
-        e = xcb_request_check(c, ck);
-        printf("err=%d\n", e ? e->error_code : 0);
-        free(e);
+        else
+            printf("err=%d\n", e);
     } else {
         die("unknown proto command");
     }

@@ -5,8 +5,11 @@ int
 victim(int argc, char **argv)
 {
     int mover = argc > 0 && !strcmp(argv[0], "--mover");
-    int name = argc > 0 && !strcmp(argv[0], "--name-pixmap");
-    int dbe = argc > 0 && !strcmp(argv[0], "--dbe");
+    int late = argc > 0 && (!strcmp(argv[0], "--name-then-tag") ||
+                            !strcmp(argv[0], "--dbe-then-tag"));
+    int name = argc > 0 && (!strcmp(argv[0], "--name-pixmap") ||
+                            !strcmp(argv[0], "--name-then-tag"));
+    int dbe = argc > 0 && (!strcmp(argv[0], "--dbe") || !strcmp(argv[0], "--dbe-then-tag"));
     uint32_t green = GREEN;
     xcb_window_t s, a = 0;
     xcb_pixmap_t pix = 0;
@@ -16,7 +19,8 @@ victim(int argc, char **argv)
     xcb_change_window_attributes(c, root, XCB_CW_BACK_PIXEL, &green);
     xcb_clear_area(c, 0, root, 0, 0, 0, 0);
     s = mkwin(root, 100, 100, 200, 200, RED, 0);
-    set_secure(s, 1);           /* tagged before it is ever mapped */
+    if (!late)
+        set_secure(s, 1);       /* tagged before it is ever mapped */
     xcb_map_window(c, s);
     wait_mapped(s);
     if (!mover) {
@@ -35,6 +39,8 @@ victim(int argc, char **argv)
         if (dbe_alloc(s, pix))
             die("victim: DBE AllocateBackBufferName failed");
     }
+    if (late)
+        set_secure(s, 1);       /* as the daemon's policy tag comes to a mapped window */
     sync_();
     {
         /* the owner reads its own secure window through the root */

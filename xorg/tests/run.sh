@@ -48,6 +48,16 @@ start_victim() {
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/V_/')"
 }
 stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || true; }
+# the last "resource hook armed|disarmed" of server A (the hook is registered only while
+# a guarded extension request runs or a secret pixmap exists)
+hook_state() { grep "CAPTURESHIELD: resource hook" "$LOG_A" | tail -1 | sed 's/.*resource hook //'; }
+# wait_hook STATE: waits (up to 5 s) until server A's hook is in STATE (a client that left
+# is seen by the server a little later)
+wait_hook() {
+  local i
+  for i in $(seq 50); do [ "$(hook_state)" = "$1" ] && return 0; sleep 0.1; done
+  return 1
+}
 
 for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
   [ -x "$b" ] || [ -f "$b" ] || { echo "Error: $b not built (make xorg-module)" >&2; exit 1; }
@@ -62,7 +72,10 @@ write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TMP/trusted-link:/nonexistent/pi
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
 write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
 write_conf "$TMP/B.conf" 0
-start_xorg A "$TMP/A.conf"
+# A logs at verbosity 5: the module's "resource hook armed/disarmed" lines. A runs without
+# the SECURITY extension, whose resource callback is otherwise always registered: there the
+# module's arming creates and deletes the XACE callback list itself (the others keep it)
+start_xorg A "$TMP/A.conf" -logverbose 5 -extension SECURITY
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
 start_xorg B "$TMP/B.conf"
@@ -239,20 +252,50 @@ kill "$L6" "$L7" 2>/dev/null || true
 
 # attacks with every rule on
 out=$("$PROBE" attack over "$V_S"); expect "attack: own bg-None window over the secure window" "$out" red_max -eq 0
+out=$("$PROBE" attack over-change "$V_S"); expect "attack: own window set to background None after creation, over the secure window" "$out" red_max -eq 0
+out=$("$PROBE" attack reuse-id "$V_S"); expect "copy source destroyed, its id reused for a window inside the secure one: censored" "$out" frames -eq 1 red_max -eq 0 black_min -eq 10000
 out=$("$PROBE" attack under "$V_S"); expect "attack: own bg-None window under, secure window moved away" "$out" red_max -eq 0
 out=$("$PROBE" attack reparent "$V_S"); expect "attack: secure window reparented into an own bg-None window" "$out" red_max -eq 0
 out=$("$PROBE" attack untag "$V_S"); expect "attack: untag by another client" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
 stop_victim
 start_victim --name-pixmap
+[ "$(hook_state)" = armed ] && ok "a secret (named) pixmap keeps the resource hook armed" ||
+  bad "resource hook not armed with a secret pixmap: $(hook_state)"
 for k in tile copy picture; do
   out=$("$PROBE" attack $k "$V_PIX"); expect "attack: trusted-named pixmap via $k: refused" "$out" refused -eq 1 red_max -eq 0
 done
 stop_victim
+wait_hook disarmed && ok "the secret pixmap gone with its owner: resource hook disarmed" ||
+  bad "resource hook still $(hook_state) with no secret pixmap and no guarded request"
+start_victim
+out=$("$PROBE" capture copyarea 20); expect "root copies with the resource hook disarmed: censored" "$out" frames -eq 20 red_max -eq 0 black_min -eq $VIS
+[ "$(hook_state)" = disarmed ] && ok "a secure window and copies of it do not arm the resource hook" ||
+  bad "resource hook $(hook_state) with only a secure window"
+stop_victim
+start_victim --name-pixmap
+for k in tile copy picture; do
+  out=$("$PROBE" attack $k "$V_PIX"); expect "attack, hook disarmed then re-armed by a new secret pixmap: via $k refused" "$out" refused -eq 1 red_max -eq 0
+done
+stop_victim
+start_victim --name-then-tag
+for k in copy picture; do
+  out=$("$PROBE" attack $k "$V_PIX"); expect "attack: pixmap named before the window was tagged, via $k: refused" "$out" refused -eq 1 red_max -eq 0
+done
+stop_victim
+start_victim --dbe-then-tag
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: the owner's DBE back buffer allocated before the window was tagged: refused" "$out" refused -eq 1 red_max -eq 0
+stop_victim
 start_victim --dbe
 out=$("$PROBE" attack dbe-read "$V_PIX"); expect "attack: reading the owner's DBE back buffer: refused" "$out" refused -eq 1 red_max -eq 0
+out=$("$PROBE" attack dbe-resize "$V_PIX" "$V_S"); expect "attack: the owner's DBE back buffer after the window was resized (reallocated): refused" "$out" refused -eq 1 red_max -eq 0
 stop_victim
 start_victim
 out=$("$PROBE" attack dbe-alloc "$V_S"); expect "attack: own DBE back buffer on the secure window: refused" "$out" refused -eq 1 red_max -eq 0
+out=$("$PROBE" attack mixed "$V_S" 20)
+expect "20 DBE allocations, NameWindowPixmaps and DRI2CreateDrawables on the secure window, each after 80 ordinary requests: all refused" "$out" \
+  dbe_refused -eq 20 name_refused -eq 20 dri2_refused -eq 20 red_max -eq 0
+[ "$(hook_state)" = disarmed ] && ok "after the guarded requests (refused ones too) the resource hook is disarmed" ||
+  bad "resource hook still $(hook_state) after the guarded requests"
 
 # the shield's own channels (for the daemon)
 # a trusted client (the daemon's stand-in) driven through fifos
@@ -300,6 +343,7 @@ stop_victim
 export DISPLAY=$XDISPLAY_C
 start_victim
 out=$("$PROBE" attack over "$V_S"); expect "rule forcedbg off: window over leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack over-change "$V_S"); expect "rule forcedbg off: window set to background None after creation leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack under "$V_S"); expect "rule forcedbg off: window under leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack reparent "$V_S"); expect "rule forcedbg off: reparenting leaks" "$out" red_max -gt 0
 out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "rule namewindowpixmap off: NameWindowPixmap leaks" "$out" red_max -gt 0
@@ -312,11 +356,21 @@ for k in tile copy picture; do
   out=$("$PROBE" attack $k "$V_PIX"); expect "rule pixmap off: named pixmap via $k leaks" "$out" red_max -gt 0
 done
 stop_victim
+start_victim --name-then-tag
+out=$("$PROBE" attack copy "$V_PIX"); expect "rule pixmap off: a pixmap named before the tag leaks" "$out" red_max -gt 0
+stop_victim
+start_victim --dbe-then-tag
+out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: a DBE back buffer allocated before the tag leaks" "$out" red_max -gt 0
+stop_victim
 start_victim --dbe
 out=$("$PROBE" attack dbe-read "$V_PIX"); expect "rule pixmap off: the owner's DBE back buffer leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack dbe-resize "$V_PIX" "$V_S"); expect "rule pixmap off: the owner's reallocated DBE back buffer leaks" "$out" red_max -gt 0
 stop_victim
 start_victim
 out=$("$PROBE" attack dbe-alloc "$V_S"); expect "rule dbe off: own DBE back buffer on the secure window leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack mixed "$V_S" 5)
+expect "rules dbe, namewindowpixmap off: the same mixed requests are allowed and leak (DRI2 still refused)" "$out" \
+  dbe_refused -eq 0 name_refused -eq 0 dri2_refused -eq 5 red_max -gt 0
 stop_victim
 out=$("$PROBE" daemon selection); expect "rule daemon off: untrusted SetSelectionOwner allowed" "$out" err -eq 0
 out=$("$PROBE" daemon rootprop); expect "rule daemon off: root property change allowed" "$out" err -eq 0
@@ -359,6 +413,7 @@ for k in getimage shmget copyarea render shmpixmap xyplane; do
   out=$("$PROBE" capture $k 1); expect "no module: $k root leaks" "$out" red_max -eq $VIS
 done
 out=$("$PROBE" capture namepixmap 1 "$V_S"); expect "no module: NameWindowPixmap leaks" "$out" red_max -gt 0
+out=$("$PROBE" attack reuse-id "$V_S"); expect "no module: a window inside the secure one (id reused) leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack render-other root)
 expect "no module: RENDER Trapezoids and CreateCursor from a root picture work" "$out" trapezoids_err -eq 0 cursor_err -eq 0
 stop_victim

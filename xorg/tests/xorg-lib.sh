@@ -53,13 +53,14 @@ write_conf() {
   } >"$file"
 }
 
-# start_xorg NAME CONF: starts Xorg, sets XDISPLAY_<NAME>=:N and LOG_<NAME>
+# start_xorg NAME CONF [Xorg arguments]: starts Xorg, sets XDISPLAY_<NAME>=:N and LOG_<NAME>
 start_xorg() {
   local name=$1 conf=$2 fifo="$TMP/$1.fd" disp=""
+  shift 2
   mkdir -p "$TMP/$name.d"
   mkfifo "$fifo"
   "$XORG_BIN" -config "$conf" -configdir "$TMP/$name.d" -logfile "$TMP/$name.log" \
-    -noreset -nolisten tcp -novtswitch -sharevts -displayfd 9 9>"$fifo" \
+    -noreset -nolisten tcp -novtswitch -sharevts "$@" -displayfd 9 9>"$fifo" \
     >"$TMP/$name.out" 2>&1 &
   XORG_PIDS+=($!)
   read -r -t 20 disp <"$fifo" || true
