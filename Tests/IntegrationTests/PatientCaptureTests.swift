@@ -58,6 +58,11 @@ struct PatientCaptureTests {
     // The first request races the shields (no quarantine): that frame may leak. No later one.
     #expect(leaked.dropFirst().allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaked)")
 
+    // The daemon reads the last request through RECORD and publishes its state at most
+    // every 50 ms: wait until it has counted all 8 (a positive wait, not a sleep).
+    try await waitUntil("the daemon counted the 8 requests", timeout: .seconds(10)) {
+      try daemon.state()?.sessions.first { $0.kind == .request }?.requests == 8
+    }
     // One session, from the first request, still live (held: no end) while it is connected.
     let starts = Self.sessionStarts(daemon)
     #expect(starts.count == 1, "\(starts)")
@@ -69,7 +74,6 @@ struct PatientCaptureTests {
     #expect(state.policy.hold == "connected")
     let sessions = state.sessions.filter { $0.kind == .request }
     #expect(sessions.count == 1 && sessions.first?.endsIn == nil, "\(sessions)")
-    #expect(sessions.first?.requests == 8, "\(sessions)")
     #expect(daemon.auditEvents("session-end").isEmpty)
 
     attacker.disconnect()
@@ -96,6 +100,10 @@ struct PatientCaptureTests {
     // The client disconnects: the session ends `linger` later, and the shields go down.
     attacker.disconnect()
     try await daemon.waitShielded(window.id, false)
+    // The audit log is the daemon's stderr, read by another thread: wait for the record.
+    try await waitUntil("the session's end audited", timeout: .seconds(10)) {
+      !daemon.auditEvents("session-end").filter { $0["kind"] as? String == "request" }.isEmpty
+    }
     let ends = daemon.auditEvents("session-end").filter { $0["kind"] as? String == "request" }
     #expect(ends.count == 1, "\(ends)")
     #expect(ends.first?["why"] as? String == "linger elapsed", "\(ends)")
