@@ -24,7 +24,6 @@
 // check), which count as its start.
 
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -68,7 +67,7 @@ final class LaunchWatch: Sendable {
     /// The token of `programs.observe`: set at the end of `init`, read by `deinit`.
     var observer: Int?
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
   /// What only the watch's owner (the pump thread) reads and writes. Its lock is never
   /// contended; it makes that sharing checkable (the class is `Sendable`) and is taken for
   /// each access, never across a read.
@@ -81,7 +80,7 @@ final class LaunchWatch: Sendable {
     /// The library's watch descriptor (a new one after `retry`).
     var libraryWatch: Int32
   }
-  private let pump: Mutex<PumpState>
+  private let pump: Locked<PumpState>
   /// How long a program start waits for its libxcb open (the loader opens it within
   /// milliseconds; a start that never opens it was not an exec, say `ldd` reading the file).
   static let libraryOpenWindow = 0.5
@@ -124,7 +123,7 @@ final class LaunchWatch: Sendable {
     }
     self.fileDescriptor = fd
     self.path = path
-    self.pump = Mutex(PumpState(libraryWatch: wd))
+    self.pump = Locked(PumpState(libraryWatch: wd))
     self.programDirectories = dirs
     self.programs = programs
     if let programs {

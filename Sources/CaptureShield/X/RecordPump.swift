@@ -40,7 +40,7 @@ import Foundation
 
 /// The pump's bookkeeping as a pure value (tested with tables, no thread, no X): the
 /// records queued for the loop, which ClientStarted and launches the loop has not taken,
-/// what is armed, and what fired. `RecordPump` keeps it behind `PumpLock` and carries out the
+/// what is armed, and what fired. `RecordPump` keeps it behind `Locked<PumpState>` and carries out the
 /// shields it returns to map.
 struct PumpState {
   /// Resource bases whose ClientStarted does not fire (the daemon's own connections).
@@ -133,29 +133,11 @@ struct XCBHandle: @unchecked Sendable, Equatable {
   let raw: OpaquePointer
 }
 
-/// `PumpState` behind a lock shared by the pump thread and the loop. An `NSLock` (a pthread
-/// mutex), not `Synchronization.Mutex`: on Linux `Mutex` locks with raw futex calls that
-/// ThreadSanitizer does not see, so the TSan run of `RecordThreadTests` (the one test of
-/// these threads) reported its correctly locked accesses as races. With a pthread mutex TSan
-/// checks the locking for real. Every access goes through `withLock`.
-final class PumpLock: @unchecked Sendable {
-  private let lock = NSLock()
-  private var value: PumpState
-
-  init(_ value: PumpState) { self.value = value }
-
-  func withLock<R>(_ body: (inout PumpState) throws -> R) rethrows -> R {
-    lock.lock()
-    defer { lock.unlock() }
-    return try body(&value)
-  }
-}
-
 /// Reads the RECORD data connection on its own thread and fires the armed shields on
 /// ClientStarted (and on launches, with a `LaunchWatch`). Shared by the pump thread and
-/// the daemon's loop; the shared state is `PumpState` behind `PumpLock`.
+/// the daemon's loop; the shared state is `PumpState` behind `Locked<PumpState>`.
 final class RecordPump: Sendable {
-  private let state: PumpLock
+  private let state: Locked<PumpState>
   private let data: XCBHandle
   private let enableSequence: UInt32
   /// With `capture.quarantineOnLaunch`: processes loading libxcb fire the armed shields
@@ -175,7 +157,7 @@ final class RecordPump: Sendable {
     self.data = XCBHandle(raw: data)
     self.launchWatch = launchWatch
     self.enableSequence = enableSequence
-    state = PumpLock(PumpState(excluded: excluded))
+    state = Locked<PumpState>(PumpState(excluded: excluded))
     var p: [Int32] = [-1, -1]
     _ = pipe(&p)
     let (wr, ww) = (p[0], p[1])

@@ -9,7 +9,6 @@
 // still has its libxcb open seen, a little later.
 
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -78,11 +77,11 @@ final class XClientPrograms: Sendable {
     var observers: [Int: @Sendable (String, String, Bool) -> Void] = [:]
     var nextObserver = 0
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
   /// Libraries and programs already classified (path → needs libxcb). Only the scans use
   /// it, one at a time on `queue`: its lock is never contended, and makes that checkable
   /// (the class is `Sendable`).
-  private let memo = Mutex<[String: Bool]>([:])
+  private let memo = Locked<[String: Bool]>([:])
   private let queue = DispatchQueue(label: "captureshield.xclientprograms", qos: .utility)
   let libraryDirectories: [String]
 
