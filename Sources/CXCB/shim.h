@@ -24,6 +24,13 @@ static inline uint8_t CXCB_event_type(const xcb_generic_event_t *ev) {
   return ev->response_type & 0x7f;
 }
 
+/// Why: the same bit says another client sent the event (SendEvent), not the server. Any
+/// client can SendEvent any event to a window we listen on, so the daemon, the copied-text
+/// guard and the module-event decoder all ask this before trusting an event.
+static inline int CXCB_event_sent(const xcb_generic_event_t *ev) {
+  return (ev->response_type & 0x80) != 0;
+}
+
 /// Why: libxcb returns malloc'd replies/events; Swift must free them with the same
 /// allocator, and `free` through an UnsafeMutableRawPointer reads better here.
 static inline void CXCB_free(void *p) { free(p); }

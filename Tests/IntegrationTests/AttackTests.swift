@@ -47,10 +47,7 @@ struct AttackTests {
 
     // Stopped: status says so and fails; an impostor holding the selection meanwhile too.
     daemon.signal(SIGSTOP)
-    try await waitUntil("the daemon is stopped", timeout: .seconds(5)) {
-      let stat = (try? String(contentsOfFile: "/proc/\(daemon.process.pid)/stat", encoding: .utf8)) ?? ""
-      return stat.split(separator: ")").last?.split(separator: " ").first == "T"
-    }
+    try await waitUntil("the daemon is stopped", timeout: .seconds(5)) { processState(daemon.process.pid) == "T" }
     let stopped = try await Shieldctl.run(["status"], on: server)
     #expect(stopped.status == .exited(1))
     #expect(

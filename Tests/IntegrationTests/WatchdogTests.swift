@@ -133,12 +133,6 @@ struct WatchdogTests {
   }
 }
 
-/// Field 3 of /proc/PID/stat (R, S, D, T, ...).
-func processState(_ pid: pid_t) -> String? {
-  guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
-  return stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
-}
-
 enum WatchdogTestError: Error, CustomStringConvertible {
   case socket(String)
   case timedOut(String)

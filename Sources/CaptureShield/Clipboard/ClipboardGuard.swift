@@ -437,7 +437,7 @@ final class ClipboardGuard {
     // An event another client sent (SendEvent sets bit 7) never stands for the server's:
     // only a SelectionNotify comes that way legitimately (an owner answering our
     // conversion, ICCCM). A forged SelectionRequest would name any requestor it likes.
-    if ev.pointee.response_type & 0x80 != 0, Int32(CXCB_event_type(ev)) != XCB_SELECTION_NOTIFY { return }
+    if CXCB_event_sent(ev) != 0, Int32(CXCB_event_type(ev)) != XCB_SELECTION_NOTIFY { return }
     switch Int32(CXCB_event_type(ev)) {
     case 0:
       // An X error (a reader vanished mid-transfer is expected): never fatal; the policy

@@ -117,7 +117,7 @@ struct ServerModule: Sendable {
   /// would write false audit records blaming whoever it names.
   func notify(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) -> Notify? {
     guard CXCB_event_type(ev) == firstEvent else { return nil }
-    guard ev.pointee.response_type & 0x80 == 0 else { return nil }
+    guard CXCB_event_sent(ev) == 0 else { return nil }
     let b = UnsafeRawPointer(ev)
     return Notify(
       kind: b.load(fromByteOffset: 1, as: UInt8.self), reader: b.loadUnaligned(fromByteOffset: 4, as: UInt32.self),

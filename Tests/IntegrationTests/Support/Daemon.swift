@@ -149,5 +149,11 @@ enum DaemonError: Error, CustomStringConvertible {
   }
 }
 
+/// Field 3 of /proc/PID/stat (R, S, D, T, ...): whether a daemon is stopped or frozen.
+func processState(_ pid: pid_t) -> String? {
+  guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return nil }
+  return stat.split(separator: ")").last?.split(separator: " ").first.map(String.init)
+}
+
 /// Hex form used by the CLI.
 func hex(_ w: UInt32) -> String { "0x" + String(w, radix: 16) }

@@ -96,10 +96,11 @@ extension WatcherLoop {
           }
           knowWindows()
           apply(.captureRequest(c, req))
-          if req.bypassesShield, req.kind == "Composite RedirectWindow(Manual)", let w = req.target,
+          if req.bypassesShield, let w = req.target,
             case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
           {
             // A redirected shield paints nothing: replaced by a new one (not redirected).
+            // (`redirected` does nothing unless `w` is one of our shields.)
             apply(.shieldLost(t, how: how))
           }
         }

@@ -182,16 +182,17 @@ extension WatcherLoop {
         while let ev = xcb_poll_for_queued_event(x.conn) { batch.append(ev) }
       }
       // Commands are ClientMessages that shieldctl sends with SendEvent; any other event
-      // that a client sent is a forgery (see `isForged`).
+      // that a client sent is a forgery: any client can SendEvent any event to the root's
+      // listeners, and a forged DestroyNotify of a secure window would make us forget it.
       batch.removeAll { ev in
-        guard Self.isForged(ev), Int32(CXCB_event_type(ev)) != XCB_CLIENT_MESSAGE else { return false }
+        guard CXCB_event_sent(ev) != 0, Int32(CXCB_event_type(ev)) != XCB_CLIENT_MESSAGE else { return false }
         dropForged(ev, connection: "main")
         return true
       }
       var shieldEvents = 0
       while let ev = next(shieldX.conn) {
         shieldEvents += 1
-        if Self.isForged(ev) {
+        if CXCB_event_sent(ev) != 0 {
           dropForged(ev, connection: "shield")
           continue
         }
@@ -214,13 +215,6 @@ extension WatcherLoop {
         free(ev)
       }
     }
-  }
-
-  /// Whether another client sent `ev` (SendEvent sets bit 7 of its type). Any client can
-  /// SendEvent any event to the root's SubstructureNotify listeners or to a window of
-  /// ours: a forged DestroyNotify of a secure window would make the daemon forget it.
-  static func isForged(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) -> Bool {
-    ev.pointee.response_type & 0x80 != 0
   }
 
   /// Drops (frees) a forged event and audits it, at most once per 5 s with the count in
