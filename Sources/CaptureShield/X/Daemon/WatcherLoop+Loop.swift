@@ -108,8 +108,16 @@ extension WatcherLoop {
   /// when every ClientStarted the pump read has been handled: a shield is never taken down
   /// between a new client's connection and our decision about it. Then the pump is armed
   /// with the shields a new client's connection would put up (`Engine.quarantineTargets`).
+  ///
+  /// The shield connection goes out first, with the registry: a published state that says
+  /// "shielded" (main connection) must never reach the server before the registry that
+  /// lists the shield, or a daemon killed in between leaves a retained shield the next
+  /// one does not adopt (closed mode: a duplicate shield; a clean clone's ShieldTests
+  /// caught it). Nothing in that buffer takes a secure window's shield down: unmaps wait
+  /// in the table for `commitUnmaps` below.
   func flushAll() {
     driver.writeRegistry()
+    shieldX.flush()
     x.flush()
     guard let pump = detector?.pump else {
       driver.commitUnmaps()
@@ -128,6 +136,7 @@ extension WatcherLoop {
       }
       drainDetector()
       driver.writeRegistry()
+      shieldX.flush()
       x.flush()
     }
     shieldX.flush()
