@@ -119,11 +119,23 @@ extension Policy {
     }
   }
 
-  /// How `capture.allow` / `capture.known` classify a client (allow is checked first).
+  /// Why an allow rule matches `identity` but does not allow it (the process may run code
+  /// that is not its program's and `capture.allowInjected` is off), or nil.
+  public func allowRefusal(_ identity: ClientIdentity?) -> String? {
+    guard !allowInjected, let identity, identity.isKnown, let why = identity.injection else { return nil }
+    let f = identity.facts
+    return captureAllow.contains(where: { $0.matches(f) }) ? why : nil
+  }
+
+  /// How `capture.allow` / `capture.known` classify a client (allow is checked first; an
+  /// allow rule does not count for a process that may run injected code, unless
+  /// `capture.allowInjected`).
   public func classify(_ identity: ClientIdentity?) -> ClientClass {
     guard let identity, identity.isKnown else { return .unidentified }
     let f = identity.facts
-    if captureAllow.contains(where: { $0.matches(f) }) { return .allowed }
+    if captureAllow.contains(where: { $0.matches(f) }), allowInjected || identity.injection == nil {
+      return .allowed
+    }
     if captureKnown.contains(where: { $0.matches(f) }) { return .known }
     return .ordinary
   }

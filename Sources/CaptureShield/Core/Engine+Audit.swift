@@ -28,4 +28,15 @@ extension Engine {
     if let v = f.pid { out.append(("pid", .int(v))) }
     return out
   }
+
+  /// An `allow-refused` record when an allow rule matches the client but does not allow it
+  /// (`Policy.allowRefusal`: its process may run injected code).
+  func auditAllowRefusal(_ id: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
+    guard let why = policy.allowRefusal(identity) else { return }
+    fx.append(
+      .audit(
+        AuditRecord(
+          "allow-refused", [("client", .string(id.description)), ("why", .string(why))] + identityFields(identity))
+      ))
+  }
 }

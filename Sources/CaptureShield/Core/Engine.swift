@@ -159,6 +159,7 @@ public struct Engine: Sendable {
       clients[id] = ClientState(
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
+      auditAllowRefusal(id, identity, fx: &fx)
       touched += redecide(client: id, onlyUnknown: false, except: nil)
       matchLaunch(id, identity, fx: &fx)
       if cls == .known {
@@ -181,6 +182,7 @@ public struct Engine: Sendable {
       }
       clients[id]!.identity = identity
       matchLaunch(id, identity, fx: &fx)
+      auditAllowRefusal(id, identity, fx: &fx)
       reclassify(id, fx: &fx)
       touched += redecide(client: id, onlyUnknown: false, except: nil)
 

@@ -88,11 +88,18 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// How long the process had been running when it was identified, in seconds (10 ms
   /// resolution: /proc's start time is in clock ticks).
   public var processAge: Double?
+  /// Why the process may run code that is not its program's: `LD_PRELOAD=...` or
+  /// `LD_AUDIT=...` in its environment, `traced by PID n`, or `environment unreadable`
+  /// (nil: none of these). An allow rule on `exe` trusts whatever runs inside that
+  /// program; `capture.allowInjected` decides whether it still does then.
+  public var injection: String?
 
   public init(
     pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,
-    cmdline: [String]? = nil, failure: String? = nil, processAge: Double? = nil
+    cmdline: [String]? = nil, failure: String? = nil, processAge: Double? = nil,
+    injection: String? = nil
   ) {
+    self.injection = injection
     self.pid = pid
     self.exe = exe
     self.comm = comm

@@ -282,6 +282,10 @@ public struct Policy: Sendable, Hashable {
   /// X client library (libxcb), a few milliseconds before that process can connect,
   /// instead of at its connection.
   public var quarantineOnLaunch: Bool = true
+  /// Whether `captureAllow` still trusts a program whose process may run code that is not
+  /// its own: started with `LD_PRELOAD` or `LD_AUDIT`, or traced (ptrace) by another
+  /// process (`ClientIdentity.injection`). Off by default: such a client is not allowed.
+  public var allowInjected: Bool = false
   public var when: ShieldWhen = .capturing
   public var failMode: FailMode = .open
   public var input: ShieldInput = .passthrough

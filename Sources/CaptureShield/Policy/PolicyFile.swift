@@ -45,12 +45,16 @@ public struct PolicyFile: Sendable, Hashable {
     /// `capture.quarantineOnLaunch`: whether the quarantine starts when an X client program
     /// starts or a process loads the X client library, before it connects.
     public var quarantineOnLaunch: Bool?
+    /// `capture.allowInjected`: whether `allow` still trusts a program started with
+    /// `LD_PRELOAD`/`LD_AUDIT` or traced by another process.
+    public var allowInjected: Bool?
 
     public init(
       allow: [Matcher]? = nil, known: [Matcher]? = nil, replaceDefaultKnown: Bool? = nil,
       linger: PolicyDuration? = nil, quarantine: Quarantine? = nil, quarantineOnLaunch: Bool? = nil,
-      hold: CaptureHold? = nil
+      hold: CaptureHold? = nil, allowInjected: Bool? = nil
     ) {
+      self.allowInjected = allowInjected
       self.allow = allow
       self.known = known
       self.replaceDefaultKnown = replaceDefaultKnown

@@ -201,6 +201,7 @@ public enum PolicyLoader {
       if let v = c.hold { policy.hold = v }
       if let v = c.quarantine { policy.quarantine = v.policyValue }
       if let v = c.quarantineOnLaunch { policy.quarantineOnLaunch = v }
+      if let v = c.allowInjected { policy.allowInjected = v }
 
       let s = file.shield
       if let v = s.when { policy.when = v }

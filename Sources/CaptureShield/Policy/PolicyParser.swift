@@ -30,7 +30,7 @@ public enum PolicyParser {
 
   static let topKeys = ["version", "secure", "capture", "shield", "clipboard"]
   static let captureKeys = [
-    "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch",
+    "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
   ]
   static let shieldKeys = ["when", "failMode", "input", "label"]
   static let clipboardKeys = [
@@ -169,6 +169,7 @@ public enum PolicyParser {
         }
       }
       if let v = f["quarantineOnLaunch"] { c.quarantineOnLaunch = bool(v, key: "quarantineOnLaunch") }
+      if let v = f["allowInjected"] { c.allowInjected = bool(v, key: "allowInjected") }
       return c
     }
 

@@ -157,7 +157,7 @@ public enum Syslog5424 {
   public static func severity(of event: String) -> Int {
     switch event {
     case "error": 3
-    case "warning", "shield-tampered", "policy-rejected", "bypass-attempt": 4
+    case "warning", "shield-tampered", "policy-rejected", "bypass-attempt", "allow-refused", "forged-event": 4
     case "info": 6
     default: 5
     }

@@ -220,9 +220,13 @@ enum ProcessInfoReader {
   static func identity(pid: Int?, failure: String? = nil) -> ClientIdentity {
     guard let pid else { return ClientIdentity(failure: failure ?? "no PID (remote or unknown client)") }
     let base = "/proc/\(pid)"
+    let status = readSmallFile(base + "/status")
     var id = parse(
       pid: pid, exe: readLink(base + "/exe"), comm: readSmallFile(base + "/comm"),
-      status: readSmallFile(base + "/status"), cmdline: readSmallFile(base + "/cmdline", limit: 64 * 1024))
+      status: status, cmdline: readSmallFile(base + "/cmdline", limit: 64 * 1024))
+    if id.failure == nil {
+      id.injection = injection(environ: readSmallFile(base + "/environ", limit: 256 * 1024), status: status)
+    }
     if let stat = readSmallFile(base + "/stat"), let ticks = startTicks(stat: stat) {
       var t = timespec()
       clock_gettime(CLOCK_BOOTTIME, &t)
@@ -230,6 +234,30 @@ enum ProcessInfoReader {
       id.processAge = max(0, boot - Double(ticks) / Double(sysconf(Int32(_SC_CLK_TCK))))
     }
     return id
+  }
+
+  /// Why a process may run code that is not its program's (`ClientIdentity.injection`):
+  /// the dynamic loader's injection variables in its initial environment (`/proc/PID/environ`,
+  /// nil: unreadable, another user's process), or a tracer (`TracerPid` in
+  /// `/proc/PID/status`). Nil when none.
+  static func injection(environ: [UInt8]?, status: [UInt8]?) -> String? {
+    if let status {
+      for line in status.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("TracerPid:".utf8)) {
+        let v = String(decoding: line.dropFirst(10), as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        if let tracer = Int(v), tracer != 0 { return "traced by PID \(tracer)" }
+        break
+      }
+    }
+    guard let environ else { return "environment unreadable" }
+    for entry in environ.split(separator: 0) {
+      for name in ["LD_PRELOAD=", "LD_AUDIT="] where entry.starts(with: Array(name.utf8)) {
+        let value = entry.dropFirst(name.utf8.count)
+        if value.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: ":") }) {
+          return String(decoding: entry.prefix(256), as: UTF8.self)
+        }
+      }
+    }
+    return nil
   }
 
   /// Whether the process is stopped (state `T` or `t` in `/proc/PID/stat`: SIGSTOP, a

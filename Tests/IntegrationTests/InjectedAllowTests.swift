@@ -1,0 +1,107 @@
+// An allowed program with code injected into it (issue 17, finding 10): an allow rule on
+// `exe` trusts whatever runs inside that program. A library preloaded into an allowed
+// capture tool, or a tracer that can write code into it, captured with the program's trust
+// and started no capture session. By default (`capture.allowInjected: false`) the allow
+// rule no longer counts for such a process: the capture starts a session as any other
+// client's would, and an `allow-refused` record names the reason.
+
+import CaptureShield
+import Foundation
+import Glibc
+import ShieldTestSupport
+import Testing
+
+@Suite("An allowed program with injected code", .serialized, .timeLimit(.minutes(4)))
+struct InjectedAllowTests {
+  static let rect = PixelRect(x: 100, y: 100, width: 200, height: 150)
+  static let policy = "{version: 1, capture: {allow: [{exe: \"*/xwd\"}], linger: \"300ms\"}}"
+
+  /// A harmless library to preload: the libxcb xwd loads anyway (preloading it changes
+  /// nothing but the environment), as `ldd` finds it.
+  static func harmlessLibrary() async throws -> String {
+    let ldd = try await runCommand("sh", ["-c", "ldd \"$(command -v xwd)\""])
+    let path = ldd.stdoutText.split(separator: "\n").compactMap { line -> String? in
+      guard line.contains("libxcb.so.1 =>"), let slash = line.firstIndex(of: "/") else { return nil }
+      return line[slash...].split(separator: " ").first.map(String.init)
+    }.first
+    return try #require(path, "ldd found no libxcb.so.1 for xwd: \(ldd.stdoutText)")
+  }
+
+  /// Runs `xwd -root` with `prefix` before it (an `env` assignment, a tracer) and returns
+  /// the secret (red) pixels it read.
+  static func xwdRoot(_ prefix: [String], on server: XvfbServer) async throws -> Int {
+    let directory = try makeTemporaryDirectory(prefix: "captureshield-injected")
+    defer { removeTree(directory) }
+    let file = directory + "/root.xwd"
+    let result = try await runCommand(
+      prefix[0], Array(prefix.dropFirst()) + ["xwd", "-root", "-silent", "-out", file],
+      environment: server.environment, timeout: Capture.toolTimeout)
+    #expect(result.succeeded, "\(prefix) xwd: \(result)")
+    return try await Capture.convertToPPM(file, format: "xwd", environment: server.environment)
+      .count(of: .red, in: Self.rect)
+  }
+
+  @Test(
+    "an allowed xwd started with LD_PRELOAD, or traced, is not allowed: its capture starts a session, audited",
+    arguments: ["LD_PRELOAD", "ptrace"])
+  func injectedAllowedToolIsNotAllowed(_ how: String) async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: Self.policy)
+
+    // The same program without injection is allowed: it reads the window, no session.
+    #expect(try await Self.xwdRoot(["env"], on: server) == 200 * 150)
+    try await waitUntil("the daemon audits the allowed run's capture request", timeout: .seconds(10)) {
+      daemon.auditEvents("capture-request").count >= 1
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    #expect(daemon.auditEvents("session-start").isEmpty)
+    #expect(daemon.auditEvents("allow-refused").isEmpty)
+
+    // With injection: a capture session starts at its request (the first frame races the
+    // shields, as for any client without quarantine: not asserted), audited.
+    let library = try await Self.harmlessLibrary()
+    let prefix = how == "LD_PRELOAD" ? ["env", "LD_PRELOAD=" + library] : ["strace", "-f", "-qq", "-o", "/dev/null"]
+    let leaked = try await Self.xwdRoot(prefix, on: server)
+    print("injected allowed xwd (\(how)): read \(leaked) of \(200 * 150) secret pixels (its first frame)")
+    try await waitUntil("the daemon starts a session for the injected xwd", timeout: .seconds(10)) {
+      !daemon.auditEvents("session-start").isEmpty
+    }
+    let starts = daemon.auditEvents("session-start")
+    #expect(starts.count == 1 && (starts.first?["exe"] as? String)?.hasSuffix("/xwd") == true, "\(starts)")
+    let refused = daemon.auditEvents("allow-refused")
+    #expect(refused.count == 1, "\(refused)")
+    let why = refused.first?["why"] as? String ?? ""
+    if how == "LD_PRELOAD" {
+      #expect(why == "LD_PRELOAD=" + library, "\(refused)")
+    } else {
+      #expect(why.hasPrefix("traced by PID "), "\(refused)")
+    }
+    #expect((refused.first?["exe"] as? String)?.hasSuffix("/xwd") == true, "\(refused)")
+
+    // And the shields went up for it.
+    try await daemon.waitShielded(window.id)
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
+  @Test("capture.allowInjected: true keeps trusting an allowed program started with LD_PRELOAD")
+  func allowInjectedTurnsTheCheckOff() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(
+      on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/xwd\"}], allowInjected: true}}")
+    let library = try await Self.harmlessLibrary()
+    #expect(try await Self.xwdRoot(["env", "LD_PRELOAD=" + library], on: server) == 200 * 150)
+    try await waitUntil("the daemon audits the run's capture request", timeout: .seconds(10)) {
+      daemon.auditEvents("capture-request").count >= 1
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    #expect(daemon.auditEvents("session-start").isEmpty)
+    #expect(daemon.auditEvents("allow-refused").isEmpty)
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+}
