@@ -22,6 +22,19 @@ public enum CaptureRole: String, Sendable, Hashable, Codable {
 
 /// One request in the catalog.
 public struct CaptureCatalogEntry: Sendable, Hashable {
+  /// Requests whose source can only be a pixmap or bitmap (see `CaptureCatalog.windowReaders`).
+  static let pixmapOnly: Set<String> = [
+    "core 1", "core 2", "core 55", "core 56", "core 93", "RENDER 27", "XFIXES 6", "SHAPE 2",
+  ]
+
+  /// Whether the request's source can only be a pixmap or bitmap, never a window.
+  public var readsOnlyPixmaps: Bool {
+    switch opcode {
+    case .core(let op): return Self.pixmapOnly.contains("core \(op)")
+    case .extension(let name, let minor): return Self.pixmapOnly.contains("\(name) \(minor)")
+    }
+  }
+
   /// Where the request's opcodes come from.
   public enum Opcode: Sendable, Hashable {
     /// A core request: the major opcode is a protocol constant (1...127).
@@ -153,17 +166,14 @@ public struct CaptureCatalog: Sendable, Hashable {
   /// the client that owns that pixmap. The daemon records this set: CreateWindow and
   /// CreateGC are among the most frequent requests of every client, and recording them
   /// cost the X server most of its overhead.
-  public var windowReaders: CaptureCatalog {
-    let pixmapOnly: Set<String> = [
-      "core 1", "core 2", "core 55", "core 56", "core 93", "RENDER 27", "XFIXES 6", "SHAPE 2",
-    ]
-    return filtered { e in
-      switch e.opcode {
-      case .core(let op): return !pixmapOnly.contains("core \(op)")
-      case .extension(let name, let minor): return !pixmapOnly.contains("\(name) \(minor)")
-      }
-    }
-  }
+  public var windowReaders: CaptureCatalog { filtered { !$0.readsOnlyPixmaps } }
+
+  /// Whether the entry that reports `kind` can only read a pixmap (a GC tile or stipple, a
+  /// window background, a cursor, a region or shape from a bitmap; see `windowReaders`).
+  /// Such a request matters when the pixmap may hold a secure window's pixels: when it
+  /// belongs to a client that may name window pixmaps without starting a session (an
+  /// allowed compositor).
+  public func readsOnlyPixmaps(kind: String) -> Bool { entry(forKind: kind)?.readsOnlyPixmaps ?? false }
 
   /// Entries for which `isIncluded` is true.
   public func filtered(_ isIncluded: (CaptureCatalogEntry) -> Bool) -> CaptureCatalog {

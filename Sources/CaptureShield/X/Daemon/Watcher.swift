@@ -119,6 +119,11 @@ final class WatcherLoop {
   /// Request-level capture detection (RECORD); nil when the server lacks RECORD, in
   /// which case `capturing` mode falls back to shielding always (fail safe).
   var detector: CaptureDetector?
+  /// Whether `detector` records the requests that can only read pixmaps (see
+  /// `recordsPixmapReads`).
+  var detectorReadsPixmaps = false
+  /// The display the daemon watches (for a new RECORD connection after a reload).
+  let display: String?
   let cmAtom: xcb_atom_t
   var xfixesFirstEvent: UInt8 = 0
   /// Poke the server (a cheap round trip) so it flushes pending RECORD records: only
@@ -165,6 +170,7 @@ final class WatcherLoop {
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
+    display = options.display
     x.errors = XErrorPolicy(log: log)
     effects = XEffects(x: x, root: x.root)
     let shieldConn = try XConnection(display: options.display)
@@ -215,12 +221,12 @@ final class WatcherLoop {
       // MIT-SHM Attach would cost records without changing a decision). Under server
       // enforcement only connections and disconnections are recorded: the module decides
       // inside each request, and the daemon needs to know when a client to grant connects.
+      let pixmaps = module == nil && Self.recordsPixmapReads(policy)
       let d = try CaptureDetector(
-        display: options.display,
-        catalog: module != nil ? CaptureCatalog(entries: []) : CaptureCatalog.standard.sessionStartersOnly.windowReaders
-      )
+        display: options.display, catalog: Self.recordedCatalog(serverEnforced: module != nil, pixmapReads: pixmaps))
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
       detector = d
+      detectorReadsPixmaps = pixmaps
     } catch {
       log.error(
         "capture detection unavailable (\(error)); shield.when=capturing falls back to shielding secure windows always"
@@ -232,4 +238,23 @@ final class WatcherLoop {
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
   }
 
+  /// What RECORD records. Under server enforcement: only connections and disconnections
+  /// (the module decides inside each request). Otherwise the requests that start a session
+  /// and can read a window; with `pixmapReads`, also those that can only read a pixmap
+  /// (GC tiles and stipples, window backgrounds, cursors, regions and shapes from
+  /// bitmaps): recording those costs every client records (CreateGC, ChangeGC and
+  /// CreateWindow are among the most frequent requests), so only when a pixmap may hold a
+  /// secure window's pixels that its reader did not copy itself (`recordsPixmapReads`).
+  static func recordedCatalog(serverEnforced: Bool, pixmapReads: Bool) -> CaptureCatalog {
+    if serverEnforced { return CaptureCatalog(entries: []) }
+    let starters = CaptureCatalog.standard.sessionStartersOnly
+    return pixmapReads ? starters : starters.windowReaders
+  }
+
+  /// Whether pixmap reads must be recorded: when the policy allows some client. An allowed
+  /// client (a compositor) names window pixmaps without starting a session, and any other
+  /// client can then use such a pixmap as a tile or stipple and read its own drawable
+  /// (issue 17, finding 10). Without allowed clients, a secure window's pixels reach a
+  /// pixmap only through a recorded request of the pixmap's owner.
+  static func recordsPixmapReads(_ policy: Policy) -> Bool { !policy.captureAllow.isEmpty }
 }

@@ -95,6 +95,15 @@ extension WatcherLoop {
             apply(.clientConnected(c, id))
           }
           knowWindows()
+          // A request that can only read a pixmap (a tile, a stipple, ...; recorded when the
+          // policy allows some client) is capture when the pixmap is an allowed client's: a
+          // compositor's pixmap named from a window. Anyone else's pixmap holds only what
+          // its owner read (itself a recorded capture) or drew.
+          if CaptureCatalog.standard.readsOnlyPixmaps(kind: req.kind), let t = req.target,
+            engine.clients[ClientID(t & ~x.resourceMask)]?.clientClass != .allowed
+          {
+            continue
+          }
           apply(.captureRequest(c, req))
           if req.bypassesShield, let w = req.target,
             case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")

@@ -91,6 +91,9 @@ extension WatcherLoop {
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
       }
+      if module == nil, detector != nil, Self.recordsPixmapReads(p) != detectorReadsPixmaps {
+        replaceDetector(pixmapReads: Self.recordsPixmapReads(p))
+      }
       updatePump()
       driver.setFailMode(p.failMode)
       driver.input = p.input
@@ -128,4 +131,30 @@ extension WatcherLoop {
     }
   }
 
+  /// A new RECORD context with a different catalog (a reload changed whether pixmap reads
+  /// are recorded). The new detector is recording before the old one is drained and
+  /// dropped, so no request falls between the two (one in the overlap may be reported
+  /// twice: a capture counted twice). On failure the old one stays, and the gap is logged.
+  func replaceDetector(pixmapReads: Bool) {
+    guard let old = detector else { return }
+    let new: CaptureDetector
+    do {
+      new = try CaptureDetector(
+        display: display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads))
+    } catch {
+      log.error(
+        "capture detection: cannot record \(pixmapReads ? "pixmap reads too" : "fewer requests") after the reload (\(error)); restart the daemon to apply it"
+      )
+      return
+    }
+    // The daemon's own connections, as they are now: not the old set, which holds the old
+    // detector's two connections (their ids go to the next clients that connect).
+    new.excludedClients.formUnion(
+      [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard.map { [ClientID($0.ownBase)] } ?? []))
+    drainDetector()
+    old.stopPump()
+    detector = new
+    detectorReadsPixmaps = pixmapReads
+    drainDetector()
+  }
 }
