@@ -27,6 +27,7 @@ enum Registry {
       .command(StatusCommand.self),
       .command(ListCommand.self),
       .command(ClientsCommand.self),
+      .command(DoctorCommand.self),
       .group(ClipboardGroup.self),
       .group(PolicyGroup.self),
       .command(TestWindowCommand.self),

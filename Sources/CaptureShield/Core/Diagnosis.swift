@@ -1,0 +1,191 @@
+// `shieldctl doctor`'s decisions, pure: from the facts about a display, the policy and the
+// daemon to findings in plain words, each with the fix when something is wrong.
+
+/// One line of `shieldctl doctor`.
+public struct Finding: Sendable, Hashable, Codable {
+  public enum Level: String, Sendable, Hashable, Codable {
+    /// Works as it should.
+    case ok
+    /// Worth knowing; protection works.
+    case note
+    /// Protection cannot work as expected until it is fixed.
+    case problem
+  }
+
+  /// What was checked ("X server", "RECORD", "compositor", ...).
+  public var check: String
+  public var level: Level
+  /// What was found, in plain words.
+  public var text: String
+  /// What to do about it (problems and notes).
+  public var fix: String?
+
+  public init(_ check: String, _ level: Level, _ text: String, fix: String? = nil) {
+    self.check = check
+    self.level = level
+    self.text = text
+    self.fix = fix
+  }
+}
+
+/// What `shieldctl doctor` knows about the daemon.
+public enum DaemonHealth: Sendable, Hashable {
+  /// No daemon owns the display's manager selection.
+  case notRunning
+  /// Something owns it, but it is not a healthy daemon (the reason).
+  case unhealthy(String)
+  /// The daemon runs and answered a ping; its published state.
+  case running(DaemonState)
+}
+
+/// `shieldctl doctor`: what protection this desktop gets, and why.
+public enum Diagnosis {
+  /// The findings, in the order they are printed. `policy` is the loaded policy, or the
+  /// loader's error text (every diagnostic, `file:line:col: error: ...`).
+  public static func findings(
+    facts: DesktopFacts, policyFiles: [String], policy: Result<Policy, PolicyError>, daemon: DaemonHealth
+  ) -> [Finding] {
+    var out: [Finding] = []
+    let kind = facts.isXwayland ? "Xwayland" : "X server"
+    if facts.isXwayland {
+      out.append(
+        Finding(
+          "X server", .problem,
+          "Xwayland (\(facts.vendor) \(facts.vendorRelease)) on \(facts.display): this is a Wayland session; the Wayland compositor, not X, decides who may capture the screen (screen-sharing portals), and CaptureShield cannot see or stop those captures",
+          fix: "log in to an Xorg session (for example \"GNOME on Xorg\" at the login screen) to protect windows"))
+    } else {
+      out.append(Finding(kind, .ok, "\(facts.vendor) \(facts.vendorRelease) on \(facts.display)"))
+    }
+    for (name, present, why) in [
+      ("X-Resource", facts.hasXRes, "tells which program each X client is"),
+      ("SHAPE", facts.hasShape, "lets shields follow shaped windows"),
+    ] {
+      out.append(
+        present
+          ? Finding(name, .ok, "present (\(why))")
+          : Finding(
+            name, .problem, "missing: the daemon cannot run without it (it \(why))",
+            fix: "use an X server with the \(name) extension (Xorg, Xvfb and Xephyr have it by default)"))
+    }
+    if facts.hasRecord {
+      out.append(Finding("RECORD", .ok, "present (captures are detected request by request)"))
+    } else {
+      out.append(
+        Finding(
+          "RECORD", .problem,
+          "missing: captures cannot be detected, so the daemon hides secure windows all the time (fail safe) and you never see them",
+          fix:
+            "enable RECORD in the X server: Xorg loads it by default (check that xorg.conf does not Disable \"record\"); do not start Xvfb or Xephyr with -extension RECORD"
+        ))
+    }
+    switch (facts.moduleVersion, facts.moduleTrustsShieldctl) {
+    case (nil, _):
+      out.append(
+        Finding(
+          "Xorg module", .note,
+          "not loaded: the daemon hides secure windows with shield windows while a capture runs; a tool's first frame can race them",
+          fix: "for censoring inside the X server, install the module (docs/server-enforcement.md)"))
+    case (let v?, true?):
+      out.append(Finding("Xorg module", .ok, "CaptureShield \(v) loaded; it trusts this shieldctl"))
+    case (let v?, _):
+      out.append(
+        Finding(
+          "Xorg module", .problem,
+          "CaptureShield \(v) loaded but it does not trust this shieldctl: the daemon cannot steer it and falls back to shield windows",
+          fix:
+            "add the absolute path of shieldctl to Option \"Trust\" of SubSection \"captureshield\" in xorg.conf, then restart the X server"
+        ))
+    }
+
+    switch policy {
+    case .success(let p):
+      let files = policyFiles.isEmpty ? "no policy file (the defaults)" : policyFiles.joined(separator: ", ")
+      out.append(
+        Finding(
+          "policy", .ok,
+          "\(files): valid (\(p.secure.count) secure rules, \(p.captureAllow.count) allow, shield.when \(p.when.rawValue))"
+        ))
+      if p.when == .always {
+        out.append(
+          Finding(
+            "policy", .note, "shield.when is \"always\": secure windows stay hidden even when nobody captures",
+            fix: "set shield.when to \"capturing\" to see them while nobody captures"))
+      }
+      out.append(compositorFinding(facts, p))
+    case .failure(let error):
+      out.append(
+        Finding(
+          "policy", .problem,
+          "invalid: \(error.description.split(separator: "\n").joined(separator: "; ")); a running daemon keeps its last good policy, a new one does not start",
+          fix: "correct the file (shieldctl policy check FILE shows each error), then shieldctl reload"))
+      if let c = facts.compositor {
+        out.append(Finding("compositor", .note, "\(program(c)) owns the compositor selection (policy unknown)"))
+      }
+    }
+
+    switch daemon {
+    case .notRunning:
+      out.append(
+        Finding(
+          "daemon", .problem, "no CaptureShield daemon runs on \(facts.display): nothing is protected",
+          fix: "systemctl --user enable --now captureshield (or run shieldctl watch)"))
+    case .unhealthy(let why):
+      out.append(
+        Finding(
+          "daemon", .problem, "not protecting: \(why)",
+          fix: "systemctl --user restart captureshield (shieldctl status shows the details)"))
+    case .running(let s):
+      out.append(Finding("daemon", .ok, "running (pid \(s.pid)), answering"))
+      var live: [String] = []
+      for row in s.sessions {
+        let who = row.exe ?? "client \(row.client)"
+        if !live.contains(who) { live.append(who) }
+      }
+      if s.paused {
+        out.append(
+          Finding(
+            "secure windows", .note, "shown to every capture: shielding is paused", fix: "shieldctl resume"))
+      } else if !live.isEmpty {
+        out.append(
+          Finding(
+            "secure windows", .ok,
+            "hidden right now while these capture: \(live.joined(separator: ", ")) (you see them again when the capture ends)"
+          ))
+      } else if s.policy.when == .always {
+        out.append(Finding("secure windows", .note, "hidden right now (shield.when is \"always\")"))
+      } else {
+        out.append(Finding("secure windows", .ok, "visible to you right now: nobody captures"))
+      }
+    }
+    return out
+  }
+
+  /// The compositor and whether the policy trusts it.
+  static func compositorFinding(_ facts: DesktopFacts, _ policy: Policy) -> Finding {
+    guard let c = facts.compositor else {
+      return Finding("compositor", .ok, "none (no client owns the compositor selection)")
+    }
+    switch policy.classify(c) {
+    case .allowed:
+      return Finding("compositor", .ok, "\(program(c)) is trusted (capture.allow)")
+    case .unidentified:
+      return Finding(
+        "compositor", .problem,
+        "a client that cannot be identified (\(c.failure ?? "no PID")) owns the compositor selection: it counts as capturing, so secure windows stay hidden while it runs",
+        fix: "run the compositor on this machine (not over TCP), then add it to capture.allow")
+    case .known, .ordinary:
+      let why = policy.allowRefusal(c).map { " (an allow rule matches, but: \($0))" } ?? ""
+      return Finding(
+        "compositor", .problem,
+        "\(program(c)) is not trusted\(why): it counts as capturing, so secure windows stay hidden while it runs",
+        fix: c.exe.map {
+          "if you trust it, add it to your policy: capture: { allow: [{ exe: \"\($0)\" }] }, then shieldctl reload"
+        } ?? "add it to capture.allow in your policy")
+    }
+  }
+
+  static func program(_ c: ClientIdentity) -> String {
+    let exe = c.exe ?? c.comm ?? "an unknown program"
+    return c.pid.map { "\(exe) (pid \($0))" } ?? exe
+  }
+}

@@ -1,0 +1,75 @@
+import Testing
+
+@testable import CaptureShield
+
+// `shieldctl doctor`'s pure decisions: facts, policy and daemon health to findings.
+
+struct DiagnosisCase: Sendable, CustomTestStringConvertible {
+  var name: String
+  var facts: DesktopFacts
+  var allow: Bool = false
+  var daemon: DaemonHealth = .notRunning
+  /// The checks that must be problems (and no other).
+  var problems: Set<String>
+  var testDescription: String { name }
+}
+
+private let picom = ClientIdentity(pid: 7, exe: "/usr/bin/picom", comm: "picom", uid: 1000)
+private let healthy = DesktopFacts(display: ":0", vendor: "The X.Org Foundation", vendorRelease: 12_101_007)
+
+private func with(_ change: (inout DesktopFacts) -> Void) -> DesktopFacts {
+  var f = healthy
+  change(&f)
+  return f
+}
+
+private let diagnosisCases: [DiagnosisCase] = [
+  DiagnosisCase(name: "no daemon", facts: healthy, problems: ["daemon"]),
+  DiagnosisCase(name: "healthy with a daemon", facts: healthy, daemon: .running(emptyState()), problems: []),
+  DiagnosisCase(
+    name: "a daemon that does not answer", facts: healthy, daemon: .unhealthy("stopped"), problems: ["daemon"]),
+  DiagnosisCase(
+    name: "Xwayland", facts: with { $0.isXwayland = true }, daemon: .running(emptyState()), problems: ["X server"]),
+  DiagnosisCase(
+    name: "no RECORD", facts: with { $0.hasRecord = false }, daemon: .running(emptyState()), problems: ["RECORD"]),
+  DiagnosisCase(
+    name: "no X-Resource", facts: with { $0.hasXRes = false }, daemon: .running(emptyState()), problems: ["X-Resource"]),
+  DiagnosisCase(
+    name: "untrusted compositor", facts: with { $0.compositor = picom }, daemon: .running(emptyState()),
+    problems: ["compositor"]),
+  DiagnosisCase(
+    name: "allowed compositor", facts: with { $0.compositor = picom }, allow: true, daemon: .running(emptyState()),
+    problems: []),
+  DiagnosisCase(
+    name: "module that does not trust shieldctl",
+    facts: with {
+      $0.moduleVersion = "1.2"
+      $0.moduleTrustsShieldctl = false
+    }, daemon: .running(emptyState()), problems: ["Xorg module"]),
+]
+
+private func emptyState() -> DaemonState {
+  var e = Engine(policy: Policy())
+  _ = e.handle(.tick, now: .seconds(1))
+  return e.snapshot(pid: 42, display: ":0", startedAt: 0)
+}
+
+@Test(arguments: diagnosisCases)
+func diagnosis(_ c: DiagnosisCase) {
+  var p = Policy()
+  if c.allow { p.captureAllow = [Matcher(exe: try! Pattern.parse("/usr/bin/picom"), name: "picom")] }
+  let f = Diagnosis.findings(facts: c.facts, policyFiles: [], policy: .success(p), daemon: c.daemon)
+  #expect(Set(f.filter { $0.level == .problem }.map(\.check)) == c.problems, "\(f)")
+  // Every problem says what to do.
+  #expect(f.filter { $0.level == .problem }.allSatisfy { $0.fix != nil }, "\(f)")
+}
+
+@Test func anInvalidPolicyIsAProblemWithItsDiagnostics() {
+  let error = PolicyError(diagnostics: [
+    PolicyDiagnostic(location: SourceLocation(file: "/etc/x.json5", line: 2, column: 3), message: "unknown key 'alow'")
+  ])
+  let f = Diagnosis.findings(
+    facts: healthy, policyFiles: ["/etc/x.json5"], policy: .failure(error), daemon: .notRunning)
+  let p = f.first { $0.check == "policy" }
+  #expect(p?.level == .problem && p?.text.contains("/etc/x.json5:2:3: error: unknown key 'alow'") == true, "\(f)")
+}
