@@ -5,7 +5,7 @@ import PackageDescription
 let xcbDebianPackages = [
   "libxcb1-dev", "libxcb-composite0-dev", "libxcb-record0-dev", "libxcb-res0-dev",
   "libxcb-xfixes0-dev", "libxcb-shape0-dev", "libxcb-damage0-dev", "libxcb-shm0-dev",
-  "libxcb-render0-dev",
+  "libxcb-render0-dev", "libxcb-randr0-dev",
 ]
 
 let package = Package(

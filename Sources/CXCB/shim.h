@@ -13,6 +13,7 @@
 #include <xcb/shape.h>
 #include <xcb/damage.h>
 #include <xcb/shm.h>
+#include <xcb/randr.h>  /* output names: Xwayland's are XWAYLAND0, ... (shieldctl doctor) */
 #include <xcb/render.h>
 #include <stdlib.h>
 #include <string.h>

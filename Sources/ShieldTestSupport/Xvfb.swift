@@ -184,6 +184,25 @@ public final class XvfbServer: Sendable {
   /// The Xorg log (a server started by `startXorg`).
   public var xorgLog: String { (try? String(contentsOfFile: directory + "/Xorg.log", encoding: .utf8)) ?? "" }
 
+  /// Xwayland (rootless) as a client of the Wayland compositor at `waylandDisplay` in
+  /// `runtimeDirectory` (`XDG_RUNTIME_DIR`): `Xwayland -displayfd 3 -nolisten tcp -noreset`.
+  /// The compositor is the caller's to start and stop (a headless weston in the tests).
+  public static func startXwayland(
+    waylandDisplay: String, runtimeDirectory: String,
+    environment: [String: String] = ProcessInfo.processInfo.environment, startupTimeout: Duration = .seconds(15)
+  ) async throws -> XvfbServer {
+    let directory: String
+    do { directory = try makeTemporaryDirectory(prefix: "captureshield-xwayland") } catch {
+      throw XvfbError.startFailed("\(error)")
+    }
+    var env = environment
+    env["WAYLAND_DISPLAY"] = waylandDisplay
+    env["XDG_RUNTIME_DIR"] = runtimeDirectory
+    return try await launch(
+      command: ["Xwayland", "-displayfd", "3", "-nolisten", "tcp", "-noreset"], directory: directory, width: 1024,
+      height: 768, depth: 24, environment: env, startupTimeout: startupTimeout)
+  }
+
   private static func launch(
     command: [String], directory: String, width: Int, height: Int, depth: Int, environment: [String: String],
     startupTimeout: Duration

@@ -113,3 +113,29 @@ struct DoctorTests {
     await server.stop()
   }
 }
+
+extension DoctorTests {
+  @Test(
+    "Xwayland (a Wayland session: headless weston): a problem saying the Wayland compositor decides captures, exit 1")
+  func xwayland() async throws {
+    let runtime = try makeTemporaryDirectory(prefix: "captureshield-wayland")
+    defer { removeTree(runtime) }
+    chmod(runtime, 0o700)
+    var env = ProcessInfo.processInfo.environment
+    env["XDG_RUNTIME_DIR"] = runtime
+    env["WAYLAND_DISPLAY"] = nil
+    let weston = try BackgroundProcess(
+      "weston", ["--backend=headless-backend.so", "--socket=wayland-cs", "--idle-time=0"], environment: env)
+    try await waitUntil("weston listens on its socket", timeout: .seconds(15)) {
+      guard weston.isRunning else { throw ProcessError.failed(await weston.stop()) }
+      return FileManager.default.fileExists(atPath: runtime + "/wayland-cs")
+    }
+    let server = try await XvfbServer.startXwayland(waylandDisplay: "wayland-cs", runtimeDirectory: runtime)
+    let (status, f) = try await Self.doctor(server)
+    #expect(status == 1)
+    let x = try #require(Self.finding(f, "X server"))
+    #expect(x.level == .problem && x.text.hasPrefix("Xwayland") && x.fix?.contains("Xorg session") == true, "\(x)")
+    await server.stop()
+    _ = await weston.stop()
+  }
+}

@@ -45,6 +45,33 @@ public struct DesktopFacts: Sendable, Hashable {
 }
 
 extension XControl {
+  /// Whether the screen's RandR outputs are Xwayland's (named `XWAYLAND0`, ...): the
+  /// XWAYLAND extension exists only since Xwayland 23.1, and Debian 12's is 22.1.
+  func xwaylandOutputs() -> Bool {
+    guard x.hasExtension("RANDR") else { return false }
+    if let v = xcb_randr_query_version_reply(x.conn, xcb_randr_query_version(x.conn, 1, 3), nil) { free(v) }
+    guard
+      let r = xcb_randr_get_screen_resources_current_reply(
+        x.conn, xcb_randr_get_screen_resources_current(x.conn, x.root), nil)
+    else { return false }
+    defer { free(r) }
+    let outputs = UnsafeBufferPointer(
+      start: xcb_randr_get_screen_resources_current_outputs(r),
+      count: Int(xcb_randr_get_screen_resources_current_outputs_length(r)))
+    let cookies = outputs.map { xcb_randr_get_output_info(x.conn, $0, r.pointee.config_timestamp) }
+    var xwayland = false
+    for c in cookies {
+      guard let info = xcb_randr_get_output_info_reply(x.conn, c, nil) else { continue }
+      let name = String(
+        decoding: UnsafeBufferPointer(
+          start: xcb_randr_get_output_info_name(info), count: Int(xcb_randr_get_output_info_name_length(info))),
+        as: UTF8.self)
+      if name.hasPrefix("XWAYLAND") { xwayland = true }
+      free(info)
+    }
+    return xwayland
+  }
+
   /// The facts `shieldctl doctor` checks (queries only).
   public func desktopFacts() -> DesktopFacts {
     let setup = xcb_get_setup(x.conn)!
@@ -55,7 +82,7 @@ extension XControl {
     var facts = DesktopFacts(
       display: x.displayName, vendor: vendor, vendorRelease: setup.pointee.release_number,
       hasRecord: x.hasExtension("RECORD"), hasXRes: x.hasExtension("X-Resource"), hasShape: x.hasExtension("SHAPE"),
-      isXwayland: x.hasExtension("XWAYLAND"))
+      isXwayland: x.hasExtension("XWAYLAND") || xwaylandOutputs())
     if let module = ServerModule.probe(x) {
       facts.moduleVersion = module.versionString
       facts.moduleTrustsShieldctl = module.callerTrust != .none
