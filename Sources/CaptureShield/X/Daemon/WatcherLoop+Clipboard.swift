@@ -13,7 +13,8 @@ extension WatcherLoop {
       clipboard = try ClipboardGuard(display: x.displayName, policy: p, log: log) { [unowned self] base, _ in
         self.describeSelectionOwner(base)
       }
-      detector?.excludedClients.insert(ClientID(clipboard!.ownBase))
+      // Its connections are the daemon's own: the guard's and its RECORD data connection.
+      detector?.excludedClients.formUnion(clipboard!.ownBases.map(ClientID.init))
     } catch {
       log.error("copied-text guard unavailable (\(error)); screen shielding continues")
     }
