@@ -132,7 +132,8 @@ struct ClipboardSpoofTests {
       #expect(r["requestorClient"] as? String == victimClient, "\(r)")
     }
     let reads = daemon.auditEvents("clipboard-read")
-    #expect(!reads.contains { ($0["exe"] as? String)?.hasSuffix("/shieldctl") == true }, "\(reads)")
+    let victimExe = URL(fileURLWithPath: Shieldctl.path).resolvingSymlinksInPath().path
+    #expect(!reads.contains { $0["exe"] as? String == victimExe }, "the victim was named as the reader: \(reads)")
     #expect(reads.count == 1 && reads.first?["exe"] as? String == testExe, "\(reads)")
     #expect(!String(decoding: daemon.process.stderr, as: UTF8.self).contains("correct-horse"))
 
