@@ -142,4 +142,26 @@ struct ClipboardSpoofTests {
     await daemon.stop()
     await server.stop()
   }
+
+  @Test("without RECORD nobody can be told from a spoofer: even the focused reader is refused, and that is audited")
+  func noRecordFailsSafe() async throws {
+    let server = try await XvfbServer.start(extraArguments: ["-extension", "RECORD"])
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let source = try CopySource(display: server.display, secure: true, text: Self.secret)
+    try await waitUntil("the source window is secure") {
+      (try daemon.state())?.windows.contains { $0.id == source.window && $0.secure } ?? false
+    }
+    try source.copy(to: ["CLIPBOARD"])
+    try await waitUntil("the daemon guards CLIPBOARD", timeout: .seconds(10)) {
+      try daemon.state()?.clipboard?.guarded.contains { $0.selection == "CLIPBOARD" && $0.state == "guarded" } == true
+    }
+    #expect(try focusedRead(display: server.display) == nil)
+    let refused = daemon.auditEvents("clipboard-read-refused")
+    #expect(
+      refused.count == 1 && refused.first?["why"] as? String == "sender unknown (RECORD unavailable)", "\(refused)")
+    #expect(daemon.auditEvents("clipboard-read").isEmpty)
+    source.stop()
+    await daemon.stop()
+    await server.stop()
+  }
 }
