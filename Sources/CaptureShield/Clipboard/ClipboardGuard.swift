@@ -92,6 +92,12 @@ final class ClipboardGuard {
     var deadline: MonotonicTime
   }
   var unverified: [Unverified] = []
+  /// Resource-id bases of RECORD data connections that are gone (killed by another
+  /// client): the server hands them to new clients, which the watcher must not ignore.
+  var retiredBases: [UInt32] = []
+  var lastRecorderStart = MonotonicTime(nanoseconds: 0)
+  /// A lost RECORD context is started again at most this often.
+  let recorderRetry = PolicyDuration.seconds(5)
   /// Polled by the watcher: the guard's connection and the RECORD data connection.
   let pollSet: Int32
 
@@ -139,13 +145,25 @@ final class ClipboardGuard {
     x.flush()
 
     pollSet = epoll_create1(Int32(EPOLL_CLOEXEC))
+    watch(x.fileDescriptor, true)
+    startRecorder()
+  }
+
+  /// Starts the RECORD context (again, after another client killed its connection); while
+  /// there is none, every request is refused.
+  func startRecorder() {
+    lastRecorderStart = Clock.now()
     do {
-      recorder = try SelectionRecorder(control: x)
+      let r = try SelectionRecorder(control: x)
+      recorder = r
+      // What an earlier context recorded may miss the guard's own SetSelectionOwner since:
+      // nothing recorded before this context vouches for a request.
+      ledger = ConversionLedger()
+      watch(r.fileDescriptor, true)
     } catch {
       log.error(
         "copied-text guard: cannot tell who sends paste requests (\(error)); guarded text is refused to every reader")
     }
-    for fd in [x.fileDescriptor, recorder?.fileDescriptor ?? -1] where fd >= 0 { watch(fd, true) }
   }
 
   deinit { close(pollSet) }
@@ -169,6 +187,7 @@ final class ClipboardGuard {
   var nextDeadline: MonotonicTime? {
     var all = takeovers.values.map(\.deadline) + transfers.map(\.deadline) + unverified.prefix(1).map(\.deadline)
     if let d = core.nextDeadline { all.append(d) }
+    if recorder == nil { all.append(lastRecorderStart + recorderRetry) }
     return all.min()
   }
 
@@ -186,6 +205,7 @@ final class ClipboardGuard {
 
   func tick() {
     let now = Clock.now()
+    if recorder == nil, now >= lastRecorderStart + recorderRetry { startRecorder() }
     for (sel, t) in takeovers where t.deadline <= now {
       apply(.contentFailed(selection: sel, reason: "the owner did not answer in time"))
     }
@@ -407,10 +427,18 @@ final class ClipboardGuard {
     guard let r = recorder else { return }
     for rec in r.read(own: ConversionLedger.Own(base: x.ownBase, markerSelection: aSync)) { ledger.add(rec) }
     if r.hasError {
-      log.error("copied-text guard: the RECORD context ended; guarded text is refused to every reader")
+      log.error("copied-text guard: the RECORD context ended (its connection was killed?); starting it again")
       watch(r.fileDescriptor, false)
+      retiredBases.append(r.dataBase)
       recorder = nil
+      if Clock.now() >= lastRecorderStart + recorderRetry { startRecorder() }
     }
+  }
+
+  /// The bases of connections that are no longer the guard's (see `retiredBases`), taken.
+  func takeRetiredBases() -> [UInt32] {
+    defer { retiredBases = [] }
+    return retiredBases
   }
 
   /// Answers the waiting requests, oldest first, as far as the ledger knows their senders.
