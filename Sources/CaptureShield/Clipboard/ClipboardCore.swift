@@ -309,7 +309,10 @@ public struct ClipboardCore: Sendable {
 ///   after a request arrived is recorded after that request's ConvertSelection: once the
 ///   marker is seen, a request still without a record has none (`unrecorded`).
 ///
-/// Dropping a record (a full ledger, RECORD losing one) can only make a request refused.
+/// Dropping a record (a full ledger, RECORD losing one) makes a request refused; at worst,
+/// when a spoofer and the window's owner sent the very same fields at once, the spoofer's
+/// request is answered with the owner's record: into the owner's window, with what the
+/// owner asked for itself (readable there by anyone anyway: docs/clipboard.md).
 public struct ConversionLedger: Sendable, Hashable {
   /// The fields a SelectionRequest copies from the ConvertSelection that caused it.
   public struct Fields: Sendable, Hashable {
