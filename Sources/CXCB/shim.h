@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <sys/epoll.h>  /* the copied-text guard: its two connections as one descriptor */
 
 /// Why: xcb_generic_event_t's response_type carries the "sent by SendEvent" flag in
 /// bit 7; Swift code should not repeat the magic mask.

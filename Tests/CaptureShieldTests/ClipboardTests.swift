@@ -24,12 +24,15 @@ private func guardedCore(_ p: ClipboardPolicy = ClipboardPolicy(), selection: St
   return c
 }
 
+/// A request into a window of `reader`'s (0x...0001), sent by `sender` (default: the reader itself).
 private func read(
   _ c: inout ClipboardCore, id: UInt64 = 1, reader: ClientID = editor, identity: ClientIdentity? = editorID,
-  focused: Bool, target: ClipboardCore.Target = .text, at time: Double = 2
+  focused: Bool, target: ClipboardCore.Target = .text, sender: ClipboardCore.Sender? = nil, at time: Double = 2
 ) -> [ClipboardCore.Effect] {
   c.handle(
-    .request(id: id, selection: "CLIPBOARD", reader: reader, identity: identity, focused: focused, target: target),
+    .request(
+      id: id, selection: "CLIPBOARD", reader: reader, identity: identity, focused: focused, target: target,
+      requestor: reader.base + 1, sender: sender ?? .recorded(reader, identity)),
     now: t(time))
 }
 
@@ -191,6 +194,86 @@ struct ClipboardCoreTests {
     #expect(served(read(&g, focused: true, target: .unsupported)) == false)
   }
 
+  // MARK: Who sent the request
+
+  struct SenderCase: Sendable, CustomStringConvertible {
+    var name: String
+    var target: ClipboardCore.Target = .text
+    var sender: ClipboardCore.Sender
+    var served: Bool
+    /// The refusal's audit record names this executable (nil: no record).
+    var auditedExe: String?
+    var refusedCount: Int
+    var description: String { name }
+  }
+
+  @Test(
+    "only the client that owns the requestor window is served, whatever the target; spoofers are audited by name",
+    arguments: [
+      SenderCase(
+        name: "the focused reader itself", sender: .recorded(editor, editorID), served: true,
+        auditedExe: "/usr/bin/gedit", refusedCount: 0),
+      SenderCase(
+        name: "a background client naming the focused window", sender: .recorded(manager, copyqID), served: false,
+        auditedExe: "/usr/bin/copyq", refusedCount: 1),
+      SenderCase(
+        name: "a spoofer without identity", sender: .recorded(manager, nil), served: false, auditedExe: nil,
+        refusedCount: 1),
+      SenderCase(
+        name: "no record of the sender", sender: .unknown(why: "no ConvertSelection recorded"), served: false,
+        auditedExe: nil, refusedCount: 1),
+      SenderCase(
+        name: "spoofed TARGETS", target: .targets, sender: .recorded(manager, copyqID), served: false,
+        auditedExe: "/usr/bin/copyq", refusedCount: 0),
+      SenderCase(
+        name: "spoofed hint", target: .hint, sender: .recorded(manager, copyqID), served: false,
+        auditedExe: "/usr/bin/copyq", refusedCount: 0),
+      SenderCase(
+        name: "spoofed TIMESTAMP", target: .timestamp, sender: .recorded(manager, copyqID), served: false,
+        auditedExe: "/usr/bin/copyq", refusedCount: 0),
+      SenderCase(
+        name: "TARGETS with no record", target: .targets, sender: .unknown(why: "RECORD unavailable"),
+        served: false, auditedExe: nil, refusedCount: 0),
+    ])
+  func senders(_ k: SenderCase) {
+    var c = guardedCore()
+    let fx = read(&c, focused: true, target: k.target, sender: k.sender)
+    #expect(served(fx) == k.served)
+    let a = audits(fx)
+    if k.served {
+      #expect(a.map(\.event) == (k.target == .text ? ["clipboard-read"] : []))
+    } else {
+      let refused = a.filter { $0.event == "clipboard-read-refused" }
+      #expect(refused.count == a.count)
+      switch k.sender {
+      case .recorded(let who, _):
+        // A spoof is audited for every target, naming the sender and the victim.
+        #expect(refused.count == 1)
+        #expect(refused.first?["reader"] == .string(who.description))
+        #expect(refused.first?["requestorClient"] == .string(editor.description))
+        #expect(refused.first?["requestor"] == .string("0x600001"))
+        #expect(refused.first?["why"] == .string("the requestor window belongs to another client"))
+      case .unknown:
+        #expect(refused.count == (k.target == .text ? 1 : 0))
+        #expect(refused.first?["reader"] == nil)
+      }
+      #expect(refused.first?["target"] == (refused.isEmpty ? nil : .string(k.target.rawValue)))
+    }
+    #expect(a.first?["exe"] == k.auditedExe.map { .string($0) })
+    #expect(c.guarded["CLIPBOARD"]!.readsRefused == k.refusedCount)
+    #expect(c.guarded["CLIPBOARD"]!.readsServed == (k.served && k.target == .text ? 1 : 0))
+  }
+
+  @Test("a spoofed request is refused even where policy would serve the requestor (allow, allowList)")
+  func spoofBeatsAllow() {
+    var p = ClipboardPolicy()
+    p.readers = .allowList
+    p.allow = [Matcher(exe: pat("*/gedit"))]
+    var c = guardedCore(p)
+    #expect(served(read(&c, id: 1, focused: true, sender: .recorded(manager, copyqID)), id: 1) == false)
+    #expect(served(read(&c, id: 2, focused: false), id: 2) == true)
+  }
+
   // MARK: Clearing
 
   @Test("maxReads: cleared after N served reads", arguments: [1, 2, 3])
@@ -316,5 +399,193 @@ struct SealedTextTests {
   private func contains(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
     guard needle.count <= hay.count else { return false }
     return (0...(hay.count - needle.count)).contains { Array(hay[$0..<$0 + needle.count]) == needle }
+  }
+}
+
+// MARK: - Who sent a ConvertSelection
+
+private let own = ConversionLedger.Own(base: 0x20_0000, markerSelection: 900)
+private let clip: UInt32 = 300
+private let primary: UInt32 = 301
+private let utf8: UInt32 = 400
+
+/// The fields of a conversion into `requestor` (a window of the client of base `requestor & ~0x1fffff`).
+private func conv(_ requestor: UInt32, sel: UInt32 = clip, target: UInt32 = utf8, prop: UInt32 = 500, time: UInt32 = 0)
+  -> ConversionLedger.Fields
+{
+  .init(requestor: requestor, selection: sel, target: target, property: prop, time: time)
+}
+
+/// ConvertSelection / SetSelectionOwner as a client sends them (little-endian unless `big`).
+private func wire(_ opcode: UInt8, _ words: [UInt32], big: Bool = false) -> [UInt8] {
+  let length = UInt16(1 + words.count)
+  var out: [UInt8] =
+    [opcode, 0] + (big ? [UInt8(length >> 8), UInt8(length & 0xff)] : [UInt8(length & 0xff), UInt8(length >> 8)])
+  for w in words {
+    let b = [UInt8(w & 0xff), UInt8(w >> 8 & 0xff), UInt8(w >> 16 & 0xff), UInt8(w >> 24)]
+    out += big ? b.reversed() : b
+  }
+  return out
+}
+
+@Suite("Conversion ledger")
+struct ConversionLedgerTests {
+  struct DecodeCase: Sendable, CustomStringConvertible {
+    var name: String
+    var bytes: [UInt8]
+    var sender: UInt32
+    var big = false
+    var expected: ConversionLedger.Recorded?
+    var description: String { name }
+  }
+
+  @Test(
+    "recorded requests decode: others' ConvertSelection; the guard's own SetSelectionOwner and markers",
+    arguments: [
+      DecodeCase(
+        name: "a client's ConvertSelection", bytes: wire(24, [0x60_0001, clip, utf8, 500, 77]), sender: 0x60_0000,
+        expected: .conversion(sender: 0x60_0000, conv(0x60_0001, time: 77))),
+      DecodeCase(
+        name: "big-endian client", bytes: wire(24, [0x60_0001, clip, utf8, 500, 77], big: true), sender: 0x60_0000,
+        big: true, expected: .conversion(sender: 0x60_0000, conv(0x60_0001, time: 77))),
+      DecodeCase(
+        name: "the guard's takeover conversion", bytes: wire(24, [0x20_0001, clip, utf8, 500, 0]), sender: own.base,
+        expected: nil),
+      DecodeCase(
+        name: "the guard's marker", bytes: wire(24, [0x20_0001, 900, 900, 0, 5]), sender: own.base,
+        expected: .marker(5)),
+      DecodeCase(
+        name: "a client converting the marker selection is a conversion", bytes: wire(24, [0x60_0001, 900, 900, 0, 5]),
+        sender: 0x60_0000,
+        expected: .conversion(sender: 0x60_0000, conv(0x60_0001, sel: 900, target: 900, prop: 0, time: 5))),
+      DecodeCase(
+        name: "the guard's SetSelectionOwner", bytes: wire(22, [0x20_0001, clip, 0]), sender: own.base,
+        expected: .ownerSet(selection: clip)),
+      DecodeCase(
+        name: "another client's SetSelectionOwner", bytes: wire(22, [0x60_0001, clip, 0]), sender: 0x60_0000,
+        expected: nil),
+      DecodeCase(
+        name: "truncated", bytes: Array(wire(24, [0x60_0001, clip, utf8, 500, 77]).prefix(16)), sender: 0x60_0000,
+        expected: nil),
+      DecodeCase(name: "another request", bytes: wire(73, [2, 0x60_0001, 0, 0, 0]), sender: 0x60_0000, expected: nil),
+    ])
+  func decode(_ k: DecodeCase) {
+    #expect(ConversionLedger.decode(k.bytes, sender: k.sender, bigEndian: k.big, own: own) == k.expected)
+  }
+
+  enum Step: Sendable, Hashable {
+    case record(ConversionLedger.Recorded)
+    /// The next request: its fields, its marker, what the ledger must say.
+    case request(ConversionLedger.Fields, marker: UInt32?, ConversionLedger.Match)
+  }
+
+  struct LedgerCase: Sendable, CustomStringConvertible {
+    var name: String
+    var steps: [Step]
+    var description: String { name }
+  }
+
+  static let victim: UInt32 = 0x60_0000
+  static let attacker: UInt32 = 0x80_0000
+  static let victimWindow: UInt32 = 0x60_0001
+
+  @Test(
+    "requests are paired with their own records, in order; stale or missing records never vouch",
+    arguments: [
+      LedgerCase(
+        name: "the reader's own request",
+        steps: [
+          .record(.ownerSet(selection: clip)), .record(.conversion(sender: victim, conv(victimWindow))),
+          .request(conv(victimWindow), marker: nil, .sender(victim)),
+        ]),
+      LedgerCase(
+        name: "a spoofer naming the victim's window",
+        steps: [
+          .record(.ownerSet(selection: clip)), .record(.conversion(sender: attacker, conv(victimWindow))),
+          .request(conv(victimWindow), marker: nil, .sender(attacker)),
+        ]),
+      LedgerCase(
+        name: "spoofer and victim with the same fields, either order",
+        steps: [
+          .record(.conversion(sender: attacker, conv(victimWindow))),
+          .record(.conversion(sender: victim, conv(victimWindow))),
+          .request(conv(victimWindow), marker: nil, .sender(attacker)),
+          .request(conv(victimWindow), marker: nil, .sender(victim)),
+          .record(.conversion(sender: victim, conv(victimWindow))),
+          .record(.conversion(sender: attacker, conv(victimWindow))),
+          .request(conv(victimWindow), marker: nil, .sender(victim)),
+          .request(conv(victimWindow), marker: nil, .sender(attacker)),
+        ]),
+      LedgerCase(
+        name: "a victim's request to the previous owner does not vouch for a replay",
+        steps: [
+          .record(.conversion(sender: victim, conv(victimWindow))),  // went to the app that copied
+          .record(.ownerSet(selection: clip)),  // the guard takes over
+          .record(.conversion(sender: attacker, conv(victimWindow))),
+          .request(conv(victimWindow), marker: nil, .sender(attacker)),
+        ]),
+      LedgerCase(
+        name: "ownership of another selection keeps this one's records",
+        steps: [
+          .record(.conversion(sender: victim, conv(victimWindow))), .record(.ownerSet(selection: primary)),
+          .request(conv(victimWindow), marker: nil, .sender(victim)),
+        ]),
+      LedgerCase(
+        name: "a record that came before the one paired is dropped",
+        steps: [
+          .record(.conversion(sender: victim, conv(victimWindow, time: 1))),
+          .record(.conversion(sender: attacker, conv(victimWindow, time: 2))),
+          .request(conv(victimWindow, time: 2), marker: nil, .sender(attacker)),
+          .request(conv(victimWindow, time: 1), marker: 1, .pending),
+          .record(.marker(1)),
+          .request(conv(victimWindow, time: 1), marker: 1, .unrecorded),
+        ]),
+      LedgerCase(
+        name: "no record yet: pending until the marker sent after it",
+        steps: [
+          .request(conv(victimWindow), marker: nil, .pending),
+          .record(.marker(1)),
+          .request(conv(victimWindow), marker: 2, .pending),
+          .record(.conversion(sender: victim, conv(victimWindow))),
+          .request(conv(victimWindow), marker: 2, .sender(victim)),
+        ]),
+      LedgerCase(
+        name: "the marker came and no record: unrecorded; a later record of other fields does not vouch",
+        steps: [
+          .record(.conversion(sender: victim, conv(victimWindow, target: 401))), .record(.marker(3)),
+          .request(conv(victimWindow), marker: 3, .unrecorded),
+          .request(conv(victimWindow), marker: 2, .unrecorded),
+        ]),
+      LedgerCase(
+        name: "marker numbers wrap around",
+        steps: [
+          .record(.marker(UInt32.max)), .request(conv(victimWindow), marker: 1, .pending), .record(.marker(1)),
+          .request(conv(victimWindow), marker: 1, .unrecorded),
+        ]),
+      LedgerCase(
+        name: "each record vouches once",
+        steps: [
+          .record(.conversion(sender: victim, conv(victimWindow))),
+          .request(conv(victimWindow), marker: nil, .sender(victim)),
+          .request(conv(victimWindow), marker: nil, .pending),
+        ]),
+    ])
+  func ledger(_ k: LedgerCase) {
+    var l = ConversionLedger()
+    for (i, step) in k.steps.enumerated() {
+      switch step {
+      case .record(let r): l.add(r)
+      case .request(let f, let m, let expected): #expect(l.match(f, marker: m) == expected, "step \(i)")
+      }
+    }
+  }
+
+  @Test("a full ledger drops its oldest records (a request then goes unverified, never served)")
+  func capacity() {
+    var l = ConversionLedger(capacity: 4)
+    for t in 0..<20 { l.add(.conversion(sender: Self.victim, conv(Self.victimWindow, time: UInt32(t)))) }
+    #expect(l.entries.count <= 8)
+    #expect(l.match(conv(Self.victimWindow, time: 0), marker: nil) == .pending)
+    #expect(l.match(conv(Self.victimWindow, time: 19), marker: nil) == .sender(Self.victim))
   }
 }

@@ -23,6 +23,16 @@ public struct ClipboardCore: Sendable {
     case unsupported
   }
 
+  /// Who sent the ConvertSelection behind a request. The SelectionRequest event names only
+  /// the requestor window, which any client may name; RECORD names the client that sent
+  /// the request (see `ConversionLedger`).
+  public enum Sender: Sendable, Hashable {
+    /// A recorded ConvertSelection from this client (its identity) matched the request.
+    case recorded(ClientID, ClientIdentity?)
+    /// No record says who sent it (RECORD unavailable, or none came in time): refused.
+    case unknown(why: String)
+  }
+
   /// Something the shell observed or was asked.
   public enum Event: Sendable, Hashable {
     /// A new owner of `selection` (nil: no owner). `secureSource`: the client owns a secure
@@ -34,9 +44,12 @@ public struct ClipboardCore: Sendable {
     case contentTaken(selection: String, size: Int)
     /// The conversion failed (no text target, the owner did not answer, too large, ...).
     case contentFailed(selection: String, reason: String)
-    /// A SelectionRequest for a guarded selection. `id` names it in the effects.
+    /// A SelectionRequest for a guarded selection. `id` names it in the effects. `reader`:
+    /// the client that owns the requestor window (`requestor`), and its identity; `focused`:
+    /// whether it owns the focus window; `sender`: who sent the ConvertSelection (RECORD).
     case request(
-      id: UInt64, selection: String, reader: ClientID, identity: ClientIdentity?, focused: Bool, target: Target)
+      id: UInt64, selection: String, reader: ClientID, identity: ClientIdentity?, focused: Bool, target: Target,
+      requestor: WindowID, sender: Sender)
     /// Time passed (`clearAfter`).
     case tick
     /// `shieldctl clipboard clear`.
@@ -154,8 +167,32 @@ public struct ClipboardCore: Sendable {
               + clientFields(g.source, g.identity, prefix: "source")
           )))
 
-    case .request(let id, let sel, let reader, let identity, let focused, let target):
+    case .request(let id, let sel, let reader, let identity, let focused, let target, let requestor, let sender):
       guard var g = guarded[sel], g.isOwned, target != .unsupported else { return [.refuse(id: id)] }
+      // Only the client that owns the requestor window may ask for a conversion into it:
+      // the property of any window is readable by every client, so a request naming another
+      // client's (focused) window would hand that client's paste to whoever sent it.
+      if let why = unverified(sender, reader: reader) {
+        fx.append(.refuse(id: id))
+        if target == .text {
+          g.readsRefused += 1
+          guarded[sel] = g
+        }
+        var fields: [(String, AuditRecord.Value)] = [
+          ("selection", .string(sel)), ("why", .string(why)), ("target", .string(target.rawValue)),
+        ]
+        switch sender {
+        case .recorded(let c, let cid):
+          // A foreign requestor is an attack whatever the target: the sender is named.
+          fields += clientFields(c, cid, prefix: "reader")
+        case .unknown:
+          // Only worth a record for the text (clipboard managers ask for TARGETS often).
+          guard target == .text else { return fx }
+        }
+        fx.append(.audit(AuditRecord("clipboard-read-refused", fields + requestorFields(requestor, reader))))
+        fx.append(.publishState)
+        return fx
+      }
       let v = verdict(identity: identity, focused: focused)
       guard target == .text else { return [v.allowed ? .serve(id: id) : .refuse(id: id)] }
       if v.allowed { g.readsServed += 1 } else { g.readsRefused += 1 }
@@ -212,6 +249,19 @@ public struct ClipboardCore: Sendable {
     fx.append(.publishState)
   }
 
+  /// Why a request's sender is not the requestor window's owner (nil when it is).
+  func unverified(_ sender: Sender, reader: ClientID) -> String? {
+    switch sender {
+    case .recorded(let c, _) where c == reader: nil
+    case .recorded: "the requestor window belongs to another client"
+    case .unknown(let why): "sender unknown (\(why))"
+    }
+  }
+
+  func requestorFields(_ w: WindowID, _ owner: ClientID) -> [(String, AuditRecord.Value)] {
+    [("requestor", .string("0x" + String(w, radix: 16))), ("requestorClient", .string(owner.description))]
+  }
+
   func clientFields(_ c: ClientID, _ id: ClientIdentity?, prefix: String) -> [(String, AuditRecord.Value)] {
     var out: [(String, AuditRecord.Value)] = [(prefix, .string(c.description))]
     if let pid = id?.pid { out.append(("pid", .int(pid))) }
@@ -237,6 +287,150 @@ public struct ClipboardCore: Sendable {
           readsRefused: g.readsRefused)
       })
   }
+}
+
+/// Who sent each ConvertSelection that reaches the guard, from what RECORD saw: pure (no
+/// X, no clock), fed in the server's order.
+///
+/// The server copies a ConvertSelection's fields (requestor, selection, target, property,
+/// time) into the SelectionRequest it sends the owner, and says nothing of the sender.
+/// RECORD names the sender of each ConvertSelection, in the order the server executed
+/// them, and the guard's SelectionRequests come in that same order: while the guard owns a
+/// selection, every ConvertSelection of it (with a real requestor window) becomes a
+/// SelectionRequest to the guard. So the guard, taking its requests in order, pairs each
+/// with the oldest recorded ConvertSelection of the same fields, and forgets everything
+/// recorded before that one (it went to an earlier request, or to another owner).
+///
+/// Two markers of the guard's own, recorded too, keep this exact:
+/// - its own SetSelectionOwner of a selection ends what was recorded of it before: those
+///   requests went to the previous owner, and one of them must not vouch for a later
+///   request with the same fields.
+/// - a sync marker (a ConvertSelection of the guard's own, numbered in its time field) sent
+///   after a request arrived is recorded after that request's ConvertSelection: once the
+///   marker is seen, a request still without a record has none (`unrecorded`).
+///
+/// Dropping a record (a full ledger, RECORD losing one) makes a request refused; at worst,
+/// when a spoofer and the window's owner sent the very same fields at once, the spoofer's
+/// request is answered with the owner's record: into the owner's window, with what the
+/// owner asked for itself (readable there by anyone anyway: docs/clipboard.md).
+public struct ConversionLedger: Sendable, Hashable {
+  /// The fields a SelectionRequest copies from the ConvertSelection that caused it.
+  public struct Fields: Sendable, Hashable {
+    public var requestor: UInt32
+    public var selection: UInt32
+    public var target: UInt32
+    public var property: UInt32
+    public var time: UInt32
+    public init(requestor: UInt32, selection: UInt32, target: UInt32, property: UInt32, time: UInt32) {
+      (self.requestor, self.selection, self.target, self.property, self.time) =
+        (requestor, selection, target, property, time)
+    }
+  }
+
+  /// One recorded request that matters here.
+  public enum Recorded: Sendable, Hashable {
+    /// A ConvertSelection by the client of resource-id base `sender` (not the guard).
+    case conversion(sender: UInt32, Fields)
+    /// The guard's own SetSelectionOwner of `selection` (taking it or giving it up).
+    case ownerSet(selection: UInt32)
+    /// The guard's own sync marker number `n`.
+    case marker(UInt32)
+  }
+
+  /// Who sent a request, as far as the ledger knows.
+  public enum Match: Sendable, Hashable {
+    /// The client of this resource-id base.
+    case sender(UInt32)
+    /// No record: the marker sent after the request came, and none matched before it.
+    case unrecorded
+    /// Not known yet: wait for the request's record or for its marker.
+    case pending
+  }
+
+  /// What the guard's own connection is, to tell its markers from everyone's requests.
+  public struct Own: Sendable, Hashable {
+    /// The guard connection's resource-id base.
+    public var base: UInt32
+    /// The selection atom the sync markers convert (nobody's selection).
+    public var markerSelection: UInt32
+    public init(base: UInt32, markerSelection: UInt32) {
+      (self.base, self.markerSelection) = (base, markerSelection)
+    }
+  }
+
+  public struct Entry: Sendable, Hashable {
+    public var sender: UInt32
+    public var fields: Fields
+  }
+
+  /// Recorded conversions not paired yet, oldest first.
+  public private(set) var entries: [Entry] = []
+  /// The latest sync marker seen.
+  public private(set) var markerSeen: UInt32?
+  /// Entries kept: when there are twice this many, the oldest beyond it are dropped.
+  public let capacity: Int
+
+  public init(capacity: Int = 1024) { self.capacity = max(1, capacity) }
+
+  static let setSelectionOwner: UInt8 = 22
+  static let convertSelection: UInt8 = 24
+
+  /// Decodes one recorded request (as RECORD delivers it: without element headers, in the
+  /// client's byte order) of the client of base `sender`; nil for anything else (the
+  /// guard's own takeover conversions, other requests, malformed bytes).
+  public static func decode(_ request: UnsafeRawBufferPointer, sender: UInt32, bigEndian: Bool, own: Own)
+    -> Recorded?
+  {
+    guard let r = RequestReader(request, bigEndian: bigEndian) else { return nil }
+    switch r.major {
+    case convertSelection:
+      guard let requestor = r.u32(4), let selection = r.u32(8), let target = r.u32(12), let property = r.u32(16),
+        let time = r.u32(20)
+      else { return nil }
+      if sender == own.base { return selection == own.markerSelection ? .marker(time) : nil }
+      return .conversion(
+        sender: sender,
+        Fields(requestor: requestor, selection: selection, target: target, property: property, time: time))
+    case setSelectionOwner:
+      guard sender == own.base, let selection = r.u32(8) else { return nil }
+      return .ownerSet(selection: selection)
+    default:
+      return nil
+    }
+  }
+
+  public static func decode(_ request: [UInt8], sender: UInt32, bigEndian: Bool = false, own: Own) -> Recorded? {
+    request.withUnsafeBytes { decode($0, sender: sender, bigEndian: bigEndian, own: own) }
+  }
+
+  /// Takes one record, in the server's order.
+  public mutating func add(_ r: Recorded) {
+    switch r {
+    case .conversion(let sender, let f):
+      entries.append(Entry(sender: sender, fields: f))
+      if entries.count >= 2 * capacity { entries.removeFirst(entries.count - capacity) }
+    case .ownerSet(let sel):
+      entries.removeAll { $0.fields.selection == sel }
+    case .marker(let n):
+      if markerSeen.map({ Self.reached(n, since: $0) }) ?? true { markerSeen = n }
+    }
+  }
+
+  /// Pairs the oldest request not answered yet (fields `f`; `marker`: the sync marker sent
+  /// after it came, if any) with its record. Requests must be asked about in the order
+  /// they came.
+  public mutating func match(_ f: Fields, marker: UInt32?) -> Match {
+    if let i = entries.firstIndex(where: { $0.fields == f }) {
+      let sender = entries[i].sender
+      entries.removeFirst(i + 1)
+      return .sender(sender)
+    }
+    if let m = marker, let seen = markerSeen, Self.reached(seen, since: m) { return .unrecorded }
+    return .pending
+  }
+
+  /// Whether marker `a` is `b` or later (numbers wrap around).
+  static func reached(_ a: UInt32, since b: UInt32) -> Bool { Int32(bitPattern: a &- b) >= 0 }
 }
 
 extension DaemonState {

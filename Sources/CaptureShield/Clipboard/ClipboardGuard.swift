@@ -2,11 +2,16 @@ internal import CSodium
 internal import CXCB
 import Foundation
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The X side of the copied-text guard: its own xcb connection and hidden window, which
 /// owns the guarded selections. It watches CLIPBOARD and PRIMARY (XFixes), converts the
 /// text of secure sources (TARGETS, then a text target, INCR included), keeps it in a
-/// `SealedText`, and answers SelectionRequests as `ClipboardCore` decides. The watcher
-/// polls `fileDescriptor`, calls `drain()` and `tick()`, and never dies of a failure here.
+/// `SealedText`, and answers SelectionRequests as `ClipboardCore` decides, once RECORD
+/// (`SelectionRecorder`, `ConversionLedger`) has said who sent each one. The watcher polls
+/// `fileDescriptor`, calls `drain()` and `tick()`, and never dies of a failure here.
 final class ClipboardGuard {
   /// What the watcher knows of a selection owner: whether its client owns a secure
   /// window, its identity, and facts for `clipboard.sources`.
@@ -71,6 +76,31 @@ final class ClipboardGuard {
   var pending: [UInt64: xcb_selection_request_event_t] = [:]
   var nextRequestID: UInt64 = 1
 
+  /// Who sent each ConvertSelection (nil without RECORD: then every request is refused).
+  var recorder: SelectionRecorder?
+  var ledger = ConversionLedger()
+  /// The selection the sync markers convert (nobody owns it).
+  let aSync: xcb_atom_t
+  var markersSent: UInt32 = 0
+  /// How long a request waits for its record (or its marker's) before it is refused.
+  let senderTimeout = PolicyDuration.seconds(1)
+  /// A SelectionRequest waiting to learn who sent it, in the order requests came.
+  struct Unverified {
+    var event: xcb_selection_request_event_t
+    /// The sync marker sent after it came (nil: none yet).
+    var marker: UInt32?
+    var deadline: MonotonicTime
+  }
+  var unverified: [Unverified] = []
+  /// Resource-id bases of RECORD data connections that are gone (killed by another
+  /// client): the server hands them to new clients, which the watcher must not ignore.
+  var retiredBases: [UInt32] = []
+  var lastRecorderStart = MonotonicTime(nanoseconds: 0)
+  /// A lost RECORD context is started again at most this often.
+  let recorderRetry = PolicyDuration.seconds(5)
+  /// Polled by the watcher: the guard's connection and the RECORD data connection.
+  let pollSet: Int32
+
   init(
     display: String, policy: ClipboardPolicy, log: AuditLog,
     describeOwner: @escaping (_ base: UInt32, _ window: WindowID) -> OwnerInfo
@@ -87,11 +117,13 @@ final class ClipboardGuard {
     let a = x.atoms([
       "TARGETS", "INCR", "UTF8_STRING", "text/plain;charset=utf-8", "TEXT", "x-kde-passwordManagerHint", "TIMESTAMP",
       "CLIPBOARD", "PRIMARY", "_CAPTURE_SHIELD_CLIP_CLIPBOARD", "_CAPTURE_SHIELD_CLIP_PRIMARY",
+      "_CAPTURE_SHIELD_CLIP_SYNC",
     ])
     (aTargets, aIncr, aUTF8, aTextPlain, aText, aHint, aTimestamp) = (a[0], a[1], a[2], a[3], a[4], a[5], a[6])
     selectionAtoms = ["CLIPBOARD": a[7], "PRIMARY": a[8]]
     selectionNames = [a[7]: "CLIPBOARD", a[8]: "PRIMARY"]
     transferProperty = ["CLIPBOARD": a[9], "PRIMARY": a[10]]
+    aSync = a[11]
     let setupMax = Int(xcb_get_setup(x.conn).pointee.maximum_request_length)
     let maxUnits = min(setupMax, Int(xcb_get_maximum_request_length(x.conn)))
     incrThreshold = maxUnits * 4 - 32
@@ -111,16 +143,51 @@ final class ClipboardGuard {
           | XCB_XFIXES_SELECTION_EVENT_MASK_SELECTION_CLIENT_CLOSE.rawValue)
     }
     x.flush()
+
+    pollSet = epoll_create1(Int32(EPOLL_CLOEXEC))
+    watch(x.fileDescriptor, true)
+    startRecorder()
   }
 
-  var fileDescriptor: Int32 { x.fileDescriptor }
+  /// Starts the RECORD context (again, after another client killed its connection); while
+  /// there is none, every request is refused.
+  func startRecorder() {
+    lastRecorderStart = Clock.now()
+    do {
+      let r = try SelectionRecorder(control: x)
+      recorder = r
+      // What an earlier context recorded may miss the guard's own SetSelectionOwner since:
+      // nothing recorded before this context vouches for a request.
+      ledger = ConversionLedger()
+      watch(r.fileDescriptor, true)
+    } catch {
+      log.error(
+        "copied-text guard: cannot tell who sends paste requests (\(error)); guarded text is refused to every reader")
+    }
+  }
+
+  deinit { close(pollSet) }
+
+  /// Adds `fd` to (or removes it from) the descriptors `pollSet` reports readable.
+  func watch(_ fd: Int32, _ on: Bool) {
+    var ev = epoll_event()
+    ev.events = EPOLLIN.rawValue
+    _ = epoll_ctl(pollSet, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev)
+  }
+
+  /// Readable when either connection has something (an epoll descriptor over both, so the
+  /// watcher polls one descriptor for the guard).
+  var fileDescriptor: Int32 { pollSet >= 0 ? pollSet : x.fileDescriptor }
+  /// The guard's connections (the daemon's own: the capture detector ignores them).
+  var ownBases: [UInt32] { [x.ownBase] + (recorder.map { [$0.dataBase] } ?? []) }
   var hasError: Bool { x.hasError }
   var ownBase: UInt32 { x.ownBase }
 
   /// The earliest time `tick()` has work to do.
   var nextDeadline: MonotonicTime? {
-    var all = takeovers.values.map(\.deadline) + transfers.map(\.deadline)
+    var all = takeovers.values.map(\.deadline) + transfers.map(\.deadline) + unverified.prefix(1).map(\.deadline)
     if let d = core.nextDeadline { all.append(d) }
+    if recorder == nil { all.append(lastRecorderStart + recorderRetry) }
     return all.min()
   }
 
@@ -131,11 +198,14 @@ final class ClipboardGuard {
       handle(ev)
       free(ev)
     }
+    readRecords()
+    verifySenders()
     x.flush()
   }
 
   func tick() {
     let now = Clock.now()
+    if recorder == nil, now >= lastRecorderStart + recorderRetry { startRecorder() }
     for (sel, t) in takeovers where t.deadline <= now {
       apply(.contentFailed(selection: sel, reason: "the owner did not answer in time"))
     }
@@ -145,6 +215,8 @@ final class ClipboardGuard {
       return true
     }
     if let d = core.nextDeadline, d <= now { apply(.tick) }
+    readRecords()
+    verifySenders()
     x.flush()
   }
 
@@ -160,6 +232,8 @@ final class ClipboardGuard {
 
   /// Gives every guarded selection up and wipes everything (daemon exit).
   func shutdown() {
+    for u in unverified { notify(u.event, property: 0) }
+    unverified = []
     apply(.shutdown)
     for t in transfers { t.data.wipe() }
     transfers = []
@@ -342,6 +416,69 @@ final class ClipboardGuard {
       notify(e, property: 0)
       return
     }
+    // Answered once RECORD says who sent it, in the order requests came (`verifySenders`).
+    unverified.append(Unverified(event: e, marker: nil, deadline: Clock.now() + senderTimeout))
+  }
+
+  // MARK: Who sent a request
+
+  /// Feeds the ledger with what RECORD has brought.
+  func readRecords() {
+    guard let r = recorder else { return }
+    for rec in r.read(own: ConversionLedger.Own(base: x.ownBase, markerSelection: aSync)) { ledger.add(rec) }
+    if r.hasError {
+      log.error("copied-text guard: the RECORD context ended (its connection was killed?); starting it again")
+      watch(r.fileDescriptor, false)
+      retiredBases.append(r.dataBase)
+      recorder = nil
+      if Clock.now() >= lastRecorderStart + recorderRetry { startRecorder() }
+    }
+  }
+
+  /// The bases of connections that are no longer the guard's (see `retiredBases`), taken.
+  func takeRetiredBases() -> [UInt32] {
+    defer { retiredBases = [] }
+    return retiredBases
+  }
+
+  /// Answers the waiting requests, oldest first, as far as the ledger knows their senders.
+  /// A request whose record has not come yet gets a sync marker behind it (which also
+  /// makes the server flush what it recorded) and waits, without blocking the loop, until
+  /// the record, the marker or `senderTimeout` comes.
+  func verifySenders() {
+    while let head = unverified.first {
+      let e = head.event
+      let match: ConversionLedger.Match =
+        recorder == nil
+        ? .unrecorded
+        : ledger.match(
+          .init(requestor: e.requestor, selection: e.selection, target: e.target, property: e.property, time: e.time),
+          marker: head.marker)
+      switch match {
+      case .sender(let base):
+        unverified.removeFirst()
+        decide(e, sender: base, why: nil)
+      case .unrecorded:
+        unverified.removeFirst()
+        decide(e, sender: nil, why: recorder == nil ? "RECORD unavailable" : "no ConvertSelection recorded")
+      case .pending where Clock.now() >= head.deadline:
+        unverified.removeFirst()
+        decide(e, sender: nil, why: "no record within \(senderTimeout)")
+      case .pending:
+        if unverified.contains(where: { $0.marker == nil }) {
+          markersSent &+= 1
+          x.convertSelection(requestor: window, selection: aSync, target: aSync, property: 0, time: markersSent)
+          for i in unverified.indices where unverified[i].marker == nil { unverified[i].marker = markersSent }
+        }
+        return
+      }
+    }
+  }
+
+  /// Hands a request to the core: `sender` is the base of the client RECORD says sent it
+  /// (nil: unknown, `why`).
+  func decide(_ e: xcb_selection_request_event_t, sender: UInt32?, why: String?) {
+    guard let sel = selectionNames[e.selection] else { return notify(e, property: 0) }
     let id = nextRequestID
     nextRequestID += 1
     pending[id] = e
@@ -353,10 +490,16 @@ final class ClipboardGuard {
       focused = f > 1 && x.clientBase(of: f) == base
       free(r)
     }
+    let from: ClipboardCore.Sender
+    switch sender {
+    case let s? where s == base: from = .recorded(ClientID(base), identity)
+    case let s?: from = .recorded(ClientID(s), ProcessInfoReader.identity(pid: x.clientPID(of: s)))
+    case nil: from = .unknown(why: why ?? "unknown")
+    }
     apply(
       .request(
         id: id, selection: sel, reader: ClientID(base), identity: identity, focused: focused,
-        target: targetKind(e.target)))
+        target: targetKind(e.target), requestor: e.requestor, sender: from))
     pending[id] = nil
   }
 

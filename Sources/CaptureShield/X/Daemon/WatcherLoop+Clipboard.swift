@@ -13,7 +13,8 @@ extension WatcherLoop {
       clipboard = try ClipboardGuard(display: x.displayName, policy: p, log: log) { [unowned self] base, _ in
         self.describeSelectionOwner(base)
       }
-      detector?.excludedClients.insert(ClientID(clipboard!.ownBase))
+      // Its connections are the daemon's own: the guard's and its RECORD data connection.
+      detector?.excludedClients.formUnion(clipboard!.ownBases.map(ClientID.init))
     } catch {
       log.error("copied-text guard unavailable (\(error)); screen shielding continues")
     }
@@ -35,12 +36,21 @@ extension WatcherLoop {
     if fds.count > 4 { fds[4].fd = g.fileDescriptor }
     g.drain()
     if let d = g.nextDeadline, Clock.now() >= d { g.tick() }
+    // A RECORD connection of the guard's that another client killed is not ours any more
+    // (its base goes to the next client); the one that replaced it is.
+    let retired = g.takeRetiredBases()
+    if let d = detector {
+      if !retired.isEmpty { d.excludedClients.subtract(retired.map(ClientID.init)) }
+      let own = Set(g.ownBases.map(ClientID.init))
+      if !own.isSubset(of: d.excludedClients) { d.excludedClients.formUnion(own) }
+    }
     if g.statusChanged {
       g.statusChanged = false
       stateDirty = true
     }
     if g.hasError {
       log.error("the copied-text guard lost its X connection; it is off until the next reload")
+      detector?.excludedClients.subtract(g.ownBases.map(ClientID.init))  // their bases go to new clients
       clipboard = nil
       if fds.count > 4 { fds[4].fd = -1 }
       stateDirty = true
