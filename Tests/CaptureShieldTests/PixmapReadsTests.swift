@@ -29,14 +29,15 @@ func pixmapOnlyKinds(_ c: PixmapKindCase) {
   #expect(CaptureCatalog.standard.readsOnlyPixmaps(kind: c.kind) == c.pixmapOnly)
 }
 
-@Test func pixmapReadsAreRecordedOnlyWithAllowRules() {
+@Test func pixmapReadsAreRecordedOnlyWithAllowRulesOrATrustedCompositor() {
   var p = Policy()
-  #expect(!WatcherLoop.recordsPixmapReads(p))
+  #expect(!WatcherLoop.recordsPixmapReads(p, trustedCompositor: false))
+  #expect(WatcherLoop.recordsPixmapReads(p, trustedCompositor: true))
   let without = WatcherLoop.recordedCatalog(serverEnforced: false, pixmapReads: false)
   #expect(!without.entries.contains { $0.readsOnlyPixmaps })
   #expect(without.entries.contains { $0.kind == "GetImage" })
   p.captureAllow = [Matcher(exe: try! Pattern.parse("*/picom"), name: "picom")]
-  #expect(WatcherLoop.recordsPixmapReads(p))
+  #expect(WatcherLoop.recordsPixmapReads(p, trustedCompositor: false))
   let with = WatcherLoop.recordedCatalog(serverEnforced: false, pixmapReads: true)
   #expect(with.entries.contains { $0.kind == "CreateGC" })
   #expect(with.entries.filter { !$0.readsOnlyPixmaps } == without.entries)

@@ -300,12 +300,13 @@ struct CaptureTests {
     await server.stop()
   }
 
-  @Test("a compositor that is not allowed keeps a capture session")
+  @Test("a compositor that is not allowed (nor in capture.compositors) keeps a capture session")
   func compositorNotAllowed() async throws {
     let server = try await XvfbServer.start()
     let picom = try await server.startCompositor()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)
+    let daemon = try await Daemon.start(
+      on: server, policy: "{version: 1, capture: {linger: \"3s\", replaceDefaultCompositors: true}}")
     try await daemon.waitShielded(window.id, true, timeout: .seconds(5))
     #expect(try daemon.state()?.sessions.contains { $0.kind == .compositor } == true)
     await daemon.stop()

@@ -55,7 +55,8 @@ struct DoctorTests {
   func untrustedCompositor() async throws {
     let server = try await XvfbServer.start()
     let picom = try await server.startCompositor()
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    // The built-in compositor list trusts picom: dropped here, so it is not trusted.
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {replaceDefaultCompositors: true}}")
     let (status, f) = try await Self.doctor(server)
     #expect(status == 1)
     let c = try #require(Self.finding(f, "compositor"))
@@ -64,7 +65,7 @@ struct DoctorTests {
     #expect(Self.finding(f, "secure windows")?.text.contains("/usr/bin/picom") == true, "\(f)")
 
     // The daemon's own policy is what doctor checks; with picom allowed, all is well.
-    try "{version: 1, capture: {allow: [{exe: \"/usr/bin/picom\"}]}}".write(
+    try "{version: 1, capture: {replaceDefaultCompositors: true, allow: [{exe: \"/usr/bin/picom\"}]}}".write(
       toFile: daemon.policyPath, atomically: true, encoding: .utf8)
     daemon.signal(SIGHUP)
     try await waitUntil("the daemon reloads", timeout: .seconds(10)) {

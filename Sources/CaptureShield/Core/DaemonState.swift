@@ -14,6 +14,8 @@ public struct DaemonState: Sendable, Codable, Hashable {
   public var capturing: Bool
   public var shieldsActive: Bool
   public var compositor: ClientRow?
+  /// Whether `capture.compositors` trusts the compositor, and why (absent without one).
+  public var compositorTrust: String? = nil
   public var windows: [WindowRow]
   public var sessions: [SessionRow]
   public var clients: [ClientRow]
@@ -147,6 +149,7 @@ extension Engine {
         lingerMs: Int(policy.linger.nanoseconds / 1_000_000), hold: policy.hold.description),
       paused: isPaused, pauseRemaining: pauseRemaining, capturing: isCapturing, shieldsActive: shieldsActive,
       compositor: compositor.flatMap { clients[$0] }.map(row),
+      compositorTrust: compositor.map { compositorTrust($0).description },
       windows: windowRows, sessions: sessionRows,
       clients: clients.values.sorted { $0.id < $1.id }.map(row),
       pendingLaunches: launches.isEmpty ? nil : launches.count)

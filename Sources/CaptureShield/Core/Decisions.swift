@@ -37,6 +37,41 @@ public enum ClientClass: String, Sendable, Hashable, Codable {
   case unidentified
 }
 
+/// Whether a compositor is trusted (`Policy.compositorTrust`).
+public enum CompositorTrust: Sendable, Hashable {
+  /// Trusted, by this `compositors` rule.
+  case trusted(rule: String)
+  /// No `compositors` rule names it.
+  case notListed
+  /// Named, but its program is not a root-owned file in a system directory (a copy in
+  /// /tmp named like a compositor, say).
+  case notASystemProgram(String)
+  /// Named, but its process may run injected code (the reason).
+  case injected(String)
+  /// Its identity is not known.
+  case unidentified
+  /// It redirects windows but does not own `_NET_WM_CM_Sn` (or is not the compositor).
+  case notSelectionOwner
+
+  public var isTrusted: Bool {
+    if case .trusted = self { return true }
+    return false
+  }
+
+  /// In words, for `status` and the audit log.
+  public var description: String {
+    switch self {
+    case .trusted(let rule):
+      return "trusted (\(rule); owner of the compositor selection, a root-owned program in a system directory)"
+    case .notListed: return "not trusted: no capture.compositors or capture.allow rule names it"
+    case .notASystemProgram(let exe): return "not trusted: \(exe) is not a root-owned program in a system directory"
+    case .injected(let why): return "not trusted: its process may run injected code (\(why))"
+    case .unidentified: return "not trusted: its program is not known"
+    case .notSelectionOwner: return "not trusted: it does not own the compositor selection"
+    }
+  }
+}
+
 /// One rule's evaluation, for `explain`.
 public struct RuleExplanation: Sendable, Hashable {
   public var index: Int
@@ -117,6 +152,22 @@ extension Policy {
       probe.title = nil
       return probe.matches(client)
     }
+  }
+
+  /// Whether the client with `identity`, as the owner of `_NET_WM_CM_Sn`, is trusted as the
+  /// compositor: a `compositors` entry matches it, its program is a root-owned file (not
+  /// writable by others) in a system directory (`Policy.systemDirectories`), and it runs no
+  /// injected code (`capture.allowInjected`). A trusted compositor reads windows without
+  /// starting a capture session, like an allowed client, for as long as it owns the
+  /// selection. `.trusted` carries the rule's name; the other cases say why not.
+  public func compositorTrust(_ identity: ClientIdentity?) -> CompositorTrust {
+    guard let identity, identity.isKnown, let exe = identity.exe else { return .unidentified }
+    guard let rule = compositors.first(where: { $0.matches(identity.facts) }) else { return .notListed }
+    guard Self.systemDirectories.contains(where: { exe.hasPrefix($0) }), identity.exeRootOwned == true else {
+      return .notASystemProgram(exe)
+    }
+    if !allowInjected, let why = identity.injection { return .injected(why) }
+    return .trusted(rule: rule.location == nil ? (rule.name ?? "capture.compositors") : rule.label)
   }
 
   /// Why an allow rule matches `identity` but does not allow it (the process may run code

@@ -165,6 +165,10 @@ public enum Diagnosis {
     guard let c = facts.compositor else {
       return Finding("compositor", .ok, "none (no client owns the compositor selection)")
     }
+    if case .trusted(let rule) = policy.compositorTrust(c) {
+      return Finding(
+        "compositor", .ok, "\(program(c)) is trusted (\(rule): a root-owned program in a system directory)")
+    }
     switch policy.classify(c) {
     case .allowed:
       return Finding("compositor", .ok, "\(program(c)) is trusted (capture.allow)")
@@ -174,7 +178,11 @@ public enum Diagnosis {
         "a client that cannot be identified (\(c.failure ?? "no PID")) owns the compositor selection: it counts as capturing, so secure windows stay hidden while it runs",
         fix: "run the compositor on this machine (not over TCP), then add it to capture.allow")
     case .known, .ordinary:
-      let why = policy.allowRefusal(c).map { " (an allow rule matches, but: \($0))" } ?? ""
+      var why = policy.allowRefusal(c).map { " (an allow rule matches, but: \($0))" } ?? ""
+      switch policy.compositorTrust(c) {
+      case .notASystemProgram, .injected: why += " (\(policy.compositorTrust(c).description))"
+      default: break
+      }
       return Finding(
         "compositor", .problem,
         "\(program(c)) is not trusted\(why): it counts as capturing, so secure windows stay hidden while it runs",

@@ -137,13 +137,25 @@ extension Engine {
       sessions[sid]!.identity = c.identity
       if cls == .allowed && !s.bypass {
         endSession(sid, fx: &fx, why: "client is allowed")
+      } else if isTrustedCompositor(id) && !s.bypass {
+        endSession(sid, fx: &fx, why: "trusted compositor")
       } else if s.kind == .known && cls != .known {
         endSession(sid, fx: &fx, why: "client no longer known")
       }
     }
     if cls == .known { startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx) }
-    if compositor == id && cls != .allowed {
+    if compositor == id && cls != .allowed && !isTrustedCompositor(id) {
       startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
     }
   }
+
+  /// How `capture.compositors` judges `id` as the compositor (whether or not it is now).
+  public func compositorTrust(_ id: ClientID) -> CompositorTrust {
+    guard compositor == id, compositorOwnsSelection else { return .notSelectionOwner }
+    return policy.compositorTrust(clients[id]?.identity)
+  }
+
+  /// Whether `id` is the compositor, owns `_NET_WM_CM_Sn` and `capture.compositors` trusts
+  /// it: it reads windows without starting a capture session, like an allowed client.
+  public func isTrustedCompositor(_ id: ClientID) -> Bool { compositorTrust(id).isTrusted }
 }

@@ -27,8 +27,9 @@ public struct Engine: Sendable {
     /// A request that reads pixels the client does not own.
     case captureRequest(ClientID, CaptureRequest)
     case clientGone(ClientID)
-    /// The compositor (owner of `_NET_WM_CM_Sn`, or a client found redirecting).
-    case compositorChanged(ClientID?)
+    /// The compositor: the owner of `_NET_WM_CM_Sn` (`ownsSelection`), or a client found
+    /// redirecting windows without owning it (never trusted by `capture.compositors`).
+    case compositorChanged(ClientID?, ownsSelection: Bool = true)
     /// Time passed (deadlines: linger, quarantine, pause).
     case tick
     /// Suspend shielding until the given time (nil: until `resume`).
@@ -82,6 +83,8 @@ public struct Engine: Sendable {
   /// Windows the engine has told the shell to shield (and not yet to unshield).
   public internal(set) var shielded: Set<WindowID> = []
   public internal(set) var compositor: ClientID?
+  /// Whether `compositor` owns `_NET_WM_CM_Sn` (only then can `capture.compositors` trust it).
+  public internal(set) var compositorOwnsSelection = false
   public internal(set) var pausedUntil: MonotonicTime?? = nil
   /// Launches not matched by a client yet, oldest first. Each keeps the shields up until a
   /// client whose process is young enough to have caused it is identified (that client's
@@ -217,7 +220,7 @@ public struct Engine: Sendable {
                 ("target", .string(req.target.map(hex) ?? "-")),
               ] + identityFields(c.identity))))
       }
-      if c.clientClass == .allowed && !req.bypassesShield { break }
+      if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
       let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
@@ -249,8 +252,8 @@ public struct Engine: Sendable {
       }
       if compositor == id { compositor = nil }
 
-    case .compositorChanged(let id):
-      guard id != compositor else { break }
+    case .compositorChanged(let id, let ownsSelection):
+      guard id != compositor || ownsSelection != compositorOwnsSelection else { break }
       stateChanged = true
       if let old = compositor {
         for (sid, s) in sessions where s.client == old && s.kind == .compositor {
@@ -259,14 +262,14 @@ public struct Engine: Sendable {
         }
       }
       compositor = id
-      fx.append(
-        .audit(
-          AuditRecord(
-            "compositor",
-            [("client", .string(id?.description ?? "none"))] + identityFields(id.flatMap { clients[$0]?.identity }))))
+      compositorOwnsSelection = id != nil && ownsSelection
+      var fields: [(String, AuditRecord.Value)] = [("client", .string(id?.description ?? "none"))]
+      fields += identityFields(id.flatMap { clients[$0]?.identity })
+      if let id { fields.append(("trust", .string(compositorTrust(id).description))) }
+      fx.append(.audit(AuditRecord("compositor", fields)))
       if let id {
         let cls = clients[id]?.clientClass ?? .unidentified
-        if cls != .allowed {
+        if cls != .allowed && !isTrustedCompositor(id) {
           startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
         }
       }

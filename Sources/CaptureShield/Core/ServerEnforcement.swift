@@ -93,7 +93,9 @@ public struct ServerEnforcement: Sendable {
       fx.append(.tag(w))
     }
     let allowed = Set(
-      engine.clients.values.filter { $0.clientClass == .allowed && $0.identity != nil }.map(\.id))
+      engine.clients.values.filter {
+        ($0.clientClass == .allowed || engine.isTrustedCompositor($0.id)) && $0.identity != nil
+      }.map(\.id))
     for c in granted.subtracting(allowed).sorted(by: { $0.base < $1.base }) {
       granted.remove(c)
       // A client that is gone lost its grant with its connection.

@@ -93,13 +93,18 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// (nil: none of these). An allow rule on `exe` trusts whatever runs inside that
   /// program; `capture.allowInjected` decides whether it still does then.
   public var injection: String?
+  /// Whether the program file (`/proc/PID/exe`) is owned by root and writable by nobody
+  /// else (nil: not known). With its path in a system directory, what lets a compositor be
+  /// trusted by name (`Policy.compositorTrust`).
+  public var exeRootOwned: Bool?
 
   public init(
     pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,
     cmdline: [String]? = nil, failure: String? = nil, processAge: Double? = nil,
-    injection: String? = nil
+    injection: String? = nil, exeRootOwned: Bool? = nil
   ) {
     self.injection = injection
+    self.exeRootOwned = exeRootOwned
     self.pid = pid
     self.exe = exe
     self.comm = comm

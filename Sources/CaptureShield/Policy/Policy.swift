@@ -286,6 +286,9 @@ public struct Policy: Sendable, Hashable {
   /// its own: started with `LD_PRELOAD` or `LD_AUDIT`, or traced (ptrace) by another
   /// process (`ClientIdentity.injection`). Off by default: such a client is not allowed.
   public var allowInjected: Bool = false
+  /// Compositing managers trusted as the compositor (`capture.compositors`, appended to
+  /// `defaultCompositors` unless `capture.replaceDefaultCompositors`): see `compositorTrust`.
+  public var compositors: [Matcher] = Policy.defaultCompositors
   public var when: ShieldWhen = .capturing
   public var failMode: FailMode = .open
   public var input: ShieldInput = .passthrough
@@ -296,6 +299,21 @@ public struct Policy: Sendable, Hashable {
   public var sources: [String] = []
 
   public init() {}
+
+  /// The standard X11 compositing managers, trusted out of the box as the owner of
+  /// `_NET_WM_CM_Sn` when they run a root-owned program from a system directory.
+  public static let defaultCompositors: [Matcher] = {
+    let names = [
+      "xfwm4", "mutter", "gnome-shell", "muffin", "cinnamon", "marco", "metacity", "kwin_x11", "picom", "compton",
+      "compiz",
+    ]
+    return names.map { n in Matcher(exe: try! Pattern.parse("*/" + n), name: "default compositor: \(n)") }
+  }()
+
+  /// Where a trusted compositor's program must be (prefixes of its executable's path).
+  public static let systemDirectories = [
+    "/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/", "/usr/lib/", "/usr/libexec/", "/usr/local/bin/", "/usr/local/lib/",
+  ]
 
   /// Screen recorders and screen-share apps treated as capturing from the moment they
   /// connect. A file's `capture.known` list is appended to this unless it sets

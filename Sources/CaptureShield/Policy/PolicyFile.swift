@@ -48,6 +48,10 @@ public struct PolicyFile: Sendable, Hashable {
     /// `capture.allowInjected`: whether `allow` still trusts a program started with
     /// `LD_PRELOAD`/`LD_AUDIT` or traced by another process.
     public var allowInjected: Bool?
+    /// `capture.compositors`: compositing managers trusted as the compositor.
+    public var compositors: [Matcher]?
+    /// `capture.replaceDefaultCompositors`: whether `compositors` replaces the built-in list.
+    public var replaceDefaultCompositors: Bool?
 
     public init(
       allow: [Matcher]? = nil, known: [Matcher]? = nil, replaceDefaultKnown: Bool? = nil,

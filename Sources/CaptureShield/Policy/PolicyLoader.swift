@@ -188,6 +188,8 @@ public enum PolicyLoader {
     var policy = Policy()
     var known: [Matcher] = []
     var replaceDefaultKnown = false
+    var compositors: [Matcher] = []
+    var replaceDefaultCompositors = false
     for file in files {
       policy.sources.append(file.path)
       policy.version = file.version
@@ -202,6 +204,8 @@ public enum PolicyLoader {
       if let v = c.quarantine { policy.quarantine = v.policyValue }
       if let v = c.quarantineOnLaunch { policy.quarantineOnLaunch = v }
       if let v = c.allowInjected { policy.allowInjected = v }
+      compositors += c.compositors ?? []
+      if let v = c.replaceDefaultCompositors { replaceDefaultCompositors = v }
 
       let s = file.shield
       if let v = s.when { policy.when = v }
@@ -220,6 +224,7 @@ public enum PolicyLoader {
       if let v = b.selections { policy.clipboard.selections = v }
     }
     policy.captureKnown = (replaceDefaultKnown ? [] : Policy.defaultKnownCapturers) + known
+    policy.compositors = (replaceDefaultCompositors ? [] : Policy.defaultCompositors) + compositors
     return policy
   }
 }

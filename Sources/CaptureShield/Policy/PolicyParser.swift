@@ -31,6 +31,8 @@ public enum PolicyParser {
   static let topKeys = ["version", "secure", "capture", "shield", "clipboard"]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
+    "compositors",
+    "replaceDefaultCompositors",
   ]
   static let shieldKeys = ["when", "failMode", "input", "label"]
   static let clipboardKeys = [
@@ -170,6 +172,10 @@ public enum PolicyParser {
       }
       if let v = f["quarantineOnLaunch"] { c.quarantineOnLaunch = bool(v, key: "quarantineOnLaunch") }
       if let v = f["allowInjected"] { c.allowInjected = bool(v, key: "allowInjected") }
+      if let v = f["compositors"] { c.compositors = matchers(v, key: "compositors") }
+      if let v = f["replaceDefaultCompositors"] {
+        c.replaceDefaultCompositors = bool(v, key: "replaceDefaultCompositors")
+      }
       return c
     }
 

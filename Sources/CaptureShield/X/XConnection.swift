@@ -226,6 +226,8 @@ enum ProcessInfoReader {
       status: status, cmdline: readSmallFile(base + "/cmdline", limit: 64 * 1024))
     if id.failure == nil {
       id.injection = injection(environ: readSmallFile(base + "/environ", limit: 256 * 1024), status: status)
+      var st = stat()
+      if stat(base + "/exe", &st) == 0 { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
     }
     if let stat = readSmallFile(base + "/stat"), let ticks = startTicks(stat: stat) {
       var t = timespec()

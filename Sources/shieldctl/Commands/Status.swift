@@ -170,7 +170,11 @@ struct StatusCommand: Command {
     for session in s.sessions { out.append("  " + describe(session)) }
 
     if let c = s.compositor {
-      let verdict = c.class == .allowed ? "allowed" : "not allowed: counts as capturing"
+      let trusted = s.compositorTrust?.hasPrefix("trusted") == true
+      let verdict =
+        c.class == .allowed
+        ? "allowed (capture.allow)"
+        : trusted ? s.compositorTrust! : "\(s.compositorTrust ?? "not allowed"); counts as capturing"
       out.append(field("compositor", "\(c.client) \(identity(pid: c.pid, exe: c.exe ?? c.comm)) (\(verdict))"))
     } else {
       out.append(field("compositor", "none"))

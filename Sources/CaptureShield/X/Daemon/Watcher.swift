@@ -122,6 +122,9 @@ final class WatcherLoop {
   /// Whether `detector` records the requests that can only read pixmaps (see
   /// `recordsPixmapReads`).
   var detectorReadsPixmaps = false
+  /// Set when the engine handled an event that can change whether a trusted compositor
+  /// runs (the loop then calls `updatePixmapRecording`).
+  var pixmapRecordingCheckDue = false
   /// The display the daemon watches (for a new RECORD connection after a reload).
   let display: String?
   let cmAtom: xcb_atom_t
@@ -221,7 +224,7 @@ final class WatcherLoop {
       // MIT-SHM Attach would cost records without changing a decision). Under server
       // enforcement only connections and disconnections are recorded: the module decides
       // inside each request, and the daemon needs to know when a client to grant connects.
-      let pixmaps = module == nil && Self.recordsPixmapReads(policy)
+      let pixmaps = module == nil && !policy.captureAllow.isEmpty
       let d = try CaptureDetector(
         display: options.display, catalog: Self.recordedCatalog(serverEnforced: module != nil, pixmapReads: pixmaps))
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
@@ -251,10 +254,12 @@ final class WatcherLoop {
     return pixmapReads ? starters : starters.windowReaders
   }
 
-  /// Whether pixmap reads must be recorded: when the policy allows some client. An allowed
-  /// client (a compositor) names window pixmaps without starting a session, and any other
-  /// client can then use such a pixmap as a tile or stipple and read its own drawable
-  /// (issue 17, finding 10). Without allowed clients, a secure window's pixels reach a
+  /// Whether pixmap reads must be recorded: when the policy allows some client, or a
+  /// trusted compositor runs. Such a client names window pixmaps without starting a
+  /// session, and any other client can then use such a pixmap as a tile or stipple and read
+  /// its own drawable (issue 17, finding 10). Without one, a secure window's pixels reach a
   /// pixmap only through a recorded request of the pixmap's owner.
-  static func recordsPixmapReads(_ policy: Policy) -> Bool { !policy.captureAllow.isEmpty }
+  static func recordsPixmapReads(_ policy: Policy, trustedCompositor: Bool) -> Bool {
+    !policy.captureAllow.isEmpty || trustedCompositor
+  }
 }

@@ -152,7 +152,7 @@ extension WatcherLoop {
       let types = x.resourceTypeNames(ofClient: base)
       if types.contains("CompositeClientSubwindows") || types.contains("CompositeClientWindow") {
         log.info("client 0x\(String(base, radix: 16)) redirects windows without owning _NET_WM_CM_S\(x.screenNumber)")
-        apply(.compositorChanged(ClientID(base)))
+        apply(.compositorChanged(ClientID(base), ownsSelection: false))
         return
       }
     }

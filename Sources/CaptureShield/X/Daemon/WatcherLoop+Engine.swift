@@ -24,6 +24,10 @@ extension WatcherLoop {
   private func handleOne(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
     quarantineTargets = nil
+    switch event {
+    case .compositorChanged, .clientIdentified, .clientConnected, .clientGone: pixmapRecordingCheckDue = true
+    default: break
+    }
     // Shields going up first, and on the wire at once: the audit lines (date formatting, a
     // write) and the rest come after. A tool that grabs the server right after connecting
     // leaves quarantine a few hundred microseconds. (Taking shields down is not urgent: it

@@ -78,6 +78,10 @@ extension WatcherLoop {
         return WatchExit.xServerGone
       }
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
+      if pixmapRecordingCheckDue {
+        pixmapRecordingCheckDue = false
+        updatePixmapRecording()
+      }
       drainClipboard()  // copied-text guard hook
       drainEvents(readSockets: false)  // events queued while we waited for replies above
       if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }

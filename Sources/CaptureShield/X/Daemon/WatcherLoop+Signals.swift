@@ -91,9 +91,7 @@ extension WatcherLoop {
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
       }
-      if module == nil, detector != nil, Self.recordsPixmapReads(p) != detectorReadsPixmaps {
-        replaceDetector(pixmapReads: Self.recordsPixmapReads(p))
-      }
+      updatePixmapRecording()
       updatePump()
       driver.setFailMode(p.failMode)
       driver.input = p.input
@@ -131,6 +129,15 @@ extension WatcherLoop {
     }
   }
 
+  /// Records pixmap reads when `recordsPixmapReads` says so now (after a reload, or when a
+  /// trusted compositor comes or goes): a new RECORD context when that changes.
+  func updatePixmapRecording() {
+    guard module == nil, detector != nil else { return }
+    let trusted = engine.compositor.map { engine.isTrustedCompositor($0) } ?? false
+    let want = Self.recordsPixmapReads(engine.policy, trustedCompositor: trusted)
+    if want != detectorReadsPixmaps { replaceDetector(pixmapReads: want) }
+  }
+
   /// A new RECORD context with a different catalog (a reload changed whether pixmap reads
   /// are recorded). The new detector is recording before the old one is drained and
   /// dropped, so no request falls between the two (one in the overlap may be reported
@@ -150,7 +157,7 @@ extension WatcherLoop {
     // The daemon's own connections, as they are now: not the old set, which holds the old
     // detector's two connections (their ids go to the next clients that connect).
     new.excludedClients.formUnion(
-      [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard.map { [ClientID($0.ownBase)] } ?? []))
+      [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard?.ownBases.map(ClientID.init) ?? []))
     drainDetector()
     old.stopPump()
     detector = new
