@@ -149,6 +149,13 @@ final class WatcherLoop {
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
   var lastForgedAudit: MonotonicTime?
+  /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
+  /// no command is accepted; protection goes on).
+  var commands: CommandServer?
+  /// ClientMessage commands (forged: commands come over the socket) ignored since the last
+  /// audit record, and when that was (`dropForgedCommand`).
+  var forgedCommandsSinceAudit = 0
+  var lastForgedCommandAudit: MonotonicTime?
   /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
   var windowWatch = ServerEnforcement.WindowWatch.all
   /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
@@ -195,6 +202,14 @@ final class WatcherLoop {
     managerWindow = x.generateID()
     effects.claimManager(window: managerWindow, selection: managerAtom, pidAtom: aNetWMPID, pid: UInt32(getpid()))
     guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
+    // Commands come over a socket whose peer the kernel names (ClientMessages can be forged).
+    do {
+      commands = try CommandServer(path: daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber))
+    } catch {
+      log.error(
+        "no command socket (\(error)): shieldctl pause, resume, shield, unshield, reload and the status ping cannot reach this daemon; protection goes on"
+      )
+    }
 
     shieldX = shieldConn
     driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)

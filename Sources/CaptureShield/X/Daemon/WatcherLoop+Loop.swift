@@ -61,10 +61,16 @@ extension WatcherLoop {
           fds[i].events = Int16(POLLIN)
         }
       }
+      // The command socket and its waiting connections come last (see `serveCommands`).
+      fds.removeSubrange(fixedDescriptors...)
+      fds += (commands?.descriptors ?? []).map {
+        pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
+      }
       _ = poll(&fds, nfds_t(fds.count), timeout)
       // The watchdog hears from this loop only: a stopped or stuck loop misses it.
       systemd?.watchdogIfDue(Clock.now())
       if fds[2].revents != 0 { handleSignals() }
+      serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
       drainEvents()
@@ -101,6 +107,7 @@ extension WatcherLoop {
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
+    wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
     return Int32(ms)
   }
 
@@ -181,9 +188,10 @@ extension WatcherLoop {
         batch.append(ev)
         while let ev = xcb_poll_for_queued_event(x.conn) { batch.append(ev) }
       }
-      // Commands are ClientMessages that shieldctl sends with SendEvent; any other event
-      // that a client sent is a forgery: any client can SendEvent any event to the root's
-      // listeners, and a forged DestroyNotify of a secure window would make us forget it.
+      // Any event that a client sent is a forgery: any client can SendEvent any event to the
+      // root's listeners, and a forged DestroyNotify of a secure window would make us forget
+      // it. ClientMessages go on to be audited: a command one is `forged-command` (commands
+      // come over the command socket, `serveCommands`).
       batch.removeAll { ev in
         guard CXCB_event_sent(ev) != 0, Int32(CXCB_event_type(ev)) != XCB_CLIENT_MESSAGE else { return false }
         dropForged(ev, connection: "main")

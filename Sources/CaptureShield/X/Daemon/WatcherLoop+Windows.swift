@@ -250,10 +250,8 @@ extension WatcherLoop {
       if e.atom == aSecure { refreshTitleIfSecure(e.window) }
     case XCB_CLIENT_MESSAGE:
       let e = raw.load(as: xcb_client_message_event_t.self)
-      guard e.window == managerWindow, e.type == aCommand, e.format == 32,
-        let (cmd, sender) = CommandCode.decode(e.data.words)
-      else { return }
-      handleCommand(cmd, sender: "shieldctl (pid \(sender))")
+      guard e.window == managerWindow, e.type == aCommand else { return }
+      dropForgedCommand(e.data.words)
     case XCB_SELECTION_CLEAR:
       let e = raw.load(as: xcb_selection_clear_event_t.self)
       if e.selection == managerAtom { managerSelectionTaken() }
