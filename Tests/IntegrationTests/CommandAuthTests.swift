@@ -125,4 +125,93 @@ struct CommandAuthTests {
     await daemon.stop()
     await server.stop()
   }
+
+  // MARK: Untagging
+
+  /// How another client takes the tag off: DeleteProperty, or ChangeProperty to 0.
+  enum Untag: String, CaseIterable, Sendable, CustomStringConvertible {
+    case delete, zero
+    var description: String { rawValue }
+  }
+
+  @Test(
+    "another client's removal of a secure tag is undone: the tag comes back, 0 frames leak, audited; the owner still untags",
+    arguments: Untag.allCases)
+  func untagByAnotherClient(_ how: Untag) async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    try await daemon.waitShielded(window.id)
+
+    // The attacker: another client takes the app's tag off.
+    let attacker = try server.connect()
+    let tag = try attacker.internAtom("_CAPTURE_SHIELD_SECURE")
+    switch how {
+    case .delete:
+      try attacker.check(xcb_delete_property_checked(attacker.raw, window.id, tag), "DeleteProperty")
+    case .zero:
+      var zero: UInt32 = 0
+      try attacker.check(
+        xcb_change_property_checked(
+          attacker.raw, UInt8(XCB_PROP_MODE_REPLACE.rawValue), window.id, tag, 6, 32, 1, &zero),
+        "ChangeProperty")
+    }
+    try await daemon.waitUntilCaughtUp()
+    let leaked = try await Self.leakedFrames(on: server)
+    #expect(leaked == 0, "\(how): \(leaked) of \(Self.frames) frames leaked after another client's untag")
+    #expect(daemon.isShielded(window.id))
+    func tagValue() -> [UInt32]? {
+      guard
+        let r = xcb_get_property_reply(
+          attacker.raw, xcb_get_property(attacker.raw, 0, window.id, tag, 6, 0, 1), nil)
+      else { return nil }
+      defer { free(r) }
+      let n = Int(xcb_get_property_value_length(r)) / 4
+      return n == 0
+        ? []
+        : Array(UnsafeBufferPointer(start: xcb_get_property_value(r)!.assumingMemoryBound(to: UInt32.self), count: n))
+    }
+    try await waitUntil("the tag is back", timeout: .seconds(10)) { tagValue() == [1] }
+    try await waitUntil("tag-tampered audited", timeout: .seconds(10)) { !daemon.auditEvents("tag-tampered").isEmpty }
+    let record = try #require(daemon.auditEvents("tag-tampered").first)
+    #expect(record["window"] as? String == hex(window.id), "\(record)")
+    switch how {
+    case .delete:
+      // RECORD names the client that sent the DeleteProperty: the attacker, not the owner.
+      let attackerBase = xcb_get_setup(attacker.raw).pointee.resource_id_base
+      #expect(record["client"] as? String == "0x" + String(attackerBase, radix: 16), "\(record)")
+      #expect(record["pid"] as? Int == Int(getpid()), "\(record)")
+      #expect((record["client"] as? String) != (record["owner"] as? String), "\(record)")
+      let ownExe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+      #expect(record["exe"] as? String == ownExe, "\(record)")
+    case .zero:
+      // X does not say who sent a ChangeProperty: the record says so.
+      #expect((record["client"] as? String)?.hasPrefix("unknown") == true, "\(record)")
+    }
+
+    // The window's own client still lifts its tag.
+    try window.setSecure(false)
+    try await daemon.waitShielded(window.id, false)
+    #expect(daemon.auditEvents("tag-tampered").count == 1, "\(daemon.auditEvents("tag-tampered"))")
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
+  @Test("shieldctl untag still untags while a daemon guards the tag (the daemon removes it)")
+  func shieldctlUntag() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    try await daemon.waitShielded(window.id)
+    let untag = try await Shieldctl.run(["untag", hex(window.id)], on: server)
+    #expect(untag.status == .exited(0), "\(untag)")
+    try await daemon.waitShielded(window.id, false)
+    try await daemon.waitUntilCaughtUp()
+    #expect(daemon.auditEvents("tag-tampered").isEmpty, "\(daemon.auditEvents("tag-tampered"))")
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
 }

@@ -43,6 +43,9 @@ public enum DaemonCommand: Sendable, Hashable {
   /// Are you there? The daemon's loop writes `nonce` to `_CAPTURE_SHIELD_PONG` on its
   /// manager window and replies (`shieldctl status`).
   case ping(nonce: UInt32)
+  /// Remove the window's secure tag (`shieldctl untag` while a daemon runs): a tag another
+  /// client removes is put back (docs/security.md, "Tags").
+  case untag(WindowID)
 }
 
 /// How `shieldctl watch` runs.

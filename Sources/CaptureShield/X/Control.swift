@@ -87,9 +87,15 @@ public struct XControl: ~Copyable {
   /// The daemon's command socket for this display (`CommandChannel`).
   public var commandSocketPath: String { daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber) }
 
-  /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag.
+  /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag. While a daemon
+  /// runs, a removal is a command (`untag`): the daemon removes the tag itself, since it
+  /// puts back a tag that another client than the window's removes (docs/security.md, "Tags").
   public func setTag(_ window: WindowID, secure: Bool) throws(XError) {
     guard x.attributes(window) != nil else { throw .noSuchWindow(window) }
+    if !secure && managerOwner != 0 {
+      try send(.untag(window))
+      return
+    }
     let atom = x.atom(ProtocolAtom.secure)
     let ck: xcb_void_cookie_t
     if secure {
@@ -163,6 +169,7 @@ public struct XControl: ~Copyable {
     guard managerOwner != 0 else { throw .noDaemon(display: x.displayName) }
     if case .shield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
     if case .unshield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
+    if case .untag(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
     let path = commandSocketPath
     switch CommandClient.request(command, path: path, timeout: timeout) {
     case .reply(.ok): return

@@ -149,6 +149,16 @@ final class WatcherLoop {
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
   var lastForgedAudit: MonotonicTime?
+  /// Who deletes `_CAPTURE_SHIELD_SECURE` (RECORD of DeleteProperty, `TagWatch`); nil
+  /// without RECORD or under server enforcement (the module decides who may).
+  var tagWatch: TagWatch?
+  /// Tag deletions recorded but not yet matched with their PropertyNotify, by window.
+  var recentTagDeletes: [WindowID: (client: ClientID, at: MonotonicTime)] = [:]
+  /// Secure tags removed or zeroed whose remover is not known yet: the window stays
+  /// protected until `TagGuard` decides (the tag the change would give, and until when).
+  var pendingUntags: [WindowID: (tag: TagState, deadline: MonotonicTime)] = [:]
+  /// Windows `shieldctl untag` asked the daemon to untag (its own removal stands).
+  var expectedUntags: Set<WindowID> = []
   /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
   /// no command is accepted; protection goes on).
   var commands: CommandServer?
@@ -245,6 +255,15 @@ final class WatcherLoop {
       engine = Engine(policy: p)
     }
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
+    if module == nil {
+      do {
+        let watch = try TagWatch(display: options.display, property: aSecure)
+        detector?.excludedClients.formUnion(watch.ownBases.map(ClientID.init))
+        tagWatch = watch
+      } catch {
+        log.error("cannot tell who removes secure tags (\(error)): any client's removal of a tag lifts it")
+      }
+    }
   }
 
 }

@@ -63,7 +63,7 @@ extension WatcherLoop {
       }
       // The command socket and its waiting connections come last (see `serveCommands`).
       fds.removeSubrange(fixedDescriptors...)
-      fds += (commands?.descriptors ?? []).map {
+      fds += ([tagWatch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
         pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
       }
       _ = poll(&fds, nfds_t(fds.count), timeout)
@@ -73,6 +73,7 @@ extension WatcherLoop {
       serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
+      drainTagWatch()
       drainEvents()
       if detector?.hasError == true {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
@@ -84,6 +85,7 @@ extension WatcherLoop {
         return WatchExit.xServerGone
       }
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
+      resolveExpiredUntags()
       drainClipboard()  // copied-text guard hook
       drainEvents(readSockets: false)  // events queued while we waited for replies above
       if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }
@@ -108,6 +110,7 @@ extension WatcherLoop {
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
     wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
+    wake(at: pendingUntags.values.map(\.deadline).min())  // a removed tag nobody deleted is put back
     return Int32(ms)
   }
 

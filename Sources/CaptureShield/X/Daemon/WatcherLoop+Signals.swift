@@ -101,14 +101,15 @@ extension WatcherLoop {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
   }
-  /// How many entries of `fds` are the fixed descriptors; the command socket's follow.
+  /// How many entries of `fds` are the fixed descriptors; the tag watch's (or -1) and the
+  /// command socket's follow.
   var fixedDescriptors: Int { 5 }
 
   /// Accepts and answers `shieldctl`'s commands (after `poll`, whose results for the
   /// command socket are `fds[fixedDescriptors...]`). A command from a peer the channel
   /// refuses (`CommandChannel.refusal`) is answered `refused` and audited.
   func serveCommands() {
-    let first = fixedDescriptors
+    let first = fixedDescriptors + 1  // after the tag watch's
     guard let commands, fds.count > first else { return }
     let listenerReady = fds[first].revents != 0
     let ready = Set(fds[(first + 1)...].filter { $0.revents != 0 }.map(\.fd))
@@ -172,6 +173,11 @@ extension WatcherLoop {
       apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
     case .resume: apply(.resume(by: sender))
     case .reload: reloadPolicy(by: sender)
+    case .untag(let w):
+      // The daemon removes the tag itself: its own removal stands (`TagGuard`).
+      expectedUntags.insert(w)
+      effects.removeTag(w, atom: aSecure)
+      log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook
       if let clipboard {
         clipboard.clear(by: sender)

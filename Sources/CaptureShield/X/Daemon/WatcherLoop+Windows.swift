@@ -244,7 +244,12 @@ extension WatcherLoop {
         info.facts.title = nil
         netNamed.remove(e.window)
       }
+      if e.atom == aSecure, info.tag.asksSecure { pendingUntags[e.window] = nil }  // set again meanwhile
       guard info != before else { return }
+      // A secure tag removed or zeroed: lifted only by its own client (`TagGuard`).
+      if e.atom == aSecure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
+        return
+      }
       tracked[e.window] = info
       apply(.windowChanged(info))
       if e.atom == aSecure { refreshTitleIfSecure(e.window) }
