@@ -214,4 +214,43 @@ struct CommandAuthTests {
     await server.stop()
   }
 
+  // MARK: Relabelling
+
+  @Test("policy explain says that a class rule can be dodged by any client; a tagged window survives a rewritten class")
+  func relabel() async throws {
+    let server = try await XvfbServer.start()
+    let directory = try makeTemporaryDirectory(prefix: "captureshield-relabel")
+    defer { removeTree(directory) }
+    let policy = "{version: 1, shield: {when: \"always\"}, secure: [{name: \"vault\", class: \"Vault\"}]}"
+    let policyPath = directory + "/policy.json5"
+    try policy.write(toFile: policyPath, atomically: true, encoding: .utf8)
+    chmod(policyPath, 0o644)
+    let byRule = try await TestWindow.open(on: server, rect: Self.rect, color: .red, className: "Vault")
+    let explain = try await Shieldctl.run(
+      ["policy", "explain", "--policy", policyPath, "--window", hex(byRule.id)], on: server)
+    #expect(explain.status == .exited(0), "\(explain)")
+    #expect(
+      explain.stdoutText.contains("note: rule #1 \"vault\"")
+        && explain.stdoutText.contains("looks at class, which any X client can rewrite"),
+      "\(explain.stdoutText)")
+
+    // The protection that holds: the app's own tag. Another client rewrites WM_CLASS.
+    byRule.close()
+    let tagged = try await TestWindow.open(on: server, rect: Self.rect, color: .red, className: "Vault", secure: true)
+    let daemon = try await Daemon.start(on: server, policy: policy)
+    try await daemon.waitShielded(tagged.id)
+    let attacker = try server.connect()
+    var cls = Array("other\0Other\0".utf8)
+    try attacker.check(
+      xcb_change_property_checked(
+        attacker.raw, UInt8(XCB_PROP_MODE_REPLACE.rawValue), tagged.id, 67, 31, 8, UInt32(cls.count), &cls),
+      "ChangeProperty(WM_CLASS)")
+    try await daemon.waitUntilCaughtUp()
+    let leaked = try await Self.leakedFrames(on: server)
+    #expect(
+      leaked == 0, "\(leaked) of \(Self.frames) frames leaked from the tagged window after its class was rewritten")
+    await daemon.stop()
+    tagged.close()
+    await server.stop()
+  }
 }
