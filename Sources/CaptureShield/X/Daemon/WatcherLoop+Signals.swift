@@ -174,8 +174,10 @@ extension WatcherLoop {
     case .resume: apply(.resume(by: sender))
     case .reload: reloadPolicy(by: sender)
     case .untag(let w):
-      // The daemon removes the tag itself: its own removal stands (`TagGuard`).
-      expectedUntags.insert(w)
+      // The daemon removes the tag itself: its own removal stands (`TagGuard`). Expected
+      // only while the window has a tag: its PropertyNotify then takes the expectation.
+      if tracked[w]?.tag.asksSecure == true || pendingUntags[w] != nil { expectedUntags.insert(w) }
+      pendingUntags[w] = nil
       effects.removeTag(w, atom: aSecure)
       log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook

@@ -165,6 +165,8 @@ extension WatcherLoop {
 
   func windowGone(_ w: WindowID) {
     netNamed.remove(w)
+    pendingUntags[w] = nil
+    expectedUntags.remove(w)
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
     apply(.windowGone(w))
