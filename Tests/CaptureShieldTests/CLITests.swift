@@ -579,9 +579,15 @@ struct CLITests {
         #"rule #1 "password manager" (\#(file.path):4:5): class = "KeePassXC" (is "KeePassXC") -> MATCH -> secure (first match wins)"#,
         #"rule #2 rule (\#(file.path):5:5): title != "*Online Banking*" (is "db") -> no match"#,
         #"decision: SECURE (rule #1 "password manager" (\#(file.path):4:5))"#,
+        #"note: rule #1 "password manager" (\#(file.path):4:5) looks at class, \#(Self.rewritable)"#,
+        #"note: rule #2 rule (\#(file.path):5:5) looks at title, \#(Self.rewritable)"#,
         "capture: ordinary client: a capture session starts at its first capture request",
       ], "\(r)")
   }
+
+  /// The rest of `policy explain`'s note on a rule that looks at class, instance or title.
+  static let rewritable =
+    "which any X client can rewrite on any window (ChangeProperty): another client can take a window out of this rule. Protection that holds: the window's own tag (_CAPTURE_SHIELD_SECURE), or a rule on exe (from the X server and /proc)"
 
   @Test func explainNoMatchingRule() throws {
     let dir = try CLIScratchDir()

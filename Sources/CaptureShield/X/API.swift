@@ -28,8 +28,8 @@ public enum XError: Error, Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-/// A request from the CLI to the running daemon, sent as a ClientMessage to the
-/// daemon's manager-selection window.
+/// A request from the CLI to the running daemon, sent over its command socket
+/// (`CommandChannel`).
 public enum DaemonCommand: Sendable, Hashable {
   case shield(WindowID)
   case unshield(WindowID)
@@ -40,9 +40,12 @@ public enum DaemonCommand: Sendable, Hashable {
   case reload
   /// Clear the guarded clipboard (copied-text guard).
   case clipboardClear
-  /// Are you there? The daemon's loop answers by writing `nonce` to `_CAPTURE_SHIELD_PONG`
-  /// on its manager window (`shieldctl status`).
+  /// Are you there? The daemon's loop writes `nonce` to `_CAPTURE_SHIELD_PONG` on its
+  /// manager window and replies (`shieldctl status`).
   case ping(nonce: UInt32)
+  /// Remove the window's secure tag (`shieldctl untag` while a daemon runs): a tag another
+  /// client removes is put back (docs/security.md, "Tags").
+  case untag(WindowID)
 }
 
 /// How `shieldctl watch` runs.

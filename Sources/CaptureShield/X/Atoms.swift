@@ -27,6 +27,8 @@ enum CommandCode: UInt32 {
   case unshield, pause, resume, reload, clipboardClear
   /// Answer with the nonce in data32[1] (`_CAPTURE_SHIELD_PONG` on the manager window).
   case ping
+  /// Remove the window's `_CAPTURE_SHIELD_SECURE` (`shieldctl untag`; `TagGuard`).
+  case untag
 
   /// Encodes a command as the five data32 words of a ClientMessage.
   static func encode(_ c: DaemonCommand, senderPID: UInt32) -> [UInt32] {
@@ -40,6 +42,7 @@ enum CommandCode: UInt32 {
     case .reload: return [Self.reload.rawValue, 0, 0, senderPID, 0]
     case .clipboardClear: return [Self.clipboardClear.rawValue, 0, 0, senderPID, 0]
     case .ping(let nonce): return [Self.ping.rawValue, nonce, 0, senderPID, 0]
+    case .untag(let w): return [Self.untag.rawValue, w, 0, senderPID, 0]
     }
   }
 
@@ -55,6 +58,7 @@ enum CommandCode: UInt32 {
     case .reload: cmd = .reload
     case .clipboardClear: cmd = .clipboardClear
     case .ping: cmd = .ping(nonce: d[1])
+    case .untag: cmd = .untag(d[1])
     }
     return (cmd, d[3])
   }

@@ -59,45 +59,43 @@ public struct XControl: ~Copyable {
     if ProcessInfoReader.isStopped(pid: pid) {
       return "the daemon (pid \(pid)) is stopped (SIGSTOP?): it does not react to anything"
     }
-    if pingDaemon(timeout: timeout) { return nil }
-    var why =
-      "the daemon (pid \(pid)) did not answer a ping within \(timeout): its loop is stuck (or frozen); it does not react to new windows or captures"
-    if state.enforcement?.kind == "server" {
-      // The module drops commands from clients it does not trust (xorg/README.md).
-      why +=
-        " (under the CaptureShield Xorg module, a ping from a shieldctl it does not trust is dropped: is this one in its Trust list?)"
+    let nonce = UInt32.random(in: 1...UInt32.max)
+    switch CommandClient.request(.ping(nonce: nonce), path: commandSocketPath, timeout: timeout) {
+    case .reply(.ok): return nil
+    case .reply(.refused(let why)): return "the daemon (pid \(pid)) refused this shieldctl's ping: \(why)"
+    case .noSocket: return "the daemon (pid \(pid)) has no command socket at \(commandSocketPath): it cannot be pinged"
+    case .failed(let why): return "cannot ping the daemon (pid \(pid)): \(why)"
+    case .timedOut:
+      return
+        "the daemon (pid \(pid)) did not answer a ping within \(timeout): its loop is stuck (or frozen); it does not react to new windows or captures"
     }
-    return why
   }
 
   /// Whether the daemon's loop answers a ping within `timeout`: a `ping` command with a
-  /// random nonce, then `_CAPTURE_SHIELD_PONG` on the manager window is read until it
-  /// holds that nonce. The ping is sent again every 250 ms (another `status` may overwrite
-  /// the answer between the daemon's write and our read). A stopped daemon, or one whose
-  /// loop is stuck, never answers.
+  /// random nonce over the command socket; the loop writes the nonce to
+  /// `_CAPTURE_SHIELD_PONG` on the manager window and replies. A stopped daemon, or one
+  /// whose loop is stuck, never replies (the kernel queues the connection meanwhile).
   public func pingDaemon(timeout: Duration = .seconds(2)) -> Bool {
-    let owner = managerOwner
-    guard owner != 0 else { return false }
-    let pong = x.atom(ProtocolAtom.pong)
+    guard managerOwner != 0 else { return false }
     let nonce = UInt32.random(in: 1...UInt32.max)
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    var resendAt = clock.now
-    while clock.now < deadline {
-      if clock.now >= resendAt {
-        do { try send(.ping(nonce: nonce)) } catch { return false }
-        resendAt = clock.now + .milliseconds(250)
-      }
-      usleep(10_000)
-      guard let v = x.property(owner, pong, maxBytes: 4) else { return false }  // the window is gone
-      if PropertyDecoding.cardinal(format: v.format, bytes: v.bytes) == nonce { return true }
+    if case .reply(.ok) = CommandClient.request(.ping(nonce: nonce), path: commandSocketPath, timeout: timeout) {
+      return true
     }
     return false
   }
 
-  /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag.
+  /// The daemon's command socket for this display (`CommandChannel`).
+  public var commandSocketPath: String { daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber) }
+
+  /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag. While a daemon
+  /// runs, a removal is a command (`untag`): the daemon removes the tag itself, since it
+  /// puts back a tag that another client than the window's removes (docs/security.md, "Tags").
   public func setTag(_ window: WindowID, secure: Bool) throws(XError) {
     guard x.attributes(window) != nil else { throw .noSuchWindow(window) }
+    if !secure && managerOwner != 0 {
+      try send(.untag(window))
+      return
+    }
     let atom = x.atom(ProtocolAtom.secure)
     let ck: xcb_void_cookie_t
     if secure {
@@ -165,24 +163,24 @@ public struct XControl: ~Copyable {
     return try clientWindow(for: picked)
   }
 
-  /// Sends a command to the running daemon.
-  public func send(_ command: DaemonCommand) throws(XError) {
-    let owner = managerOwner
-    guard owner != 0 else { throw .noDaemon(display: x.displayName) }
+  /// Sends a command to the running daemon over its command socket and waits for its reply
+  /// (`timeout`). Commands no longer travel as ClientMessages: any X client can forge those.
+  public func send(_ command: DaemonCommand, timeout: Duration = .seconds(5)) throws(XError) {
+    guard managerOwner != 0 else { throw .noDaemon(display: x.displayName) }
     if case .shield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
     if case .unshield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
-    var ev = xcb_client_message_event_t()
-    ev.response_type = UInt8(XCB_CLIENT_MESSAGE)
-    ev.format = 32
-    ev.window = owner
-    ev.type = x.atom(ProtocolAtom.command)
-    ev.data = xcb_client_message_data_t(words: CommandCode.encode(command, senderPID: UInt32(getpid())))
-    var buf = [CChar](repeating: 0, count: 32)
-    withUnsafeBytes(of: &ev) { raw in for i in 0..<min(32, raw.count) { buf[i] = CChar(bitPattern: raw[i]) } }
-    let ck = xcb_send_event_checked(x.conn, 0, owner, 0, buf)
-    if let err = xcb_request_check(x.conn, ck) {
-      free(err)
-      throw .noDaemon(display: x.displayName)
+    if case .untag(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
+    let path = commandSocketPath
+    switch CommandClient.request(command, path: path, timeout: timeout) {
+    case .reply(.ok): return
+    case .reply(.refused(let why)): throw .failed("the daemon refused the command: \(why)")
+    case .noSocket(let why):
+      throw .failed(
+        "a daemon owns display '\(x.displayName)' but there is no command socket at \(path) (\(why)): it runs with another XDG_RUNTIME_DIR or user, or is an older version; commands reach it only through that socket"
+      )
+    case .timedOut:
+      throw .failed("the daemon did not answer within \(timeout) (stopped or stuck? see 'shieldctl status')")
+    case .failed(let why): throw .failed(why)
     }
   }
 

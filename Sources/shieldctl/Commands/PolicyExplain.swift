@@ -18,6 +18,10 @@ struct PolicyExplainCommand: Command {
     window's client (allowed, known, ordinary or unidentified). The facts come from
     --window-facts, or from a live window with --window. No daemon is needed.
 
+    A rule on class, instance or title gets a note: those are properties of the
+    window, and any X client can rewrite them, so another client can take a window
+    out of such a rule. exe, comm, pid and uid come from the X server and /proc.
+
     OPTIONS:
       --policy FILE          Use this policy file (repeatable; merged in order).
                              Default: the files 'shieldctl watch' loads by default;
@@ -110,7 +114,8 @@ struct PolicyExplainCommand: Command {
     print(policyLine)
     if let windowLine { print(windowLine) }
     print("facts: " + Self.describe(facts))
-    for line in policy.explainWindow(facts: facts, tag: tag).lines { print(Text.show(line, limit: 4000)) }
+    let explanation = policy.explainWindow(facts: facts, tag: tag)
+    for line in explanation.lines + explanation.rewritableNotes { print(Text.show(line, limit: 4000)) }
     print(Self.captureLine(policy, facts))
     return ExitCode.ok
   }

@@ -11,6 +11,8 @@ struct UntagCommand: Command {
     Deletes the _CAPTURE_SHIELD_SECURE property from each window. A window manager's
     frame is resolved to the application window inside it. Policy rules still apply:
     a window matching a 'secure' rule stays secure (see 'shieldctl policy explain').
+    While a daemon runs, it removes the tag on this command's behalf: it puts back a
+    tag that any other client than the window's own removes.
     Each window is reported as 'untagged 0x...'.
 
     ARGUMENTS:

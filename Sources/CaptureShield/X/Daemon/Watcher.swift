@@ -157,6 +157,23 @@ final class WatcherLoop {
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
   var lastForgedAudit: MonotonicTime?
+  /// Who deletes `_CAPTURE_SHIELD_SECURE` (RECORD of DeleteProperty, `TagWatch`); nil
+  /// without RECORD or under server enforcement (the module decides who may).
+  var tagWatch: TagWatch?
+  /// Tag deletions recorded but not yet matched with their PropertyNotify, by window.
+  var recentTagDeletes: [WindowID: (client: ClientID, at: MonotonicTime)] = [:]
+  /// Secure tags removed or zeroed whose remover is not known yet: the window stays
+  /// protected until `TagGuard` decides (the tag the change would give, and until when).
+  var pendingUntags: [WindowID: (tag: TagState, deadline: MonotonicTime)] = [:]
+  /// Windows `shieldctl untag` asked the daemon to untag (its own removal stands).
+  var expectedUntags: Set<WindowID> = []
+  /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
+  /// no command is accepted; protection goes on).
+  var commands: CommandServer?
+  /// ClientMessage commands (forged: commands come over the socket) ignored since the last
+  /// audit record, and when that was (`dropForgedCommand`).
+  var forgedCommandsSinceAudit = 0
+  var lastForgedCommandAudit: MonotonicTime?
   /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
   var windowWatch = ServerEnforcement.WindowWatch.all
   /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
@@ -204,6 +221,14 @@ final class WatcherLoop {
     managerWindow = x.generateID()
     effects.claimManager(window: managerWindow, selection: managerAtom, pidAtom: aNetWMPID, pid: UInt32(getpid()))
     guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
+    // Commands come over a socket whose peer the kernel names (ClientMessages can be forged).
+    do {
+      commands = try CommandServer(path: daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber))
+    } catch {
+      log.error(
+        "no command socket (\(error)): shieldctl pause, resume, shield, unshield, reload and the status ping cannot reach this daemon; protection goes on"
+      )
+    }
 
     shieldX = shieldConn
     driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
@@ -239,6 +264,15 @@ final class WatcherLoop {
       engine = Engine(policy: p)
     }
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
+    if module == nil {
+      do {
+        let watch = try TagWatch(display: options.display, property: aSecure)
+        detector?.excludedClients.formUnion(watch.ownBases.map(ClientID.init))
+        tagWatch = watch
+      } catch {
+        log.error("cannot tell who removes secure tags (\(error)): any client's removal of a tag lifts it")
+      }
+    }
   }
 
   /// What RECORD records. Under server enforcement: only connections and disconnections

@@ -61,12 +61,19 @@ extension WatcherLoop {
           fds[i].events = Int16(POLLIN)
         }
       }
+      // The command socket and its waiting connections come last (see `serveCommands`).
+      fds.removeSubrange(fixedDescriptors...)
+      fds += ([tagWatch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
+        pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
+      }
       _ = poll(&fds, nfds_t(fds.count), timeout)
       // The watchdog hears from this loop only: a stopped or stuck loop misses it.
       systemd?.watchdogIfDue(Clock.now())
       if fds[2].revents != 0 { handleSignals() }
+      serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
+      drainTagWatch()
       drainEvents()
       if detector?.hasError == true {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
@@ -82,6 +89,7 @@ extension WatcherLoop {
         pixmapRecordingCheckDue = false
         updatePixmapRecording()
       }
+      resolveExpiredUntags()
       drainClipboard()  // copied-text guard hook
       drainEvents(readSockets: false)  // events queued while we waited for replies above
       if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }
@@ -105,6 +113,8 @@ extension WatcherLoop {
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
+    wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
+    wake(at: pendingUntags.values.map(\.deadline).min())  // a removed tag nobody deleted is put back
     return Int32(ms)
   }
 
@@ -194,9 +204,10 @@ extension WatcherLoop {
         batch.append(ev)
         while let ev = xcb_poll_for_queued_event(x.conn) { batch.append(ev) }
       }
-      // Commands are ClientMessages that shieldctl sends with SendEvent; any other event
-      // that a client sent is a forgery: any client can SendEvent any event to the root's
-      // listeners, and a forged DestroyNotify of a secure window would make us forget it.
+      // Any event that a client sent is a forgery: any client can SendEvent any event to the
+      // root's listeners, and a forged DestroyNotify of a secure window would make us forget
+      // it. ClientMessages go on to be audited: a command one is `forged-command` (commands
+      // come over the command socket, `serveCommands`).
       batch.removeAll { ev in
         guard CXCB_event_sent(ev) != 0, Int32(CXCB_event_type(ev)) != XCB_CLIENT_MESSAGE else { return false }
         dropForged(ev, connection: "main")

@@ -10,6 +10,7 @@ import Foundation
 extension WatcherLoop {
   func shutdown() -> Int32 {
     systemd?.stopping()
+    commands?.shutdown()
     detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if engine.policy.failMode == .open {
@@ -101,6 +102,59 @@ extension WatcherLoop {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
   }
+  /// How many entries of `fds` are the fixed descriptors; the tag watch's (or -1) and the
+  /// command socket's follow.
+  var fixedDescriptors: Int { 5 }
+
+  /// Accepts and answers `shieldctl`'s commands (after `poll`, whose results for the
+  /// command socket are `fds[fixedDescriptors...]`). A command from a peer the channel
+  /// refuses (`CommandChannel.refusal`) is answered `refused` and audited.
+  func serveCommands() {
+    let first = fixedDescriptors + 1  // after the tag watch's
+    guard let commands, fds.count > first else { return }
+    let listenerReady = fds[first].revents != 0
+    let ready = Set(fds[(first + 1)...].filter { $0.revents != 0 }.map(\.fd))
+    guard listenerReady || !ready.isEmpty || commands.nextDeadline.map({ Clock.now() >= $0 }) == true else { return }
+    for outcome in commands.service(listenerReady: listenerReady, ready: ready, now: Clock.now()) {
+      switch outcome {
+      case .command(let cmd, let peer, let reply):
+        handleCommand(cmd, sender: "shieldctl (pid \(peer.pid), uid \(peer.uid))")
+        // Buffered requests (a shield, the pong) reach the server before the reply.
+        flushAll()
+        reply(.ok)
+      case .refused(let peer, let why):
+        log.write(
+          AuditRecord(
+            "command-refused",
+            [
+              ("pid", .int(peer.pid)), ("uid", .int(Int(peer.uid))), ("exe", .string(peer.exe ?? "-")),
+              ("reason", .string(why)), ("action", "refused"),
+            ]))
+      }
+    }
+  }
+
+  /// A `_CAPTURE_SHIELD_COMMAND` ClientMessage: commands come only over the command socket,
+  /// so this one was sent by another X client (any client can). Ignored and audited at most
+  /// once per 5 s with the count in between; X does not say who sent an event, so the
+  /// record has what the message claims (its command and pid), marked as claimed.
+  func dropForgedCommand(_ words: [UInt32]) {
+    forgedCommandsSinceAudit += 1
+    let now = Clock.now()
+    if let last = lastForgedCommandAudit, now < last + .seconds(5) { return }
+    lastForgedCommandAudit = now
+    let claimed = CommandCode(rawValue: words.first ?? 0).map { "\($0)" } ?? "unknown (\(words.first ?? 0))"
+    log.write(
+      AuditRecord(
+        "forged-command",
+        [
+          ("command", .string(claimed)), ("claimed-pid", .int(Int(words.count > 3 ? words[3] : 0))),
+          ("count", .int(forgedCommandsSinceAudit)),
+          ("action", "ignored (a ClientMessage from an X client; commands come only over the command socket)"),
+        ]))
+    forgedCommandsSinceAudit = 0
+  }
+
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
     // A ping changes nothing: answered at once, not audited (status may ask often).
     if case .ping(let nonce) = cmd {
@@ -120,6 +174,13 @@ extension WatcherLoop {
       apply(.pause(until: d.map { Clock.now() + $0 }, by: sender))
     case .resume: apply(.resume(by: sender))
     case .reload: reloadPolicy(by: sender)
+    case .untag(let w):
+      // The daemon removes the tag itself: its own removal stands (`TagGuard`). Expected
+      // only while the window has a tag: its PropertyNotify then takes the expectation.
+      if tracked[w]?.tag.asksSecure == true || pendingUntags[w] != nil { expectedUntags.insert(w) }
+      pendingUntags[w] = nil
+      effects.removeTag(w, atom: aSecure)
+      log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook
       if let clipboard {
         clipboard.clear(by: sender)

@@ -165,6 +165,8 @@ extension WatcherLoop {
 
   func windowGone(_ w: WindowID) {
     netNamed.remove(w)
+    pendingUntags[w] = nil
+    expectedUntags.remove(w)
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
     apply(.windowGone(w))
@@ -244,16 +246,19 @@ extension WatcherLoop {
         info.facts.title = nil
         netNamed.remove(e.window)
       }
+      if e.atom == aSecure, info.tag.asksSecure { pendingUntags[e.window] = nil }  // set again meanwhile
       guard info != before else { return }
+      // A secure tag removed or zeroed: lifted only by its own client (`TagGuard`).
+      if e.atom == aSecure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
+        return
+      }
       tracked[e.window] = info
       apply(.windowChanged(info))
       if e.atom == aSecure { refreshTitleIfSecure(e.window) }
     case XCB_CLIENT_MESSAGE:
       let e = raw.load(as: xcb_client_message_event_t.self)
-      guard e.window == managerWindow, e.type == aCommand, e.format == 32,
-        let (cmd, sender) = CommandCode.decode(e.data.words)
-      else { return }
-      handleCommand(cmd, sender: "shieldctl (pid \(sender))")
+      guard e.window == managerWindow, e.type == aCommand else { return }
+      dropForgedCommand(e.data.words)
     case XCB_SELECTION_CLEAR:
       let e = raw.load(as: xcb_selection_clear_event_t.self)
       if e.selection == managerAtom { managerSelectionTaken() }

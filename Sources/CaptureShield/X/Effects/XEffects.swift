@@ -81,6 +81,14 @@ extension XEffects {
 
   func policyUntag(_ w: WindowID, atom: UInt32) { x.deleteProperty(w, atom) }
 
+  /// Puts `_CAPTURE_SHIELD_SECURE` = 1 back on a window whose tag another client removed
+  /// (`TagGuard`).
+  func restoreTag(_ w: WindowID, atom: UInt32) { x.changeProperty(w, atom, cardinals: [1]) }
+
+  /// Removes `_CAPTURE_SHIELD_SECURE` for `shieldctl untag` (a command): the daemon's own
+  /// removal, which `TagGuard` lets stand.
+  func removeTag(_ w: WindowID, atom: UInt32) { x.deleteProperty(w, atom) }
+
   /// Grant or revoke a client (any XID of it) in the module.
   func grant(_ client: ClientID, granted: Bool, module: ServerModule) {
     x.moduleRequest(

@@ -1,0 +1,96 @@
+/// The command channel between `shieldctl` and the daemon: a Unix socket whose peer the
+/// kernel names (SO_PEERCRED), instead of ClientMessages that any X client can forge.
+/// The pure parts: where the socket lives and who may send commands.
+public enum CommandChannel {
+  /// The directory of the daemon's command sockets: `$XDG_RUNTIME_DIR/captureshield`, or
+  /// `/tmp/captureshield-UID` when `XDG_RUNTIME_DIR` is unset or not absolute. The daemon
+  /// creates it with mode 0700 and refuses one that is not its own (docs/security.md).
+  public static func directory(environment: [String: String], uid: UInt32) -> String {
+    if let run = environment["XDG_RUNTIME_DIR"], run.hasPrefix("/") {
+      return (run.hasSuffix("/") ? String(run.dropLast()) : run) + "/captureshield"
+    }
+    return "/tmp/captureshield-\(uid)"
+  }
+
+  /// The socket's file name for one display and screen: `display-HOST:N.S` (HOST empty for
+  /// a local display), so that `:1`, `:1.0` and `unix:1` name the same socket. Characters
+  /// other than letters, digits, `.`, `:`, `-` and `_` in the host become `_`.
+  public static func socketName(display: String, screen: Int) -> String {
+    var name = display
+    if let slash = name.lastIndex(of: "/") { name = String(name[name.index(after: slash)...]) }  // launchd style
+    var host = ""
+    var number = name
+    if let colon = name.lastIndex(of: ":") {
+      host = String(name[..<colon])
+      number = String(name[name.index(after: colon)...])
+    }
+    if host == "unix" || host == "localhost/unix" { host = "" }
+    if let dot = number.firstIndex(of: ".") { number = String(number[..<dot]) }
+    let safe = String(
+      host.map { c -> Character in
+        c.isASCII && (c.isLetter || c.isNumber || c == "." || c == "-" || c == "_") ? c : "_"
+      })
+    let n = number.allSatisfy(\.isNumber) && !number.isEmpty ? number : "_"
+    return "display-\(safe):\(n).\(screen)"
+  }
+
+  /// Who sent a command, as the kernel reports it (SO_PEERCRED) and /proc/PID/exe says.
+  public struct Peer: Sendable, Hashable {
+    public var pid: Int
+    public var uid: UInt32
+    /// The peer's executable (/proc/PID/exe), nil when unreadable.
+    public var exe: String?
+    public init(pid: Int, uid: UInt32, exe: String?) {
+      self.pid = pid
+      self.uid = uid
+      self.exe = exe
+    }
+  }
+
+  /// Whether the daemon (running as `daemonUID`, from the executable `daemonExe`) accepts a
+  /// command from `peer`: nil when it does, else why not. Accepted: a process of the same
+  /// user that runs the daemon's own program, the same path (after an upgrade replaced the
+  /// file, the new one at that path) or the same file (`sameFile`, by device and inode). A
+  /// `shieldctl` elsewhere (another build, a copy) is refused: it would be any program that
+  /// names itself so.
+  public static func refusal(peer: Peer, daemonUID: UInt32, daemonExe: String?, sameFile: Bool) -> String? {
+    guard peer.uid == daemonUID else {
+      return "sender uid \(peer.uid) is not the daemon's (\(daemonUID))"
+    }
+    guard let exe = peer.exe.map(withoutDeletedSuffix) else {
+      return "the sender's program (/proc/\(peer.pid)/exe) cannot be read"
+    }
+    if sameFile { return nil }
+    if let own = daemonExe.map(withoutDeletedSuffix), own == exe { return nil }
+    return "the sender runs \(exe), not the daemon's program \(daemonExe.map(withoutDeletedSuffix) ?? "?")"
+  }
+
+  /// `/usr/bin/shieldctl (deleted)` → `/usr/bin/shieldctl` (readlink of a replaced file).
+  public static func withoutDeletedSuffix(_ path: String) -> String {
+    path.hasSuffix(" (deleted)") ? String(path.dropLast(" (deleted)".count)) : path
+  }
+
+  /// The daemon's answer to a command, one datagram: `ok` or `refused: WHY`.
+  public enum Reply: Sendable, Hashable {
+    case ok
+    case refused(String)
+
+    public var wire: [UInt8] {
+      switch self {
+      case .ok: return Array("ok".utf8)
+      case .refused(let why): return Array(("refused: " + why).utf8)
+      }
+    }
+
+    public init(wire: [UInt8]) {
+      let s = String(decoding: wire, as: UTF8.self)
+      if s == "ok" {
+        self = .ok
+      } else if s.hasPrefix("refused: ") {
+        self = .refused(String(s.dropFirst("refused: ".count)))
+      } else {
+        self = .refused("unreadable reply \(s.debugDescription)")
+      }
+    }
+  }
+}
