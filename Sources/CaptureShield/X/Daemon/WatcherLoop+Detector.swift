@@ -38,6 +38,8 @@ extension WatcherLoop {
         lastRecords = now
       }
     }
+    // Reads of own windows matter while a secure window exists.
+    d.watchesOwnWindows = engine.windows.values.contains { $0.reason.isSecure }
     repeat {
       // A window not tracked yet might be secure: a manual redirection of it counts, and of
       // a shield. (No capture list: capturing `engine` would copy the whole engine on every
@@ -88,24 +90,117 @@ extension WatcherLoop {
           identities[c.base] = nil
           apply(.clientGone(c))
         case .request(let c, let req):
-          if identities[c.base] == nil, engine.clients[c] == nil {
-            // Connected before we started, or its ClientStarted was missed: identify now.
-            let id = identify(base: c.base)
-            knowWindows()
-            apply(.clientConnected(c, id))
+          if d.catalog.secureTargetsOnlyKinds.contains(req.kind), isWindowManager(c) {
+            continue  // the window manager reparenting the windows it manages
           }
-          knowWindows()
-          apply(.captureRequest(c, req))
-          if req.bypassesShield, let w = req.target,
-            case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
-          {
-            // A redirected shield paints nothing: replaced by a new one (not redirected).
-            // (`redirected` does nothing unless `w` is one of our shields.)
-            apply(.shieldLost(t, how: how))
+          report(c, req, knowWindows: knowWindows)
+        }
+      }
+      // Reads of own drawables (only while a secure window exists): capture when the window
+      // read overlaps a secure window.
+      for (c, read) in d.lastOwnReads {
+        knowWindows()
+        if let req = ownWindowCapture(read, detector: d) { report(c, req, knowWindows: knowWindows) }
+      }
+    } while d.moreAvailable
+  }
+
+  /// Hands a capture request to the engine (identifying its client first when needed).
+  private func report(_ c: ClientID, _ req: CaptureRequest, knowWindows: () -> Void) {
+    if identities[c.base] == nil, engine.clients[c] == nil {
+      // Connected before we started, or its ClientStarted was missed: identify now.
+      let id = identify(base: c.base)
+      knowWindows()
+      apply(.clientConnected(c, id))
+    }
+    knowWindows()
+    apply(.captureRequest(c, req))
+    if req.bypassesShield, let w = req.target,
+      case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
+    {
+      // A redirected shield paints nothing: replaced by a new one (not redirected).
+      // (`redirected` does nothing unless `w` is one of our shields.)
+      apply(.shieldLost(t, how: how))
+    }
+  }
+
+  /// Whether `c` is the window manager: the owner of `WM_S<screen>` (ICCCM). A window
+  /// manager that does not own it is not recognised: its reparenting of a secure window
+  /// then starts a capture session (shields up for the linger), the safe mistake.
+  private func isWindowManager(_ c: ClientID) -> Bool {
+    let owner = x.selectionOwner(x.atom("WM_S\(x.screenNumber)"))
+    return owner != 0 && x.clientBase(of: owner) == c.base
+  }
+
+  /// The capture request a read of the client's own drawable amounts to, or nil: asks the
+  /// server only for the facts `OwnDrawableRead.verdict` names (a drawable's kind and area,
+  /// the secure windows' areas). Copies use the kinds learnt before; reads ask afresh.
+  private func ownWindowCapture(_ read: OwnDrawableRead, detector d: CaptureDetector) -> CaptureRequest? {
+    var facts: [UInt32: DrawableFact] = [:]
+    if read.destination != nil {
+      for id in [read.source, read.destination!] { facts[id] = d.drawableKinds[id] }
+    }
+    var secure: [ScreenRect]?
+    let secureAreas = { () -> [ScreenRect] in
+      if let secure { return secure }
+      let ids = self.engine.windows.values.filter { $0.reason.isSecure && $0.info.mapped }.map(\.info.id)
+      let areas = self.drawableFacts(ids).values.compactMap { f -> ScreenRect? in
+        if case .window(let area?) = f { return area }
+        return nil
+      }
+      secure = areas
+      return areas
+    }
+    for _ in 0..<2 {
+      switch read.verdict(facts: facts, secureAreas: secureAreas) {
+      case .capture: return CaptureRequest(kind: read.kind, target: read.source)
+      case .notCapture: return nil
+      case .lookUp(let ids):
+        for (id, fact) in drawableFacts(ids) {
+          facts[id] = fact
+          switch fact {
+          case .pixmap: d.drawableKinds[id] = .pixmap
+          case .window: d.drawableKinds[id] = .window(nil)
+          case .gone: d.drawableKinds[id] = nil
           }
         }
       }
-    } while d.moreAvailable
+    }
+    return nil  // not reached: every fact looked up is final
+  }
+
+  /// Kind and area of each drawable (pipelined GetGeometry and TranslateCoordinates, one
+  /// round trip): a window's area in root coordinates, border included; `.pixmap` when
+  /// TranslateCoordinates fails (not a window), `.gone` when GetGeometry fails too.
+  private func drawableFacts(_ ids: [UInt32]) -> [UInt32: DrawableFact] {
+    let cookies = ids.map { (xcb_get_geometry(x.conn, $0), xcb_translate_coordinates(x.conn, $0, x.root, 0, 0)) }
+    var out: [UInt32: DrawableFact] = [:]
+    for (id, (g, t)) in zip(ids, cookies) {
+      var error: UnsafeMutablePointer<xcb_generic_error_t>?
+      let geometry = xcb_get_geometry_reply(x.conn, g, &error)
+      free(error)
+      error = nil
+      let translated = xcb_translate_coordinates_reply(x.conn, t, &error)
+      free(error)
+      defer {
+        free(geometry)
+        free(translated)
+      }
+      guard let geometry else {
+        out[id] = .gone
+        continue
+      }
+      guard let translated else {
+        out[id] = .pixmap
+        continue
+      }
+      let border = Int(geometry.pointee.border_width)
+      out[id] = .window(
+        ScreenRect(
+          x: Int(translated.pointee.dst_x) - border, y: Int(translated.pointee.dst_y) - border,
+          width: Int(geometry.pointee.width) + 2 * border, height: Int(geometry.pointee.height) + 2 * border))
+    }
+    return out
   }
 
   /// A client as an audit record names it in prose: its id, and its pid and program when
