@@ -101,7 +101,8 @@ extension ClassifyCase {
       name: "GetImage on an own pixmap", bytes: RequestBytes(73, 2, words: 5).with { $0.put32(4, F.ownPixmap) },
       expected: nil),
     ClassifyCase(
-      name: "ReparentWindow of a secure window", bytes: RequestBytes(7, 0, words: 4).with {
+      name: "ReparentWindow of a secure window",
+      bytes: RequestBytes(7, 0, words: 4).with {
         $0.put32(4, F.secure)
         $0.put32(8, F.own)
       }, expected: F.req("ReparentWindow", F.secure)),

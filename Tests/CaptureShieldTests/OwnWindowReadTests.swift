@@ -91,7 +91,8 @@ extension VerdictCase {
       name: "a window touching its edge shares no pixel", read: get,
       facts: [window: .window(ScreenRect(x: 300, y: 100, width: 10, height: 10))], expected: .notCapture),
     VerdictCase(name: "a read of a pixmap", read: get, facts: [window: .pixmap], expected: .notCapture),
-    VerdictCase(name: "a read of a drawable already gone (fail safe)", read: get, facts: [window: .gone], expected: .capture),
+    VerdictCase(
+      name: "a read of a drawable already gone (fail safe)", read: get, facts: [window: .gone], expected: .capture),
     VerdictCase(
       name: "a copy of unknown drawables: look both up", read: copy, facts: [:], expected: .lookUp([window, pixmap])),
     VerdictCase(
@@ -163,8 +164,9 @@ struct OwnWindowReadTests {
   @Test("own-window kinds are listed by their entries")
   func kinds() {
     let c = CaptureCatalog.standard
-    for kind in ["GetImage(own window)", "MIT-SHM ShmGetImage(own window)", "CopyArea(own window)", "CopyPlane(own window)"]
-    {
+    for kind in [
+      "GetImage(own window)", "MIT-SHM ShmGetImage(own window)", "CopyArea(own window)", "CopyPlane(own window)",
+    ] {
       #expect(c.entry(forKind: kind)?.readsOwnWindows == true, "\(kind)")
       #expect(c.startsSession(CaptureRequest(kind: kind, target: 1)), "\(kind)")
     }

@@ -156,4 +156,35 @@ struct OwnWindowCaptureTests {
     window.close()
     await server.stop()
   }
+
+  @Test(
+    "ReparentWindow of a secure window by itself starts a session, audited with the attacker; the window manager's does not"
+  )
+  func reparentAlone() async throws {
+    let (server, window, daemon) = try await Self.setUp()
+    // A window manager (the owner of WM_S0) puts the secure window into a frame of its own.
+    let wm = try server.connect()
+    let frame = try Self.overlay(wm, PixelRect(x: 90, y: 80, width: 220, height: 180), backgroundNone: false)
+    let selection = try wm.internAtom("WM_S0")
+    try wm.check(xcb_set_selection_owner_checked(wm.raw, frame, selection, 0), "SetSelectionOwner")
+    try wm.check(xcb_map_window_checked(wm.raw, frame), "MapWindow")
+    try wm.check(xcb_reparent_window_checked(wm.raw, window.id, frame, 10, 20), "ReparentWindow")
+    // Then another client takes it into a window of its own; it reads nothing.
+    let attacker = try server.connect()
+    let parent = try Self.overlay(attacker, PixelRect(x: 400, y: 300, width: 240, height: 190), backgroundNone: false)
+    try attacker.check(xcb_map_window_checked(attacker.raw, parent), "MapWindow")
+    try attacker.check(xcb_reparent_window_checked(attacker.raw, window.id, parent, 20, 20), "ReparentWindow")
+    try await daemon.waitShielded(window.id)
+    // RECORD reports requests in the order the server ran them: the window manager's
+    // reparenting was handled before the attacker's, which started the session.
+    let attackerID = Self.clientID(attacker)
+    let captures = daemon.auditEvents("capture-request")
+    #expect(captures.count == 1 && captures.first?["client"] as? String == attackerID, "\(captures)")
+    try Self.expectAudited(daemon, attacker: attackerID, requests: ["ReparentWindow"])
+    attacker.disconnect()
+    wm.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
 }
