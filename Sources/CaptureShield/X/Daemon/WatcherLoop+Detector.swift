@@ -97,10 +97,12 @@ extension WatcherLoop {
         }
       }
       // Reads of own drawables (only while a secure window exists): capture when the window
-      // read overlaps a secure window.
+      // read overlaps a secure window. Window events stay batched unless a window's area is
+      // compared: most of these are copies that toolkits make all the time.
       for (c, read) in d.lastOwnReads {
-        knowWindows()
-        if let req = ownWindowCapture(read, detector: d) { report(c, req, knowWindows: knowWindows) }
+        if let req = ownWindowCapture(read, detector: d, knowWindows: knowWindows) {
+          report(c, req, knowWindows: knowWindows)
+        }
       }
     } while d.moreAvailable
   }
@@ -135,7 +137,9 @@ extension WatcherLoop {
   /// The capture request a read of the client's own drawable amounts to, or nil: asks the
   /// server only for the facts `OwnDrawableRead.verdict` names (a drawable's kind and area,
   /// the secure windows' areas). Copies use the kinds learnt before; reads ask afresh.
-  private func ownWindowCapture(_ read: OwnDrawableRead, detector d: CaptureDetector) -> CaptureRequest? {
+  private func ownWindowCapture(
+    _ read: OwnDrawableRead, detector d: CaptureDetector, knowWindows: () -> Void
+  ) -> CaptureRequest? {
     var facts: [UInt32: DrawableFact] = [:]
     if read.destination != nil {
       for id in [read.source, read.destination!] { facts[id] = d.drawableKinds[id] }
@@ -143,6 +147,7 @@ extension WatcherLoop {
     var secure: [ScreenRect]?
     let secureAreas = { () -> [ScreenRect] in
       if let secure { return secure }
+      knowWindows()  // a secure window whose tracking was deferred counts too
       let ids = self.engine.windows.values.filter { $0.reason.isSecure && $0.info.mapped }.map(\.info.id)
       let areas = self.drawableFacts(ids).values.compactMap { f -> ScreenRect? in
         if case .window(let area?) = f { return area }
