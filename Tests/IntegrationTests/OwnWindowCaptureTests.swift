@@ -118,8 +118,13 @@ struct OwnWindowCaptureTests {
         attacker.raw, attacker.rootDepth, pixmap, attacker.root, UInt16(Self.rect.width), UInt16(Self.rect.height)),
       "CreatePixmap")
     let gc = attacker.generateID()
-    try attacker.check(xcb_create_gc_checked(attacker.raw, gc, pixmap, 0, nil), "CreateGC")
+    let black: [UInt32] = [attacker.blackPixel]
+    try attacker.check(
+      xcb_create_gc_checked(attacker.raw, gc, pixmap, XCB_GC_FOREGROUND.rawValue, black), "CreateGC")
+    var all = xcb_rectangle_t(x: 0, y: 0, width: UInt16(Self.rect.width), height: UInt16(Self.rect.height))
     let leaked = try await Self.attack(daemon, window, "CopyArea of an own overlay") {
+      // Each frame starts from a black pixmap: what it holds afterwards is this frame's copy.
+      try attacker.check(xcb_poly_fill_rectangle_checked(attacker.raw, pixmap, gc, 1, &all), "PolyFillRectangle")
       try attacker.check(xcb_map_window_checked(attacker.raw, overlay), "MapWindow")
       try attacker.check(
         xcb_copy_area_checked(
@@ -183,6 +188,44 @@ struct OwnWindowCaptureTests {
     try Self.expectAudited(daemon, attacker: attackerID, requests: ["ReparentWindow"])
     attacker.disconnect()
     wm.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
+  @Test("no false alarm: the secure window's owner reading it, and a client reading its own window beside it")
+  func ordinaryOwnReads() async throws {
+    let (server, window, daemon) = try await Self.setUp()
+    // The app reads its own secure window (a toolkit's drag icon, say).
+    let image = try window.connection.getImage(of: window.id)
+    #expect(image.count(of: .red) == Self.rect.width * Self.rect.height)
+    // Another client reads and copies its own window, beside the secure window.
+    let app = try server.connect()
+    let beside = try Self.overlay(app, PixelRect(x: 400, y: 100, width: 100, height: 100), backgroundNone: false)
+    try app.check(xcb_map_window_checked(app.raw, beside), "MapWindow")
+    let pixmap = app.generateID()
+    try app.check(xcb_create_pixmap_checked(app.raw, app.rootDepth, pixmap, app.root, 100, 100), "CreatePixmap")
+    let gc = app.generateID()
+    try app.check(xcb_create_gc_checked(app.raw, gc, pixmap, 0, nil), "CreateGC")
+    for _ in 0..<3 {
+      _ = try app.getImage(of: beside)
+      try app.check(xcb_copy_area_checked(app.raw, beside, pixmap, gc, 0, 0, 0, 0, 100, 100), "CopyArea")
+      try app.check(xcb_copy_area_checked(app.raw, pixmap, beside, gc, 0, 0, 0, 0, 100, 100), "CopyArea")
+      try app.check(xcb_copy_area_checked(app.raw, beside, beside, gc, 0, 0, 0, 10, 100, 90), "CopyArea")
+    }
+    // The positive marker: then an attacker reads through its own window. RECORD reports
+    // requests in the order the server ran them, so by the time its session is up the
+    // reads above were decided.
+    let attacker = try server.connect()
+    let overlay = try Self.overlay(attacker, Self.rect)
+    try attacker.check(xcb_map_window_checked(attacker.raw, overlay), "MapWindow")
+    _ = try attacker.getImage(of: overlay)
+    try await daemon.waitShielded(window.id)
+    let attackerID = Self.clientID(attacker)
+    let captures = daemon.auditEvents("capture-request")
+    #expect(captures.count == 1 && captures.first?["client"] as? String == attackerID, "\(captures)")
+    attacker.disconnect()
+    app.disconnect()
     await daemon.stop()
     window.close()
     await server.stop()

@@ -100,7 +100,7 @@ extension WatcherLoop {
       // read overlaps a secure window. Window events stay batched unless a window's area is
       // compared: most of these are copies that toolkits make all the time.
       for (c, read) in d.lastOwnReads {
-        if let req = ownWindowCapture(read, detector: d, knowWindows: knowWindows) {
+        if let req = ownWindowCapture(read, by: c, detector: d, knowWindows: knowWindows) {
           report(c, req, knowWindows: knowWindows)
         }
       }
@@ -138,7 +138,7 @@ extension WatcherLoop {
   /// server only for the facts `OwnDrawableRead.verdict` names (a drawable's kind and area,
   /// the secure windows' areas). Copies use the kinds learnt before; reads ask afresh.
   private func ownWindowCapture(
-    _ read: OwnDrawableRead, detector d: CaptureDetector, knowWindows: () -> Void
+    _ read: OwnDrawableRead, by c: ClientID, detector d: CaptureDetector, knowWindows: () -> Void
   ) -> CaptureRequest? {
     var facts: [UInt32: DrawableFact] = [:]
     if read.destination != nil {
@@ -148,7 +148,10 @@ extension WatcherLoop {
     let secureAreas = { () -> [ScreenRect] in
       if let secure { return secure }
       knowWindows()  // a secure window whose tracking was deferred counts too
-      let ids = self.engine.windows.values.filter { $0.reason.isSecure && $0.info.mapped }.map(\.info.id)
+      // Other clients' secure windows: an app reading its own secure window reads its own
+      // pixels (where another client's secure window covers it, that one counts).
+      let ids = self.engine.windows.values.filter { $0.reason.isSecure && $0.info.mapped && $0.info.client != c }
+        .map(\.info.id)
       let areas = self.drawableFacts(ids).values.compactMap { f -> ScreenRect? in
         if case .window(let area?) = f { return area }
         return nil
