@@ -173,4 +173,49 @@ struct OwnWindowReadTests {
     #expect(c.resolved(extensions: [:]).secureTargetsOnlyKinds == ["ReparentWindow"])
     #expect(c.sessionStartersOnly.windowReaders.entry(forKind: "ReparentWindow") != nil, "the daemon records it")
   }
+
+  @Test("a window read counts where the client's windows have been since mapped, not only where it is")
+  func earlierAreas() {
+    let read = VerdictCase.get
+    let facts: [UInt32: DrawableFact] = [VerdictCase.window: .window(VerdictCase.beside)]
+    let secure = { [VerdictCase.secure] }
+    #expect(read.verdict(facts: facts, secureAreas: secure) == .notCapture)
+    #expect(read.verdict(facts: facts, secureAreas: secure, earlierAreas: { [VerdictCase.over] }) == .capture)
+    #expect(read.verdict(facts: facts, secureAreas: secure, earlierAreas: { [VerdictCase.beside] }) == .notCapture)
+    var asked = false
+    _ = read.verdict(
+      facts: facts, secureAreas: { [] },
+      earlierAreas: {
+        asked = true
+        return []
+      })
+    #expect(!asked, "no secure window: the history is not consulted")
+  }
+
+  @Test("the history of top-levels: places since the last map, per client")
+  func history() {
+    let mask: UInt32 = 0x1f_ffff
+    let a: UInt32 = 0x0040_0001
+    let b: UInt32 = 0x0060_0001
+    var h = TopLevelHistory()
+    h.placed(a, VerdictCase.over)
+    #expect(h.places(ofClient: 0x0040_0000, resourceMask: mask).isEmpty, "not mapped yet")
+    h.mapped(a)
+    h.placed(a, VerdictCase.beside)
+    #expect(h.places(ofClient: 0x0040_0000, resourceMask: mask) == [VerdictCase.over, VerdictCase.beside])
+    #expect(h.places(ofClient: 0x0060_0000, resourceMask: mask).isEmpty)
+    h.mapped(a)  // mapped again, where it is now
+    #expect(h.places(ofClient: 0x0040_0000, resourceMask: mask) == [VerdictCase.beside])
+    h.placed(b, VerdictCase.secure)
+    h.mapped(b)
+    #expect(h.places(ofClient: 0x0060_0000, resourceMask: mask) == [VerdictCase.secure])
+    h.destroyed(b)
+    #expect(h.places(ofClient: 0x0060_0000, resourceMask: mask).isEmpty)
+    #expect(h.count == 1)
+    // A long drag: the places stay bounded, the last one grows to cover the rest.
+    for i in 0..<100 { h.placed(a, ScreenRect(x: i * 10, y: 0, width: 10, height: 10)) }
+    let places = h.places(ofClient: 0x0040_0000, resourceMask: mask)
+    #expect(places.count == TopLevelHistory.limit)
+    #expect(places.last == ScreenRect(x: (TopLevelHistory.limit - 2) * 10, y: 0, width: (100 - 14) * 10, height: 10))
+  }
 }

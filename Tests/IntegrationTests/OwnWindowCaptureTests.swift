@@ -107,6 +107,35 @@ struct OwnWindowCaptureTests {
     await server.stop()
   }
 
+  @Test(
+    "the same, moved away from the secure window before GetImage (the contents move along): at most the first frame leaks"
+  )
+  func getImageOfMovedOverlay() async throws {
+    let (server, window, daemon) = try await Self.setUp()
+    let attacker = try server.connect()
+    let overlay = try Self.overlay(attacker, Self.rect)
+    let xy = UInt16(XCB_CONFIG_WINDOW_X.rawValue | XCB_CONFIG_WINDOW_Y.rawValue)
+    let away: [UInt32] = [500, 400]
+    let back: [UInt32] = [UInt32(Self.rect.x), UInt32(Self.rect.y)]
+    let leaked = try await Self.attack(daemon, window, "GetImage of an own overlay moved away") {
+      // Over the secure window (unmapped), mapped there, moved away, read, unmapped: when the
+      // daemon asks where the window is, it is away (after the first frame it stays there
+      // until the daemon has reacted).
+      try attacker.check(xcb_configure_window_checked(attacker.raw, overlay, xy, back), "ConfigureWindow")
+      try attacker.check(xcb_map_window_checked(attacker.raw, overlay), "MapWindow")
+      try attacker.check(xcb_configure_window_checked(attacker.raw, overlay, xy, away), "ConfigureWindow")
+      let image = try attacker.getImage(of: overlay)
+      try attacker.check(xcb_unmap_window_checked(attacker.raw, overlay), "UnmapWindow")
+      return image
+    }
+    #expect(leaked.dropFirst().allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaked)")
+    try Self.expectAudited(daemon, attacker: Self.clientID(attacker), requests: ["GetImage(own window)"])
+    attacker.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
   @Test("the same, copied into an own pixmap (CopyArea) and read from there: at most the first frame leaks")
   func copyOfOwnOverlay() async throws {
     let (server, window, daemon) = try await Self.setUp()

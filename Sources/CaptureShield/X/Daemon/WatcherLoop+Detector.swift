@@ -159,8 +159,12 @@ extension WatcherLoop {
       secure = areas
       return areas
     }
+    let earlierAreas = { () -> [ScreenRect] in
+      knowWindows()  // the structure events that came before the read
+      return self.topLevelHistory.places(ofClient: c.base, resourceMask: self.x.resourceMask)
+    }
     for _ in 0..<2 {
-      switch read.verdict(facts: facts, secureAreas: secureAreas) {
+      switch read.verdict(facts: facts, secureAreas: secureAreas, earlierAreas: earlierAreas) {
       case .capture: return CaptureRequest(kind: read.kind, target: read.source)
       case .notCapture: return nil
       case .lookUp(let ids):
@@ -175,6 +179,31 @@ extension WatcherLoop {
       }
     }
     return nil  // not reached: every fact looked up is final
+  }
+
+  /// Follows where top-level windows go (the root's CreateNotify, ConfigureNotify,
+  /// MapNotify, DestroyNotify: `TopLevelHistory`), while capture detection runs. No request.
+  func noteTopLevel(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) {
+    guard detector != nil, CXCB_event_sent(ev) == 0 else { return }
+    let raw = UnsafeRawPointer(ev)
+    func area(_ x: Int16, _ y: Int16, _ w: UInt16, _ h: UInt16, _ border: UInt16) -> ScreenRect {
+      ScreenRect(x: Int(x), y: Int(y), width: Int(w) + 2 * Int(border), height: Int(h) + 2 * Int(border))
+    }
+    switch Int32(CXCB_event_type(ev)) {
+    case XCB_CREATE_NOTIFY:
+      let e = raw.load(as: xcb_create_notify_event_t.self)
+      if e.parent == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+    case XCB_CONFIGURE_NOTIFY:
+      let e = raw.load(as: xcb_configure_notify_event_t.self)
+      if e.event == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+    case XCB_MAP_NOTIFY:
+      let e = raw.load(as: xcb_map_notify_event_t.self)
+      if e.event == x.root { topLevelHistory.mapped(e.window) }
+    case XCB_DESTROY_NOTIFY:
+      let e = raw.load(as: xcb_destroy_notify_event_t.self)
+      if e.event == x.root { topLevelHistory.destroyed(e.window) }
+    default: break
+    }
   }
 
   /// Kind and area of each drawable (pipelined GetGeometry and TranslateCoordinates, one
