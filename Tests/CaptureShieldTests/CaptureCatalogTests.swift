@@ -101,6 +101,21 @@ extension ClassifyCase {
       name: "GetImage on an own pixmap", bytes: RequestBytes(73, 2, words: 5).with { $0.put32(4, F.ownPixmap) },
       expected: nil),
     ClassifyCase(
+      name: "ReparentWindow of a secure window",
+      bytes: RequestBytes(7, 0, words: 4).with {
+        $0.put32(4, F.secure)
+        $0.put32(8, F.own)
+      }, expected: F.req("ReparentWindow", F.secure)),
+    ClassifyCase(
+      name: "ReparentWindow of a foreign window that is not secure (a window manager's daily work)",
+      bytes: RequestBytes(7, 0, words: 4).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, F.own)
+      }, expected: nil),
+    ClassifyCase(
+      name: "ReparentWindow of an own window", bytes: RequestBytes(7, 0, words: 4).with { $0.put32(4, F.own) },
+      expected: nil),
+    ClassifyCase(
       name: "GetImage on None", bytes: RequestBytes(73, 2, words: 5).with { $0.put32(4, 0) }, expected: nil),
     ClassifyCase(
       name: "CopyArea from the root into an own pixmap",
@@ -573,7 +588,7 @@ struct CaptureCatalogTests {
   @Test("the recorded ranges are the narrowest that cover the catalog")
   func ranges() {
     let r = Fixture.resolved
-    #expect(r.coreRanges == [1...2, 36...36, 55...56, 62...63, 73...73, 93...93])
+    #expect(r.coreRanges == [1...2, 7...7, 36...36, 55...56, 62...63, 73...73, 93...93])
     let ext = Dictionary(grouping: r.extensionRanges, by: \.major).mapValues { $0.map(\.minors) }
     #expect(ext[130] == [1...1, 4...4, 6...7])  // MIT-SHM
     #expect(ext[142] == [1...2, 6...7])  // Composite
@@ -582,7 +597,7 @@ struct CaptureCatalogTests {
     #expect(ext[143] == [1...1])  // DAMAGE
     #expect(ext[150] == [5...5, 13...13, 22...22, 26...26, 31...31])  // GLX
     let lean = CaptureCatalog.standard.withoutFrequentRequests.resolved(extensions: Fixture.extensions)
-    #expect(lean.coreRanges == [1...2, 36...36, 55...55, 63...63, 73...73, 93...93])
+    #expect(lean.coreRanges == [1...2, 7...7, 36...36, 55...55, 63...63, 73...73, 93...93])
   }
 
   @Test("sessions: pixel reads and manual redirection start one, indicators do not")

@@ -9,14 +9,16 @@ extension CaptureCatalog {
     // MARK: Core protocol
     .init(
       .core(73), "GetImage", kind: "GetImage", role: .readsPixels, targets: [.field(offset: 4, name: "drawable")],
+      readsOwnWindows: true,
       reason: "returns the drawable's pixels in the reply (xwd, import, most toolkits' screenshot code)"),
     .init(
       .core(62), "CopyArea", kind: "CopyArea", role: .readsPixels, targets: [.field(offset: 4, name: "src-drawable")],
-      frequent: true,
+      frequent: true, readsOwnWindows: true, destination: .field(offset: 8, name: "dst-drawable"),
       reason:
         "copies pixels of the source drawable into one the client can read back (own pixmap, or a window of a helper)"),
     .init(
       .core(63), "CopyPlane", kind: "CopyPlane", role: .readsPixels, targets: [.field(offset: 4, name: "src-drawable")],
+      readsOwnWindows: true, destination: .field(offset: 8, name: "dst-drawable"),
       reason: "copies one bit plane of the source drawable: repeated 24 times it is a full copy"),
     .init(
       .core(55), "CreateGC", kind: "CreateGC", role: .readsPixels,
@@ -52,13 +54,19 @@ extension CaptureCatalog {
       targets: [.field(offset: 8, name: "source"), .field(offset: 12, name: "mask", label: "mask")],
       reason: "a cursor made from a foreign (depth-1) pixmap; XFIXES GetCursorImage reads it back"),
     .init(
+      .core(7), "ReparentWindow", kind: "ReparentWindow", role: .indicator, startsSession: true,
+      targets: [.field(offset: 4, name: "window")], secureTargetsOnly: true,
+      reason:
+        "puts a secure window inside a window of the client's: GetImage on that parent reads it (no shield is up under `shield.when: capturing`)"
+    ),
+    .init(
       .core(36), "GrabServer", kind: "GrabServer", role: .indicator,
       reason: "freezes every other client, the watcher included, while the tool captures (import, scrot)"),
 
     // MARK: MIT-SHM
     .init(
       .extension("MIT-SHM", minor: 4), "GetImage", kind: "MIT-SHM ShmGetImage", role: .readsPixels,
-      targets: [.field(offset: 4, name: "drawable")],
+      targets: [.field(offset: 4, name: "drawable")], readsOwnWindows: true,
       reason: "writes the drawable's pixels into shared memory (ffmpeg x11grab, scrot, OBS, WebRTC)"),
     .init(
       .extension("MIT-SHM", minor: 1), "Attach", kind: "MIT-SHM Attach", role: .indicator,

@@ -101,13 +101,28 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
   /// Ordinary applications send this request constantly (whatever its target), so recording
   /// it costs the server and the detector noticeably more than recording rare requests.
   public var frequentInNormalUse: Bool
+  /// Reading the client's *own* window counts too while it overlaps a secure window: a
+  /// window with background None (or one below the secure window) shows the screen's pixels,
+  /// so GetImage on it reads what it covers. `ResolvedCaptureCatalog.classifyOwnRead` hands
+  /// such requests to the caller, which decides with the windows' areas
+  /// (`OwnDrawableRead.verdict`). Reported as "kind(own window)".
+  public var readsOwnWindows: Bool
+  /// For copies: where the destination drawable is (CopyArea's dst-drawable). A copy from an
+  /// own window into another own window is not reported; into an own pixmap it is the first
+  /// half of a two-step read (the pixmap is then read back).
+  public var destination: TargetSource?
+  /// Counts only when the target is secure (or a shield), per the caller's `isSecure`:
+  /// ReparentWindow, which window managers send for every window they manage (the caller
+  /// also leaves out the window manager's own).
+  public var secureTargetsOnly: Bool
   /// Why it counts, one line.
   public var reason: String
 
   public init(
     _ opcode: Opcode, _ requestName: String, kind: String, role: CaptureRole, startsSession: Bool? = nil,
     targets: [TargetSource] = [], condition: ByteCondition? = nil, canBypassShield: Bool = false,
-    frequent: Bool = false, reason: String
+    frequent: Bool = false, readsOwnWindows: Bool = false, destination: TargetSource? = nil,
+    secureTargetsOnly: Bool = false, reason: String
   ) {
     self.opcode = opcode
     self.requestName = requestName
@@ -118,6 +133,9 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
     self.condition = condition
     self.canBypassShield = canBypassShield
     self.frequentInNormalUse = frequent
+    self.readsOwnWindows = readsOwnWindows
+    self.destination = destination
+    self.secureTargetsOnly = secureTargetsOnly
     self.reason = reason
   }
 
@@ -142,11 +160,15 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
     return nil
   }
 
+  /// The kind reported for a read of the client's own window ("GetImage(own window)").
+  public var ownWindowKind: String { "\(kind)(own window)" }
+
   /// Every kind string this entry can report.
   public var allKinds: [String] {
     var kinds: [String] = []
     if targets.isEmpty || targets.contains(where: { $0.label == nil }) { kinds.append(kind) }
     for t in targets { if let l = t.label { kinds.append("\(kind)(\(l))") } }
+    if readsOwnWindows { kinds.append(ownWindowKind) }
     return kinds
   }
 }
@@ -228,9 +250,12 @@ public struct CaptureCatalog: Sendable, Hashable {
       field = ""
       for (i, t) in e.targets.enumerated() { field += (i == 0 ? "" : "; ") + t.summary }
     }
+    if let d = e.destination { field += "; destination " + d.summary }
     let role = e.role == .readsPixels ? "reads pixels" : "indicator"
     var session = e.startsSession ? "yes" : "no"
     if e.canBypassShield { session += " (bypass when the target is secure)" }
+    if e.secureTargetsOnly { session += " (only when the target is secure, not by the window manager)" }
+    if e.readsOwnWindows { session += "; on an own window: when it overlaps a secure window" }
     var why = e.reason
     if e.frequentInNormalUse { why += " *(frequent in normal use)*" }
     var kinds = ""
@@ -262,10 +287,14 @@ public struct ResolvedCaptureCatalog: Sendable {
   public let extensions: [String: UInt8]
   /// (major << 8 | minor) -> entries; core requests use minor 0.
   let table: [UInt16: [CaptureCatalogEntry]]
+  /// The kinds of the entries that count only on secure targets (ReparentWindow): the
+  /// caller leaves out the window manager's.
+  public let secureTargetsOnlyKinds: Set<String>
 
   init(catalog: CaptureCatalog, extensions: [String: UInt8]) {
     self.catalog = catalog
     self.extensions = extensions
+    secureTargetsOnlyKinds = Set(catalog.entries.filter(\.secureTargetsOnly).flatMap(\.allKinds))
     var table: [UInt16: [CaptureCatalogEntry]] = [:]
     for e in catalog.entries {
       switch e.opcode {
@@ -352,6 +381,7 @@ public struct ResolvedCaptureCatalog: Sendable {
           xid = r.valueListItem(maskOffset: maskOffset, bit: bit).flatMap { $0 <= 1 ? nil : $0 }
         }
         guard let target = xid, target & ~resourceMask != clientBase else { continue }
+        if entry.secureTargetsOnly && !isSecure(target) { continue }
         let kind = source.label.map { "\(entry.kind)(\($0))" } ?? entry.kind
         return CaptureRequest(kind: kind, target: target, bypassesShield: entry.canBypassShield && isSecure(target))
       }

@@ -65,6 +65,19 @@ public final class CaptureDetector {
   /// the last `drain`.
   private(set) var lastLaunches: [String?] = []
   private var stashedLaunches: [String?] = []
+  /// Whether reads of a client's own drawables are handed out (`lastOwnReads`): the owner
+  /// turns it on while a secure window exists. Off, they are dropped as soon as they are
+  /// decoded, as before (no cost when nothing is at stake).
+  public var watchesOwnWindows = false
+  /// Reads of own drawables (GetImage, ShmGetImage, CopyArea, CopyPlane of the client's
+  /// own) in the records handed out by the last `drain`, while `watchesOwnWindows`.
+  public private(set) var lastOwnReads: [(client: ClientID, read: OwnDrawableRead)] = []
+  /// What the owner learnt about clients' own drawables (`.pixmap`, `.window(nil)`), so
+  /// that copies toolkits make all the time cost one lookup per drawable. Forgotten when
+  /// the client goes (its resource-id base is handed to the next client).
+  public var drawableKinds: [UInt32: DrawableFact] = [:] {
+    didSet { if drawableKinds.count > 65536 { drawableKinds = [:] } }
+  }
   /// Whether the running pump watches launches.
   var pumpWatchesLaunches: Bool { pump?.launchWatch != nil }
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
@@ -212,6 +225,7 @@ public final class CaptureDetector {
     stashedFired = []
     lastLaunches = stashedLaunches
     stashedLaunches = []
+    lastOwnReads = []
     if let pump {
       let (replies, fired, launches) = pump.take()
       ahead += replies
@@ -294,8 +308,10 @@ public final class CaptureDetector {
     let client = ClientID(rep.idBase)
     switch category {
     case .clientStarted:
+      forgetDrawables(of: rep.idBase)
       if !excludedClients.contains(client) { out.append((.clientStarted(client), rep.serverTime)) }
     case .clientDied:
+      forgetDrawables(of: rep.idBase)
       if !excludedClients.contains(client) { out.append((.clientDied(client), rep.serverTime)) }
     case .fromClient:
       guard !excludedClients.contains(client), rep.elementHeader == 0 else { return }
@@ -307,6 +323,11 @@ public final class CaptureDetector {
           request, clientBase: rep.idBase, resourceMask: resourceMask, bigEndian: big, isSecure: isSecure)
         {
           out.append((.request(client, c), rep.serverTime))
+        } else if watchesOwnWindows,
+          let own = catalog.classifyOwnRead(
+            request, clientBase: rep.idBase, resourceMask: resourceMask, bigEndian: big)
+        {
+          lastOwnReads.append((client, own))
         }
       }
       if consumed != data.count { malformedReplies += 1 }
@@ -315,6 +336,11 @@ public final class CaptureDetector {
     case .fromServer, .startOfData:
       break
     }
+  }
+
+  private func forgetDrawables(of base: UInt32) {
+    guard !drawableKinds.isEmpty else { return }
+    drawableKinds = drawableKinds.filter { $0.key & ~resourceMask != base }
   }
 
   /// Blocks until StartOfData (the first reply) arrives on the data connection. Replies

@@ -139,6 +139,9 @@ final class WatcherLoop {
   var pendingCreates: [WindowID] = []
   var pendingSet: Set<WindowID> = []
   var pendingSince: MonotonicTime?
+  /// Where top-level windows have been since they were mapped (own-window reads, see
+  /// `WatcherLoop.noteTopLevel`).
+  var topLevelHistory = TopLevelHistory()
   /// When the RECORD stream last brought anything, and how many records came in the current
   /// run of reads each within `tuning.batchInterval` of the one before (see `recordBatchingUntil`).
   var lastRecords = MonotonicTime(nanoseconds: 0)

@@ -38,6 +38,8 @@ extension WatcherLoop {
         lastRecords = now
       }
     }
+    // Reads of own windows matter while a secure window exists.
+    d.watchesOwnWindows = engine.windows.values.contains { $0.reason.isSecure }
     repeat {
       // A window not tracked yet might be secure: a manual redirection of it counts, and of
       // a shield. (No capture list: capturing `engine` would copy the whole engine on every
@@ -88,33 +90,162 @@ extension WatcherLoop {
           identities[c.base] = nil
           apply(.clientGone(c))
         case .request(let c, let req):
-          if identities[c.base] == nil, engine.clients[c] == nil {
-            // Connected before we started, or its ClientStarted was missed: identify now.
-            let id = identify(base: c.base)
-            knowWindows()
-            apply(.clientConnected(c, id))
+          if d.catalog.secureTargetsOnlyKinds.contains(req.kind), isWindowManager(c) {
+            continue  // the window manager reparenting the windows it manages
           }
-          knowWindows()
-          // A request that can only read a pixmap (a tile, a stipple, ...; recorded when the
-          // policy allows some client) is capture when the pixmap is an allowed client's: a
-          // compositor's pixmap named from a window. Anyone else's pixmap holds only what
-          // its owner read (itself a recorded capture) or drew.
-          if CaptureCatalog.standard.readsOnlyPixmaps(kind: req.kind), let t = req.target,
-            engine.clients[ClientID(t & ~x.resourceMask)]?.clientClass != .allowed
-          {
-            continue
+          // A request that can only read a pixmap (a tile, a stipple, ...; recorded while the
+          // policy allows some client or a trusted compositor runs) is capture when the
+          // pixmap is such a client's: a compositor's pixmap named from a window. Anyone
+          // else's pixmap holds only what its owner read (itself a recorded capture) or drew.
+          if CaptureCatalog.standard.readsOnlyPixmaps(kind: req.kind), let t = req.target {
+            let owner = ClientID(t & ~x.resourceMask)
+            guard engine.clients[owner]?.clientClass == .allowed || engine.isTrustedCompositor(owner) else { continue }
           }
-          apply(.captureRequest(c, req))
-          if req.bypassesShield, let w = req.target,
-            case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
-          {
-            // A redirected shield paints nothing: replaced by a new one (not redirected).
-            // (`redirected` does nothing unless `w` is one of our shields.)
-            apply(.shieldLost(t, how: how))
-          }
+          report(c, req, knowWindows: knowWindows)
+        }
+      }
+      // Reads of own drawables (only while a secure window exists): capture when the window
+      // read overlaps a secure window. Window events stay batched unless a window's area is
+      // compared: most of these are copies that toolkits make all the time.
+      for (c, read) in d.lastOwnReads {
+        if let req = ownWindowCapture(read, by: c, detector: d, knowWindows: knowWindows) {
+          report(c, req, knowWindows: knowWindows)
         }
       }
     } while d.moreAvailable
+  }
+
+  /// Hands a capture request to the engine (identifying its client first when needed).
+  private func report(_ c: ClientID, _ req: CaptureRequest, knowWindows: () -> Void) {
+    if identities[c.base] == nil, engine.clients[c] == nil {
+      // Connected before we started, or its ClientStarted was missed: identify now.
+      let id = identify(base: c.base)
+      knowWindows()
+      apply(.clientConnected(c, id))
+    }
+    knowWindows()
+    apply(.captureRequest(c, req))
+    if req.bypassesShield, let w = req.target,
+      case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
+    {
+      // A redirected shield paints nothing: replaced by a new one (not redirected).
+      // (`redirected` does nothing unless `w` is one of our shields.)
+      apply(.shieldLost(t, how: how))
+    }
+  }
+
+  /// Whether `c` is the window manager: the owner of `WM_S<screen>` (ICCCM). A window
+  /// manager that does not own it is not recognised: its reparenting of a secure window
+  /// then starts a capture session (shields up for the linger), the safe mistake.
+  private func isWindowManager(_ c: ClientID) -> Bool {
+    let owner = x.selectionOwner(x.atom("WM_S\(x.screenNumber)"))
+    return owner != 0 && x.clientBase(of: owner) == c.base
+  }
+
+  /// The capture request a read of the client's own drawable amounts to, or nil: asks the
+  /// server only for the facts `OwnDrawableRead.verdict` names (a drawable's kind and area,
+  /// the secure windows' areas). Copies use the kinds learnt before; reads ask afresh.
+  private func ownWindowCapture(
+    _ read: OwnDrawableRead, by c: ClientID, detector d: CaptureDetector, knowWindows: () -> Void
+  ) -> CaptureRequest? {
+    var facts: [UInt32: DrawableFact] = [:]
+    if read.destination != nil {
+      for id in [read.source, read.destination!] { facts[id] = d.drawableKinds[id] }
+    }
+    var secure: [ScreenRect]?
+    let secureAreas = { () -> [ScreenRect] in
+      if let secure { return secure }
+      knowWindows()  // a secure window whose tracking was deferred counts too
+      // Other clients' secure windows: an app reading its own secure window reads its own
+      // pixels (where another client's secure window covers it, that one counts).
+      let ids = self.engine.windows.values.filter { $0.reason.isSecure && $0.info.mapped && $0.info.client != c }
+        .map(\.info.id)
+      let areas = self.drawableFacts(ids).values.compactMap { f -> ScreenRect? in
+        if case .window(let area?) = f { return area }
+        return nil
+      }
+      secure = areas
+      return areas
+    }
+    let earlierAreas = { () -> [ScreenRect] in
+      knowWindows()  // the structure events that came before the read
+      return self.topLevelHistory.places(ofClient: c.base, resourceMask: self.x.resourceMask)
+    }
+    for _ in 0..<2 {
+      switch read.verdict(facts: facts, secureAreas: secureAreas, earlierAreas: earlierAreas) {
+      case .capture: return CaptureRequest(kind: read.kind, target: read.source)
+      case .notCapture: return nil
+      case .lookUp(let ids):
+        for (id, fact) in drawableFacts(ids) {
+          facts[id] = fact
+          switch fact {
+          case .pixmap: d.drawableKinds[id] = .pixmap
+          case .window: d.drawableKinds[id] = .window(nil)
+          case .gone: d.drawableKinds[id] = nil
+          }
+        }
+      }
+    }
+    return nil  // not reached: every fact looked up is final
+  }
+
+  /// Follows where top-level windows go (the root's CreateNotify, ConfigureNotify,
+  /// MapNotify, DestroyNotify: `TopLevelHistory`), while capture detection runs. No request.
+  func noteTopLevel(_ ev: UnsafeMutablePointer<xcb_generic_event_t>) {
+    guard detector != nil, CXCB_event_sent(ev) == 0 else { return }
+    let raw = UnsafeRawPointer(ev)
+    func area(_ x: Int16, _ y: Int16, _ w: UInt16, _ h: UInt16, _ border: UInt16) -> ScreenRect {
+      ScreenRect(x: Int(x), y: Int(y), width: Int(w) + 2 * Int(border), height: Int(h) + 2 * Int(border))
+    }
+    switch Int32(CXCB_event_type(ev)) {
+    case XCB_CREATE_NOTIFY:
+      let e = raw.load(as: xcb_create_notify_event_t.self)
+      if e.parent == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+    case XCB_CONFIGURE_NOTIFY:
+      let e = raw.load(as: xcb_configure_notify_event_t.self)
+      if e.event == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+    case XCB_MAP_NOTIFY:
+      let e = raw.load(as: xcb_map_notify_event_t.self)
+      if e.event == x.root { topLevelHistory.mapped(e.window) }
+    case XCB_DESTROY_NOTIFY:
+      let e = raw.load(as: xcb_destroy_notify_event_t.self)
+      if e.event == x.root { topLevelHistory.destroyed(e.window) }
+    default: break
+    }
+  }
+
+  /// Kind and area of each drawable (pipelined GetGeometry and TranslateCoordinates, one
+  /// round trip): a window's area in root coordinates, border included; `.pixmap` when
+  /// TranslateCoordinates fails (not a window), `.gone` when GetGeometry fails too.
+  private func drawableFacts(_ ids: [UInt32]) -> [UInt32: DrawableFact] {
+    let cookies = ids.map { (xcb_get_geometry(x.conn, $0), xcb_translate_coordinates(x.conn, $0, x.root, 0, 0)) }
+    var out: [UInt32: DrawableFact] = [:]
+    for (id, (g, t)) in zip(ids, cookies) {
+      var error: UnsafeMutablePointer<xcb_generic_error_t>?
+      let geometry = xcb_get_geometry_reply(x.conn, g, &error)
+      free(error)
+      error = nil
+      let translated = xcb_translate_coordinates_reply(x.conn, t, &error)
+      free(error)
+      defer {
+        free(geometry)
+        free(translated)
+      }
+      guard let geometry else {
+        out[id] = .gone
+        continue
+      }
+      guard let translated else {
+        out[id] = .pixmap
+        continue
+      }
+      let border = Int(geometry.pointee.border_width)
+      out[id] = .window(
+        ScreenRect(
+          x: Int(translated.pointee.dst_x) - border, y: Int(translated.pointee.dst_y) - border,
+          width: Int(geometry.pointee.width) + 2 * border, height: Int(geometry.pointee.height) + 2 * border))
+    }
+    return out
   }
 
   /// A client as an audit record names it in prose: its id, and its pid and program when

@@ -218,7 +218,10 @@ extension WatcherLoop {
     // The daemon's own connections, as they are now: not the old set, which holds the old
     // detector's two connections (their ids go to the next clients that connect).
     new.excludedClients.formUnion(
-      [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard?.ownBases.map(ClientID.init) ?? []))
+      [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard?.ownBases.map(ClientID.init) ?? [])
+        + (tagWatch?.ownBases.map(ClientID.init) ?? []))
+    new.watchesOwnWindows = old.watchesOwnWindows
+    new.drawableKinds = old.drawableKinds
     drainDetector()
     old.stopPump()
     detector = new

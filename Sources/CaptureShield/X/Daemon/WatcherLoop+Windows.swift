@@ -185,6 +185,7 @@ extension WatcherLoop {
     _ ev: UnsafeMutablePointer<xcb_generic_event_t>, destroyedLater: (WindowID) -> Bool = { _ in false }
   ) {
     let raw = UnsafeRawPointer(ev)
+    noteTopLevel(ev)
     switch Int32(CXCB_event_type(ev)) {
     case 0:
       // An X error: never fatal; `XErrorPolicy` says whether it was an expected race.

@@ -1,0 +1,214 @@
+// Reads of a client's own window (issue 17, finding 1). A window with background None shows
+// whatever the screen holds beneath it, and GetImage on a window returns the screen's pixels
+// for its obscured parts too: a client that maps a window of its own over a secure window
+// (or below it) and reads that window reads the secure window. So does a copy from such a
+// window into an own pixmap, read back later. The catalog hands these requests out
+// (`classifyOwnRead`); `OwnDrawableRead.verdict` decides, from what the caller knows about
+// the drawables, whether one counts as capture. The caller (the daemon's shell) asks the
+// X server for the facts the verdict names, and only then.
+
+/// An area in root coordinates (pixels; a window's area includes its border).
+public struct ScreenRect: Sendable, Hashable, CustomStringConvertible {
+  public var x: Int
+  public var y: Int
+  public var width: Int
+  public var height: Int
+
+  public init(x: Int, y: Int, width: Int, height: Int) {
+    self.x = x
+    self.y = y
+    self.width = width
+    self.height = height
+  }
+
+  /// Whether the two areas share at least one pixel.
+  public func intersects(_ other: ScreenRect) -> Bool {
+    width > 0 && height > 0 && other.width > 0 && other.height > 0 && x < other.x + other.width
+      && other.x < x + width && y < other.y + other.height && other.y < y + height
+  }
+
+  public var description: String { "\(width)x\(height)+\(x)+\(y)" }
+}
+
+/// What the caller knows about a drawable.
+public enum DrawableFact: Sendable, Hashable {
+  /// A pixmap: it shows no screen pixels by itself.
+  case pixmap
+  /// A window; its area in root coordinates when just asked (nil: known to be a window,
+  /// area not asked).
+  case window(ScreenRect?)
+  /// Neither exists any more (the server says so): it might have been a window over a
+  /// secure one.
+  case gone
+}
+
+/// A request that reads the client's own drawable (GetImage, MIT-SHM ShmGetImage, CopyArea,
+/// CopyPlane), as the catalog decoded it.
+public struct OwnDrawableRead: Sendable, Hashable {
+  /// The kind reported if it counts: "GetImage(own window)".
+  public var kind: String
+  /// The drawable read.
+  public var source: UInt32
+  /// For copies, the drawable written (never equal to `source`: a copy within one window,
+  /// scrolling, is not handed out).
+  public var destination: UInt32?
+
+  public init(kind: String, source: UInt32, destination: UInt32? = nil) {
+    self.kind = kind
+    self.source = source
+    self.destination = destination
+  }
+
+  /// The decision.
+  public enum Verdict: Sendable, Hashable {
+    /// It read (or may have read) pixels of a secure window: report it as a capture request.
+    case capture
+    /// It did not.
+    case notCapture
+    /// Ask the server about these drawables (kind and area), then decide again with the
+    /// answers among the facts.
+    case lookUp([UInt32])
+  }
+
+  /// Whether this read counts as capture.
+  ///
+  /// - A copy from a pixmap, or into a window, does not (a window's pixels copied into
+  ///   another window are on screen, not in the client's hands); for those, a fact known
+  ///   earlier (`.pixmap`, `.window(nil)`) suffices, so copies that toolkits make all the
+  ///   time (back buffer to window) cost one lookup per drawable, not one per request.
+  /// - A read of a window, or a copy from a window into a pixmap, counts when the window's
+  ///   area intersects one of `secureAreas` (asked only then). The window's area must be
+  ///   fresh (`.window(area)`): windows move.
+  /// - A source that is gone counts (it may have been a window over a secure one), and so
+  ///   does a copy into a destination that is gone (a pixmap read back and freed before
+  ///   the caller asked).
+  ///
+  /// - Parameters:
+  ///   - facts: what the caller knows, by drawable.
+  ///   - secureAreas: the areas of the mapped secure windows (called at most once, only when
+  ///     a window's area must be compared).
+  ///   - earlierAreas: where the client's top-level windows have been since they were last
+  ///     mapped (`TopLevelHistory`): the server carries a window's contents along when it
+  ///     moves, so a window mapped over a secure window and moved away still shows it. A
+  ///     window read counts when one of these intersects a secure area too (asked only then).
+  public func verdict(
+    facts: [UInt32: DrawableFact], secureAreas: () -> [ScreenRect], earlierAreas: () -> [ScreenRect] = { [] }
+  ) -> Verdict {
+    let sourceFact = facts[source]
+    if sourceFact == .pixmap { return .notCapture }
+    if let destination {
+      let destinationFact = facts[destination]
+      if case .window = destinationFact { return .notCapture }
+      var missing: [UInt32] = []
+      if sourceFact == nil || sourceFact == .window(nil) { missing.append(source) }
+      if destinationFact == nil { missing.append(destination) }
+      if !missing.isEmpty { return .lookUp(missing) }
+    }
+    switch sourceFact {
+    case .gone: return .capture
+    case .window(let area?):
+      let secure = secureAreas()
+      if secure.contains(where: { $0.intersects(area) }) { return .capture }
+      if secure.isEmpty { return .notCapture }
+      let earlier = earlierAreas()
+      return earlier.contains { a in secure.contains { $0.intersects(a) } } ? .capture : .notCapture
+    case .pixmap: return .notCapture
+    case .window(nil), nil: return .lookUp([source])
+    }
+  }
+}
+
+extension ResolvedCaptureCatalog {
+  /// A request that reads the requesting client's own drawable with an entry that
+  /// `readsOwnWindows`; nil for every other request, for a copy within one drawable, and for
+  /// malformed bytes (never traps). Parameters as in `classify`.
+  public func classifyOwnRead(
+    _ request: UnsafeRawBufferPointer, clientBase: UInt32, resourceMask: UInt32, bigEndian: Bool = false
+  ) -> OwnDrawableRead? {
+    guard let r = RequestReader(request, bigEndian: bigEndian) else { return nil }
+    let key = r.major < 128 ? UInt16(r.major) << 8 : UInt16(r.major) << 8 | UInt16(r.minorOrData)
+    guard let candidates = table[key] else { return nil }
+    for entry in candidates where entry.readsOwnWindows {
+      guard case .field(let offset, _, _)? = entry.targets.first, let source = r.u32(offset), source != 0,
+        source & ~resourceMask == clientBase
+      else { continue }
+      var destination: UInt32?
+      if case .field(let offset, _, _)? = entry.destination {
+        guard let d = r.u32(offset), d != source else { return nil }
+        destination = d
+      }
+      return OwnDrawableRead(kind: entry.ownWindowKind, source: source, destination: destination)
+    }
+    return nil
+  }
+
+  public func classifyOwnRead(
+    _ request: [UInt8], clientBase: UInt32, resourceMask: UInt32, bigEndian: Bool = false
+  ) -> OwnDrawableRead? {
+    request.withUnsafeBytes {
+      classifyOwnRead($0, clientBase: clientBase, resourceMask: resourceMask, bigEndian: bigEndian)
+    }
+  }
+}
+
+/// Where each top-level window has been since it was last mapped, from the root's structure
+/// events (CreateNotify and ConfigureNotify carry the area; no request needed). A window
+/// keeps its contents when it moves, so a client's window mapped over a secure window and
+/// moved away still shows the secure window's pixels; `OwnDrawableRead.verdict` checks
+/// these areas too. Pure: the shell feeds it the events.
+public struct TopLevelHistory: Sendable, Hashable {
+  /// Each top-level's current area.
+  var areas: [UInt32: ScreenRect] = [:]
+  /// Areas each mapped top-level occupied since its last map (at most `limit`; beyond that,
+  /// the last one grows to cover the new ones).
+  var visited: [UInt32: [ScreenRect]] = [:]
+  /// Places kept per window.
+  public static let limit = 16
+
+  public init() {}
+
+  /// CreateNotify (or ConfigureNotify) of a top-level: its area now.
+  public mutating func placed(_ window: UInt32, _ area: ScreenRect) {
+    areas[window] = area
+    guard var places = visited[window] else { return }
+    if places.last == area { return }
+    if places.count < Self.limit {
+      places.append(area)
+    } else {
+      places[places.count - 1] = places[places.count - 1].union(area)
+    }
+    visited[window] = places
+  }
+
+  /// MapNotify: the window shows the screen where it is now (a window with background None).
+  public mutating func mapped(_ window: UInt32) {
+    visited[window] = areas[window].map { [$0] } ?? []
+  }
+
+  /// DestroyNotify.
+  public mutating func destroyed(_ window: UInt32) {
+    areas[window] = nil
+    visited[window] = nil
+  }
+
+  /// Where the client's (resource-id base `base`) top-levels have been since last mapped.
+  /// An unmapped window keeps its places until it is mapped again: the read that counts
+  /// may be decided after the window was unmapped.
+  public func places(ofClient base: UInt32, resourceMask: UInt32) -> [ScreenRect] {
+    visited.filter { $0.key & ~resourceMask == base }.flatMap(\.value)
+  }
+
+  /// The number of windows followed (for tests and diagnostics).
+  public var count: Int { areas.count }
+}
+
+extension ScreenRect {
+  /// The smallest area covering both.
+  public func union(_ other: ScreenRect) -> ScreenRect {
+    let left = Swift.min(x, other.x)
+    let top = Swift.min(y, other.y)
+    let right = Swift.max(x + width, other.x + other.width)
+    let bottom = Swift.max(y + height, other.y + other.height)
+    return ScreenRect(x: left, y: top, width: right - left, height: bottom - top)
+  }
+}
