@@ -230,6 +230,8 @@ final class WatcherLoop {
       engine = Engine(policy: p)
     }
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
+    // Connected after RECORD's context: its ClientStarted is still to come (OwnConnections).
+    if let c = clipboard { detector?.excludeNewConnection(c.ownBase) }
   }
 
 }
