@@ -197,7 +197,9 @@ final class WatcherLoop {
     guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
 
     shieldX = shieldConn
-    driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
+    driver = ShieldDriver(
+      connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label,
+      registryFile: ShieldRegistryFile.forDisplay(x.displayName, environment: ProcessInfo.processInfo.environment))
     driver.errors = XErrorPolicy(log: log)
     // Server enforcement when the Xorg module is loaded and trusts us.
     if let m = ServerModule.probe(x) {

@@ -26,7 +26,7 @@ extension WatcherLoop {
     // Root: new top-level windows and reparenting (unless only tagged windows are followed).
     updateWindowWatch(initial: true)
     // Adopt shields a previous daemon left (closed mode), then scan the tree.
-    let adopted = driver.adoptExisting()
+    let adopted = adoptShields()  // +Reconnect: only what the registry file vouches for
     if !adopted.isEmpty { log.info("adopted \(adopted.count) shields left by an earlier daemon") }
     enumerateClients()
     watchCompositor()

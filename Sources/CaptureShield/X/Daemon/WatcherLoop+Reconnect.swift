@@ -78,11 +78,12 @@ extension WatcherLoop {
     let p = engine.policy
     conn.errors = XErrorPolicy(log: log)
     shieldX = conn
-    driver = ShieldDriver(connection: conn, failMode: p.failMode, input: p.input, label: p.label)
+    driver = ShieldDriver(
+      connection: conn, failMode: p.failMode, input: p.input, label: p.label, registryFile: driver.registryFile)
     driver.errors = XErrorPolicy(log: log)
     if fds.count > 1 { fds[1].fd = conn.fileDescriptor }
     detector?.excludeNewConnection(conn.ownBase)
-    let survivors = driver.adoptExisting()
+    let survivors = adoptShields()
     auditKilled(
       "shield", base: oldBase,
       lost: p.failMode == .closed
@@ -117,6 +118,23 @@ extension WatcherLoop {
       "clipboard", base: oldBase, lost: "the copied-text guard's window and the selections it guarded",
       action: clipboard.map { "reconnected as client \(ClientID($0.ownBase))" } ?? "the copied-text guard is off")
     stateDirty = true
+  }
+
+  /// Adopts the shields an earlier daemon or our killed shield connection left (only what
+  /// the registry file lists and still covers, see `ShieldDriver.adoptExisting`), and
+  /// audits each refusal (`shield-adoption-refused`). Returns the adopted targets.
+  func adoptShields() -> [WindowID] {
+    let adopted = driver.adoptExisting()
+    for r in driver.refusedAdoptions {
+      log.write(
+        AuditRecord(
+          "shield-adoption-refused",
+          [
+            ("window", .string("0x" + String(r.shield, radix: 16))),
+            ("target", .string("0x" + String(r.target, radix: 16))), ("why", .string(r.why)),
+          ]))
+    }
+    return adopted
   }
 
   /// One `connection-killed` record: which connection, its resource base (which the server
