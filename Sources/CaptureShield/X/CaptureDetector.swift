@@ -51,8 +51,10 @@ public final class CaptureDetector {
   /// The server's resource-id mask.
   public let resourceMask: UInt32
   /// Clients whose records are dropped: the detector's own two connections, plus whatever
-  /// the owner adds (its other connections). A base leaves the set when RECORD reports its
-  /// connection's death (see `OwnConnections`, `ownConnectionsDied`).
+  /// the owner adds (its other connections; a connection opened after this detector is
+  /// better added with `excludeNewConnection`). Removing has no effect: a base leaves the
+  /// set only when RECORD reports its connection's death (`OwnConnections`,
+  /// `takeOwnConnectionsDied`).
   public var excludedClients: Set<ClientID> {
     get { Set(own.excluded.map(ClientID.init)) }
     set {

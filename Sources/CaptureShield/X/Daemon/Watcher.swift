@@ -139,6 +139,9 @@ final class WatcherLoop {
   /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
   /// could not start). Its failures are logged, never fatal.
   var clipboard: ClipboardGuard?
+  /// The copied-text guard's resource base while it runs (`checkOwnConnections` replaces a
+  /// guard whose connection another client killed).
+  var clipboardBase: UInt32?
   // MARK: Server enforcement
   /// The CaptureShield Xorg module, when it is loaded and trusts this daemon: then the
   /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).

@@ -43,8 +43,12 @@ extension WatcherLoop {
         return WatchExit.xServerGone
       }
     }
-    if let g = clipboard, g.hasError || Self.hungUp(g.fileDescriptor) || died.contains(g.ownBase) {
-      replaceClipboardGuard(g)
+    if let g = clipboard {
+      clipboardBase = g.ownBase
+      if g.hasError || Self.hungUp(g.fileDescriptor) || died.contains(g.ownBase) { replaceClipboardGuard(g.ownBase) }
+    } else if let base = clipboardBase {
+      // The guard's own drain met the dead connection first (and turned it off).
+      replaceClipboardGuard(base)
     }
     return nil
   }
@@ -104,12 +108,12 @@ extension WatcherLoop {
   /// Another client killed the copied-text guard's connection: its window and the
   /// selections it held are gone. A new guard takes over from here (the guarded text the
   /// old one held is dropped, it lived only for that connection's selections).
-  func replaceClipboardGuard(_ old: ClipboardGuard) {
-    let oldBase = old.ownBase
+  func replaceClipboardGuard(_ oldBase: UInt32) {
     detector?.ownConnectionClosed(oldBase)
     clipboard = nil
     if fds.count > 4 { fds[4].fd = -1 }
     startClipboardGuard(engine.policy.clipboard)  // copied-text guard hook
+    clipboardBase = clipboard?.ownBase  // nil: no second try
     if let g = clipboard {
       detector?.excludeNewConnection(g.ownBase)
       if fds.count > 4 { fds[4].fd = g.fileDescriptor }
