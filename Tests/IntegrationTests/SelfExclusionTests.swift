@@ -20,10 +20,10 @@ struct SelfExclusionTests {
   static let frames = 20
 
   /// The red secure window, and a daemon that has decided it is secure.
-  static func setUp() async throws -> (XvfbServer, TestWindow, Daemon) {
+  static func setUp(policy: String = Self.policy) async throws -> (XvfbServer, TestWindow, Daemon) {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.policy)
+    let daemon = try await Daemon.start(on: server, policy: policy)
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }
@@ -58,8 +58,11 @@ struct SelfExclusionTests {
   /// back), KillClient `resource`'s owner, then connect: the new client gets the killed
   /// connection's base (checked). Then the daemon runs again, and the test waits until it
   /// has handled what came before (a positive marker). Returns the new client.
+  /// In `failMode: "closed"` the shield connection is `RetainPermanent`: the first
+  /// KillClient closes it and keeps its windows (and its base); a second one (`twice`)
+  /// destroys them and frees the base.
   static func killAndTakeBase(
-    _ resource: UInt32, server: XvfbServer, daemon: Daemon, window: TestWindow
+    _ resource: UInt32, server: XvfbServer, daemon: Daemon, window: TestWindow, twice: Bool = false
   ) async throws -> XConnection {
     let attacker = try server.connect()
     defer { attacker.disconnect() }
@@ -67,6 +70,7 @@ struct SelfExclusionTests {
     daemon.signal(SIGSTOP)
     try await waitUntil("the daemon is stopped", timeout: .seconds(5)) { processState(daemon.process.pid) == "T" }
     try attacker.check(xcb_kill_client_checked(attacker.raw, resource), "KillClient")
+    if twice { try attacker.check(xcb_kill_client_checked(attacker.raw, resource), "KillClient (retained)") }
     let next = try server.connect()
     let base = next.generateID() & ~resourceMask(next)
     #expect(base == killedBase, "the next client got base \(hex(base)), not the killed \(hex(killedBase))")
@@ -105,9 +109,12 @@ struct SelfExclusionTests {
     #expect(starts.first?["pid"] as? Int == Int(getpid()), "\(starts)")
   }
 
-  @Test("the shield connection killed: the client that gets its base is seen and audited; shields back")
-  func shieldConnectionKilled() async throws {
-    let (server, window, daemon) = try await Self.setUp()
+  @Test(
+    "the shield connection killed: the client that gets its base is seen and audited; shields back",
+    arguments: [FailMode.open, .closed])
+  func shieldConnectionKilled(_ mode: FailMode) async throws {
+    let policy = "{version: 1, capture: {linger: \"300ms\"}, shield: {failMode: \"\(mode.rawValue)\"}}"
+    let (server, window, daemon) = try await Self.setUp(policy: policy)
     // Reveal the shield connection: one capture by a probe puts a shield up in the window.
     let probe = try server.connect()
     _ = try probe.getImage(of: probe.root)
@@ -117,13 +124,14 @@ struct SelfExclusionTests {
     probe.disconnect()
     try await daemon.waitShielded(window.id, false)
 
-    let next = try await Self.killAndTakeBase(shield, server: server, daemon: daemon, window: window)
+    let next = try await Self.killAndTakeBase(
+      shield, server: server, daemon: daemon, window: window, twice: mode == .closed)
     #expect(
       daemon.auditEvents("connection-killed").contains {
         $0["connection"] as? String == "shield" && $0["client"] as? String == hex(shieldBase)
       }, "\(daemon.audit)")
     let leaked = try await Self.capture(next, daemon: daemon, window: window)
-    try Self.expectAuditedCapture(leaked, daemon: daemon, base: shieldBase, "shield connection killed")
+    try Self.expectAuditedCapture(leaked, daemon: daemon, base: shieldBase, "shield connection killed (\(mode))")
 
     // Shields back, from a new connection: the window is shielded by a shield not of the
     // killed base, and a screenshot shows no secret pixel.
@@ -132,6 +140,35 @@ struct SelfExclusionTests {
     #expect(!shields.isEmpty)
     #expect(try next.getImage(of: next.root).count(of: .red, in: Self.rect) == 0)
     next.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
+  @Test("closed mode, one KillClient: the retained shield is adopted by the new shield connection and guarded")
+  func retainedShieldAdopted() async throws {
+    let policy = "{version: 1, shield: {when: \"always\", failMode: \"closed\"}}"
+    let (server, window, daemon) = try await Self.setUp(policy: policy)
+    try await daemon.waitShielded(window.id)
+    let attacker = try server.connect()
+    let shield = try #require(try Self.children(of: window.id, attacker).first)
+    try attacker.check(xcb_kill_client_checked(attacker.raw, shield), "KillClient")
+    try await waitUntil("the daemon audits the killed shield connection", timeout: .seconds(10)) {
+      !daemon.auditEvents("connection-killed").isEmpty
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    // Adopted, not duplicated: the same window, alone, in the registry.
+    #expect(try Self.children(of: window.id, attacker) == [shield])
+    #expect(try rootCardinals("_CAPTURE_SHIELD_SHIELDS", on: server) == [shield, window.id])
+    // Guarded by the new connection: unmapping it is repaired.
+    let tampered = daemon.auditEvents("shield-tampered").count
+    try attacker.check(xcb_unmap_window_checked(attacker.raw, shield), "UnmapWindow")
+    try await waitUntil("the daemon repairs the adopted shield", timeout: .seconds(10)) {
+      daemon.auditEvents("shield-tampered").count > tampered
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    #expect(try attacker.getImage(of: attacker.root).count(of: .red, in: Self.rect) == 0)
+    attacker.disconnect()
     await daemon.stop()
     window.close()
     await server.stop()
