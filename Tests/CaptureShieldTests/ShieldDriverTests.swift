@@ -358,6 +358,7 @@ struct ShieldDriverTests {
       let d4 = ShieldDriver(connection: c4, failMode: .closed, input: .passthrough, label: "", registryFile: file)
       #expect(d4.adoptExisting().isEmpty, "\(fault)")
       #expect(c4.requests.contains(.destroy(s)), "\(fault)")
+      #expect(d4.refusedAdoptions.map(\.shield) == (fault == "unmapped" ? [fake] : [fake, s]), "\(fault)")
     }
     // A forged mark (it names another window): not ours any more, left alone.
     c2.properties[s]![0x100] = PropertyValue(type: 6, format: 32, bytes: [UInt32(0x99)].littleEndianBytes)

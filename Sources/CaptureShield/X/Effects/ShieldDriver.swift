@@ -221,8 +221,9 @@ final class ShieldDriver {
   /// connection. Only what provably came from us and provably covers is adopted: the pairs
   /// of `registryFile` (this user's 0600 file; the root property is anybody's), each still
   /// our marked and named shield in its target (else it is not ours any more: left alone),
-  /// and covering: InputOutput, at (0,0), 32767x32767, no SHAPE, mapped, on top of the
-  /// target's children (else destroyed: a new shield replaces it). An adopted shield gets
+  /// mapped (a hidden one is destroyed without a word), and covering: InputOutput, at
+  /// (0,0), 32767x32767, no SHAPE, on top of the target's children (else destroyed and
+  /// reported: a new shield replaces it). An adopted shield gets
   /// our tile again. What was refused is in `refusedAdoptions`. Returns the adopted targets.
   func adoptExisting() -> [WindowID] {
     refusedAdoptions = []
@@ -239,6 +240,12 @@ final class ShieldDriver {
         PropertyDecoding.cardinal(format: mark.format, bytes: mark.bytes) == t,
         x.property(s, PredefinedAtom.wmName, maxBytes: 64)?.bytes == Array("CaptureShield".utf8)
       else { continue }
+      guard x.isMapped(s) == true else {
+        // Hidden when the daemon stopped (`shield.when: "capturing"`): nothing to report; a
+        // new shield goes up when one is needed.
+        x.destroyWindow(s)
+        continue
+      }
       if let why = coverageFault(s, target: t) {
         x.destroyWindow(s)
         refusedAdoptions.append((s, t, why + "; destroyed (a new shield replaces it)"))
@@ -272,7 +279,6 @@ final class ShieldDriver {
       return "moved or resized"
     }
     guard x.isShaped(s) == false else { return "shaped (SHAPE)" }
-    guard x.isMapped(s) == true else { return "unmapped" }
     guard x.children(of: t)?.last == s else { return "not on top of the window's children" }
     return nil
   }
