@@ -26,7 +26,10 @@ extension WatcherLoop {
   /// Returns the exit code when the loop must end.
   func checkOwnConnections() -> Int32? {
     let died = Set(detector?.takeOwnConnectionsDied().map(\.base) ?? [])
-    if x.hasError || Self.hungUp(x.fileDescriptor) || died.contains(x.ownBase) {
+    // A closed socket is readable (EOF): only a descriptor the last poll saw readable or
+    // hung up is asked again (no system call otherwise).
+    func hungUp(_ i: Int, _ fd: Int32) -> Bool { fds.count > i && fds[i].revents != 0 && Self.hungUp(fd) }
+    if x.hasError || hungUp(0, x.fileDescriptor) || died.contains(x.ownBase) {
       // Killed, or the server went away: then the RECORD connections are gone too.
       if died.contains(x.ownBase) || detector?.hasError == false {
         auditKilled(
@@ -36,7 +39,7 @@ extension WatcherLoop {
       log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
       return WatchExit.xServerGone
     }
-    if shieldX.hasError || Self.hungUp(shieldX.fileDescriptor) || died.contains(shieldX.ownBase) {
+    if shieldX.hasError || hungUp(1, shieldX.fileDescriptor) || died.contains(shieldX.ownBase) {
       guard replaceShieldConnection() else {
         log.error(
           "cannot reconnect the shield connection to \(x.displayName); exiting so the service manager restarts us")
@@ -45,7 +48,7 @@ extension WatcherLoop {
     }
     if let g = clipboard {
       clipboardBase = g.ownBase
-      if g.hasError || Self.hungUp(g.fileDescriptor) || died.contains(g.ownBase) { replaceClipboardGuard(g.ownBase) }
+      if g.hasError || hungUp(4, g.fileDescriptor) || died.contains(g.ownBase) { replaceClipboardGuard(g.ownBase) }
     } else if let base = clipboardBase {
       // The guard's own drain met the dead connection first (and turned it off).
       replaceClipboardGuard(base)
