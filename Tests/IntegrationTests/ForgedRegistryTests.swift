@@ -117,6 +117,8 @@ struct ForgedRegistryTests {
     // of it) and was destroyed. Either way no shield of ours is left unguarded.
     let registry = try rootCardinals("_CAPTURE_SHIELD_SHIELDS", on: server)
     let refusals = restarted.auditEvents("shield-adoption-refused")
+    print(
+      "forged registry, closed mode: retained \(hex(retained)), registry \(registry.map(hex)), refused: \(refusals)")
     #expect(registry.count == 2 && registry.last == window.id && registry.first != fake, "\(registry.map(hex))")
     #expect(
       registry.first == retained || (try? server.geometry(of: retained)) == nil,
