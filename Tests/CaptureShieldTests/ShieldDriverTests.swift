@@ -60,6 +60,11 @@ final class RecordingConnection: ShieldConnection {
   }
   func parent(of window: UInt32) -> UInt32? { windows[window]?.parent }
   func isInputOnly(_ window: UInt32) -> Bool? { windows[window] == nil ? nil : false }
+  /// Windows a test unmapped or shaped (all others are mapped and unshaped).
+  var unmapped: Set<UInt32> = []
+  var shaped: Set<UInt32> = []
+  func isMapped(_ window: UInt32) -> Bool? { windows[window] == nil ? nil : !unmapped.contains(window) }
+  func isShaped(_ window: UInt32) -> Bool? { windows[window] == nil ? nil : shaped.contains(window) }
   /// Children in creation order, unless a test set `stacking` for that parent.
   var stacking: [UInt32: [UInt32]] = [:]
   func children(of window: UInt32) -> [UInt32]? {
@@ -300,33 +305,65 @@ struct ShieldDriverTests {
   }
 
   @Test func registryAndAdoption() throws {
+    var template = Array("/tmp/shield-registry-XXXXXX".utf8CString)
+    let dir = String(cString: try #require(mkdtemp(&template)))
+    defer { _ = try? FileManager.default.removeItem(atPath: dir) }
+    let file = ShieldRegistryFile(path: dir + "/shields-:9")
     let c = RecordingConnection()
-    let d = driver(c)
+    c.windows[c.root] = (24, 0)
+    c.windows[target] = (24, c.root)
+    let d = ShieldDriver(connection: c, failMode: .closed, input: .passthrough, label: "", registryFile: file)
     d.shield(target)
     let s = try #require(d.shields[target])
     c.reset()
     d.writeRegistry()
     #expect(c.requests == [.property(c.root, atom: d.atomShields, bytes: [s, UInt32(target)].littleEndianBytes)])
+    #expect(file.read().map { [$0.shield, $0.target] } == [[s, UInt32(target)]])
     c.reset()
     d.writeRegistry()
     #expect(c.requests.isEmpty)
 
-    // A second daemon adopts the shield from the registry when it looks like ours.
+    // A second daemon adopts the shield that its file lists and that covers; a window that
+    // only the root property lists (a forged fake) is refused and left alone.
+    let fake: UInt32 = 0x60_0001
     let c2 = RecordingConnection()
     c2.windows = c.windows
+    c2.windows[fake] = (24, target)
+    c2.stacking[target] = [fake, s]
     c2.properties[c2.root] = [
-      0x101: PropertyValue(type: 6, format: 32, bytes: [s, UInt32(target)].littleEndianBytes)
+      0x101: PropertyValue(type: 6, format: 32, bytes: [fake, UInt32(target)].littleEndianBytes)
     ]
-    c2.properties[s] = [
-      0x100: PropertyValue(type: 6, format: 32, bytes: [UInt32(target)].littleEndianBytes),
-      PredefinedAtom.wmName: PropertyValue(type: 31, format: 8, bytes: Array("CaptureShield".utf8)),
-    ]
-    let d2 = ShieldDriver(connection: c2, failMode: .closed, input: .passthrough, label: "")
+    for w in [s, fake] {
+      c2.properties[w] = [
+        0x100: PropertyValue(type: 6, format: 32, bytes: [UInt32(target)].littleEndianBytes),
+        PredefinedAtom.wmName: PropertyValue(type: 31, format: 8, bytes: Array("CaptureShield".utf8)),
+      ]
+    }
+    let d2 = ShieldDriver(connection: c2, failMode: .closed, input: .passthrough, label: "", registryFile: file)
     #expect(d2.adoptExisting() == [target])
-    // A forged entry (the mark names another window) is not adopted.
-    c2.properties[s]![0x100] = PropertyValue(type: 6, format: 32, bytes: [UInt32(0x99)].littleEndianBytes)
+    #expect(d2.shields[target] == s)
+    #expect(d2.refusedAdoptions.map(\.shield) == [fake])
+    #expect(!c2.requests.contains(.destroy(fake)))
+    // Without the file nothing is adopted.
     let d3 = ShieldDriver(connection: c2, failMode: .closed, input: .passthrough, label: "")
     #expect(d3.adoptExisting().isEmpty)
+    // Ours but no longer covering (shaped, unmapped, or under the app's child): destroyed.
+    for fault in ["shaped", "unmapped", "lowered"] {
+      let c4 = RecordingConnection()
+      c4.windows = c2.windows
+      c4.properties = c2.properties
+      c4.stacking[target] = fault == "lowered" ? [s, fake] : [fake, s]
+      if fault == "shaped" { c4.shaped = [s] }
+      if fault == "unmapped" { c4.unmapped = [s] }
+      let d4 = ShieldDriver(connection: c4, failMode: .closed, input: .passthrough, label: "", registryFile: file)
+      #expect(d4.adoptExisting().isEmpty, "\(fault)")
+      #expect(c4.requests.contains(.destroy(s)), "\(fault)")
+      #expect(d4.refusedAdoptions.map(\.shield) == (fault == "unmapped" ? [fake] : [fake, s]), "\(fault)")
+    }
+    // A forged mark (it names another window): not ours any more, left alone.
+    c2.properties[s]![0x100] = PropertyValue(type: 6, format: 32, bytes: [UInt32(0x99)].littleEndianBytes)
+    let d5 = ShieldDriver(connection: c2, failMode: .closed, input: .passthrough, label: "", registryFile: file)
+    #expect(d5.adoptExisting().isEmpty)
   }
 
   @Test func labelIsDrawnOnExpose() throws {

@@ -51,10 +51,25 @@ public final class CaptureDetector {
   /// The server's resource-id mask.
   public let resourceMask: UInt32
   /// Clients whose records are dropped: the detector's own two connections, plus whatever
-  /// the owner adds (its other connections).
+  /// the owner adds (its other connections; a connection opened after this detector is
+  /// better added with `excludeNewConnection`). Removing has no effect: a base leaves the
+  /// set only when RECORD reports its connection's death (`OwnConnections`,
+  /// `takeOwnConnectionsDied`).
   public var excludedClients: Set<ClientID> {
-    didSet { for c in excludedClients.subtracting(oldValue) { pump?.exclude(c.base) } }
+    get { Set(own.excluded.map(ClientID.init)) }
+    set {
+      let old = own.excluded
+      for c in newValue where !old.contains(c.base) {
+        own.insert(c.base)
+        pump?.exclude(c.base)
+      }
+    }
   }
+  /// The self-exclusion: our connections' bases, and when one stops being ours.
+  private var own: OwnConnections
+  /// Our connections whose death `drain` read (ClientDied of an excluded base), until
+  /// taken: their bases are no longer excluded, so the next client that gets one is seen.
+  private var ownConnectionsDied: [ClientID] = []
   /// While quarantine is on, the thread that reads the data connection (see `RecordPump`).
   private(set) var pump: RecordPump?
   /// Targets whose shields the pump put up on a ClientStarted handed out by the last `drain`.
@@ -126,7 +141,7 @@ public final class CaptureDetector {
       free(r)
     }
     let ownBases = [control.ownBase, data.ownBase]
-    excludedClients = Set(ownBases.map(ClientID.init))
+    own = OwnConnections(Set(ownBases))
 
     // The ranges: one interval per RECORD range slot; core and extension intervals share
     // slots. ClientStarted/ClientDied are flags of a range (set on the first one).
@@ -190,7 +205,7 @@ public final class CaptureDetector {
   func startPump(launchWatch: LaunchWatch? = nil) {
     guard pump == nil, !contextEnded else { return }
     pump = RecordPump(
-      data: data.conn, enableSequence: enableSequence, excluded: Set(excludedClients.map(\.base)),
+      data: data.conn, enableSequence: enableSequence, excluded: own.excluded,
       launchWatch: launchWatch)
   }
 
@@ -284,6 +299,25 @@ public final class CaptureDetector {
     control.flush()
   }
 
+  // MARK: Own connections (self-exclusion)
+
+  /// A connection of ours opened after this detector: excluded, and its ClientStarted
+  /// (still to come) is ours even when a connection of ours held its base before.
+  func excludeNewConnection(_ base: UInt32) {
+    own.insertNew(base)
+    pump?.exclude(base)
+  }
+
+  /// Our connections whose death RECORD reported since the last call.
+  func takeOwnConnectionsDied() -> [ClientID] {
+    defer { ownConnectionsDied = [] }
+    return ownConnectionsDied
+  }
+
+  /// Our connection `base` died and the owner noticed before RECORD said so: its
+  /// ClientDied, when read, frees the base (unless `excludeNewConnection` took it again).
+  func ownConnectionClosed(_ base: UInt32) { own.closed(base) }
+
   // MARK: Internals
 
   /// Frees whatever arrived on the control connection (errors of unchecked requests).
@@ -309,12 +343,16 @@ public final class CaptureDetector {
     switch category {
     case .clientStarted:
       forgetDrawables(of: rep.idBase)
-      if !excludedClients.contains(client) { out.append((.clientStarted(client), rep.serverTime)) }
+      if own.started(client.base) == .foreign { out.append((.clientStarted(client), rep.serverTime)) }
     case .clientDied:
       forgetDrawables(of: rep.idBase)
-      if !excludedClients.contains(client) { out.append((.clientDied(client), rep.serverTime)) }
+      switch own.died(client.base) {
+      case .foreign: out.append((.clientDied(client), rep.serverTime))
+      case .ours: break
+      case .ourConnectionDied: ownConnectionsDied.append(client)
+      }
     case .fromClient:
-      guard !excludedClients.contains(client), rep.elementHeader == 0 else { return }
+      guard !own.excluded.contains(client.base), rep.elementHeader == 0 else { return }
       let big = rep.dataIsBigEndian()
       let data = UnsafeRawBufferPointer(rebasing: bytes[rep.data])
       let consumed = RecordedReply.forEachRequest(in: data, bigEndian: big) { request in

@@ -74,6 +74,9 @@ struct PumpState {
         startsQueued += 1
         out = fire()
       }
+    } else if bytes.count >= 32 && bytes[1] == RecordedReply.Category.clientDied.rawValue {
+      // Our connection killed by another client: the next client gets its base (and fires).
+      excluded.remove(bytes.withUnsafeBytes { RecordedReply.decode($0)?.idBase ?? 0 })
     }
     queue.append(bytes)
     return out

@@ -150,6 +150,9 @@ final class WatcherLoop {
   /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
   /// could not start). Its failures are logged, never fatal.
   var clipboard: ClipboardGuard?
+  /// The copied-text guard's resource base while it runs (`checkOwnConnections` replaces a
+  /// guard whose connection another client killed).
+  var clipboardBase: UInt32?
   // MARK: Server enforcement
   /// The CaptureShield Xorg module, when it is loaded and trusts this daemon: then the
   /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).
@@ -234,7 +237,9 @@ final class WatcherLoop {
     }
 
     shieldX = shieldConn
-    driver = ShieldDriver(connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label)
+    driver = ShieldDriver(
+      connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label,
+      registryFile: ShieldRegistryFile.forDisplay(x.displayName, environment: ProcessInfo.processInfo.environment))
     driver.errors = XErrorPolicy(log: log)
     // Server enforcement when the Xorg module is loaded and trusts us.
     if let m = ServerModule.probe(x) {
@@ -270,7 +275,7 @@ final class WatcherLoop {
     if module == nil {
       do {
         let watch = try TagWatch(display: options.display, property: aSecure)
-        detector?.excludedClients.formUnion(watch.ownBases.map(ClientID.init))
+        for b in watch.ownBases { detector?.excludeNewConnection(b) }
         tagWatch = watch
       } catch {
         log.error("cannot tell who removes secure tags (\(error)): any client's removal of a tag lifts it")

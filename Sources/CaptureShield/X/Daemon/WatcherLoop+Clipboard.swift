@@ -13,8 +13,9 @@ extension WatcherLoop {
       clipboard = try ClipboardGuard(display: x.displayName, policy: p, log: log) { [unowned self] base, _ in
         self.describeSelectionOwner(base)
       }
-      // Its connections are the daemon's own: the guard's and its RECORD data connection.
-      detector?.excludedClients.formUnion(clipboard!.ownBases.map(ClientID.init))
+      // Its connections are the daemon's own: the guard's and its RECORD data connection,
+      // opened after RECORD's context (their ClientStarted is still to come: OwnConnections).
+      for b in clipboard!.ownBases { detector?.excludeNewConnection(b) }
     } catch {
       log.error("copied-text guard unavailable (\(error)); screen shielding continues")
     }

@@ -26,7 +26,7 @@ extension WatcherLoop {
     // Root: new top-level windows and reparenting (unless only tagged windows are followed).
     updateWindowWatch(initial: true)
     // Adopt shields a previous daemon left (closed mode), then scan the tree.
-    let adopted = driver.adoptExisting()
+    let adopted = adoptShields()  // +Reconnect: only what the registry file vouches for
     if !adopted.isEmpty { log.info("adopted \(adopted.count) shields left by an earlier daemon") }
     enumerateClients()
     watchCompositor()
@@ -79,11 +79,7 @@ extension WatcherLoop {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
         return WatchExit.xServerGone
       }
-      if shieldX.hasError && !x.hasError { replaceShieldConnection() }
-      if x.hasError || shieldX.hasError {
-        log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
-        return WatchExit.xServerGone
-      }
+      if let code = checkOwnConnections() { return code }  // killed by another client (+Reconnect)
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
       if pixmapRecordingCheckDue {
         pixmapRecordingCheckDue = false
@@ -311,23 +307,5 @@ extension WatcherLoop {
     pendingCreates = []
     pendingSince = nil
     track(windows, initial: false)
-  }
-
-  /// Another client killed our shield connection (XKillClient): its shields are gone
-  /// (open mode) or orphaned (closed mode). Reconnect and put every shield back.
-  func replaceShieldConnection() {
-    guard let conn = try? XConnection(display: x.displayName) else { return }
-    detector?.pump?.disarm()  // it must not touch the old connection once that is gone
-    let p = engine.policy
-    conn.errors = XErrorPolicy(log: log)
-    shieldX = conn
-    driver = ShieldDriver(connection: conn, failMode: p.failMode, input: p.input, label: p.label)
-    driver.errors = XErrorPolicy(log: log)
-    fds[1].fd = conn.fileDescriptor
-    detector?.excludedClients.insert(ClientID(conn.ownBase))
-    let orphans = driver.adoptExisting()
-    for t in engine.shielded.sorted() where !orphans.contains(t) {
-      apply(.shieldLost(t, how: "shield connection killed by another client"))
-    }
   }
 }

@@ -11,8 +11,7 @@ extension WatcherLoop {
   // MARK: Windows
 
   func isOwn(_ w: WindowID) -> Bool {
-    let b = x.clientBase(of: w)
-    return b == x.ownBase || b == shieldX.ownBase || w == managerWindow
+    isOwnAlive(base: x.clientBase(of: w)) || w == managerWindow
   }
 
   /// Tracks every top-level window and, under a reparenting window manager, the client

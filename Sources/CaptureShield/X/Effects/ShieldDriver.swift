@@ -20,6 +20,10 @@ protocol ShieldConnection: XRequests {
   func isInputOnly(_ window: UInt32) -> Bool?
   /// The window's children, bottom to top; nil when it is gone.
   func children(of window: UInt32) -> [UInt32]?
+  /// Whether the window is mapped (viewable or not); nil when it is gone.
+  func isMapped(_ window: UInt32) -> Bool?
+  /// Whether the window has a bounding or clip shape (SHAPE); nil when it is gone.
+  func isShaped(_ window: UInt32) -> Bool?
   /// The first event code of an extension (0 when the server does not have it).
   func firstEvent(_ name: String) -> UInt8
   func property(_ window: UInt32, _ atom: UInt32, maxBytes: UInt32) -> PropertyValue?
@@ -38,6 +42,16 @@ extension XConnection: ShieldConnection {
   func children(of window: UInt32) -> [UInt32]? { queryTree(window)?.children }
 
   func isInputOnly(_ window: UInt32) -> Bool? { attributes(window)?.inputOnly }
+
+  func isMapped(_ window: UInt32) -> Bool? {
+    attributes(window).map { $0.mapState != UInt8(XCB_MAP_STATE_UNMAPPED.rawValue) }
+  }
+
+  func isShaped(_ window: UInt32) -> Bool? {
+    guard let r = xcb_shape_query_extents_reply(conn, xcb_shape_query_extents(conn, window), nil) else { return nil }
+    defer { free(r) }
+    return r.pointee.bounding_shaped != 0 || r.pointee.clip_shaped != 0
+  }
 }
 
 /// An event on the shield connection, as a plain value (see `init?(_:)` for the decoding).
@@ -129,6 +143,8 @@ final class ShieldDriver {
   private var font: UInt32 = 0
   let atomShield: UInt32
   let atomShields: UInt32
+  /// The registry of record (see `ShieldRegistryFile`); nil: nothing is adopted.
+  let registryFile: ShieldRegistryFile?
   /// Errors on the shield connection.
   var errors = XErrorPolicy(log: nil)
   /// The SHAPE extension's first event code on the shield connection (ShapeNotify).
@@ -141,8 +157,12 @@ final class ShieldDriver {
     case lost(WindowID, how: String)
   }
 
-  init(connection: any ShieldConnection, failMode: FailMode, input: ShieldInput, label: String) {
+  init(
+    connection: any ShieldConnection, failMode: FailMode, input: ShieldInput, label: String,
+    registryFile: ShieldRegistryFile? = nil
+  ) {
     x = connection
+    self.registryFile = registryFile
     self.failMode = failMode
     self.input = input
     self.label = label
@@ -197,37 +217,70 @@ final class ShieldDriver {
     return pm
   }
 
-  /// Takes over shields left by an earlier daemon (closed mode) from the root registry.
-  /// Returns the targets that have a live shield.
+  /// Takes over shields left by an earlier daemon (closed mode) or by our own killed shield
+  /// connection. Only what provably came from us and provably covers is adopted: the pairs
+  /// of `registryFile` (this user's 0600 file; the root property is anybody's), each still
+  /// our marked and named shield in its target (else it is not ours any more: left alone),
+  /// mapped (a hidden one is destroyed without a word), and covering: InputOutput, at
+  /// (0,0), 32767x32767, no SHAPE, on top of the target's children (else destroyed and
+  /// reported: a new shield replaces it). An adopted shield gets
+  /// our tile again. What was refused is in `refusedAdoptions`. Returns the adopted targets.
   func adoptExisting() -> [WindowID] {
-    guard let v = x.property(x.root, atomShields, maxBytes: 1 << 20), v.format == 32 else { return [] }
+    refusedAdoptions = []
+    let recorded = registryFile?.read() ?? []
+    let ours = Set(recorded.map(\.shield))
+    for (s, t) in rootRegistry() where !ours.contains(s) {
+      refusedAdoptions.append(
+        (s, t, "listed in _CAPTURE_SHIELD_SHIELDS but not in the daemon's own registry file; left alone"))
+    }
     var adopted: [WindowID] = []
-    let n = v.bytes.count / 8
-    for i in 0..<n {
-      let s = PropertyDecoding.cardinal(format: 32, bytes: Array(v.bytes[(i * 8)..<(i * 8 + 4)])) ?? 0
-      let t = PropertyDecoding.cardinal(format: 32, bytes: Array(v.bytes[(i * 8 + 4)..<(i * 8 + 8)])) ?? 0
-      guard s != 0, t != 0, x.parent(of: s) == t,
+    for (s, t) in recorded where table.shields[t] == nil && table.targetOf[s] == nil {
+      guard x.parent(of: s) == t, x.clientBase(of: s) != x.clientBase(of: t),
         let mark = x.property(s, atomShield, maxBytes: 64),
         PropertyDecoding.cardinal(format: mark.format, bytes: mark.bytes) == t,
-        looksLikeOurShield(s, target: t)
+        x.property(s, PredefinedAtom.wmName, maxBytes: 64)?.bytes == Array("CaptureShield".utf8)
       else { continue }
+      guard x.isMapped(s) == true else {
+        // Hidden when the daemon stopped (`shield.when: "capturing"`): nothing to report; a
+        // new shield goes up when one is needed.
+        x.destroyWindow(s)
+        continue
+      }
+      if let why = coverageFault(s, target: t) {
+        x.destroyWindow(s)
+        refusedAdoptions.append((s, t, why + "; destroyed (a new shield replaces it)"))
+        continue
+      }
       run(table.handle(.adopted(t, shield: s)))
+      run([.retile(t, shield: s)])
       adopted.append(t)
     }
     return adopted
   }
 
-  /// A window listed in the registry is adopted only if it has a shield's shape: created
-  /// by another client than the window it sits in (not one of the app's own children
-  /// marked by a forger), InputOutput, at (0,0), 32767x32767, named "CaptureShield".
-  /// Anything else is left alone: the daemon never destroys a window it cannot vouch for.
-  private func looksLikeOurShield(_ s: UInt32, target t: WindowID) -> Bool {
-    guard x.clientBase(of: s) != x.clientBase(of: t), x.isInputOnly(s) == false, let g = x.geometry(s) else {
-      return false
+  /// Shields an adoption refused since the last `adoptExisting`: the window, its target
+  /// and why.
+  private(set) var refusedAdoptions: [(shield: UInt32, target: WindowID, why: String)] = []
+
+  /// The (shield, target) pairs of the root property `_CAPTURE_SHIELD_SHIELDS`.
+  private func rootRegistry() -> [(UInt32, WindowID)] {
+    guard let v = x.property(x.root, atomShields, maxBytes: 1 << 20), v.format == 32 else { return [] }
+    return (0..<(v.bytes.count / 8)).compactMap { i in
+      let s = PropertyDecoding.cardinal(format: 32, bytes: Array(v.bytes[(i * 8)..<(i * 8 + 4)])) ?? 0
+      let t = PropertyDecoding.cardinal(format: 32, bytes: Array(v.bytes[(i * 8 + 4)..<(i * 8 + 8)])) ?? 0
+      return s != 0 && t != 0 ? (s, t) : nil
     }
-    guard g.x == 0, g.y == 0, g.width == Self.shieldSize, g.height == Self.shieldSize else { return false }
-    let name = x.property(s, PredefinedAtom.wmName, maxBytes: 64)?.bytes ?? []
-    return name == Array("CaptureShield".utf8)
+  }
+
+  /// Why a shield of ours would not cover its target now (nil: it covers).
+  private func coverageFault(_ s: UInt32, target t: WindowID) -> String? {
+    guard x.isInputOnly(s) == false else { return "InputOnly" }
+    guard let g = x.geometry(s), g.x == 0, g.y == 0, g.width == Self.shieldSize, g.height == Self.shieldSize else {
+      return "moved or resized"
+    }
+    guard x.isShaped(s) == false else { return "shaped (SHAPE)" }
+    guard x.children(of: t)?.last == s else { return "not on top of the window's children" }
+    return nil
   }
 
   /// Puts a shield up in `target` (idempotent: re-maps and re-raises an existing one).
@@ -381,6 +434,7 @@ final class ShieldDriver {
         x.shapeSelectInput(s)
       case .writeRegistry(let pairs):
         x.changeProperty(x.root, atomShields, cardinals: pairs)
+        registryFile?.write(pairs)
       case .drawLabel(let s, let t):
         drawLabel(shield: s, depth: depthOf[t] ?? x.rootDepth)
       case .lost(let t, let how):
