@@ -1,0 +1,117 @@
+// One small RECORD context of core requests, read without blocking: what the copied-text
+// guard's SelectionRecorder and the TagWatch share. (The capture detector keeps its own:
+// it has extension ranges, a pump thread and client start/death records.)
+//
+// RECORD needs two connections: `control` creates the context, `data` enables it and only
+// receives (its EnableContext reply stream never ends while the context lives).
+
+internal import CXCB
+import Foundation
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A RECORD context over some core requests of all clients, and its reply stream.
+/// Not thread-safe: one owner, the daemon's loop.
+final class RecordStream {
+  private let control: XConnection
+  let data: XConnection
+  private let context: UInt32
+  private let enableSequence: UInt32
+  /// RECORD ended the context (EndOfData, an error reply).
+  private(set) var ended = false
+  /// The context ended or a connection broke.
+  var hasError: Bool { ended || control.hasError || data.hasError }
+  var fileDescriptor: Int32 { data.fileDescriptor }
+
+  /// Records the core requests `opcodes` of every client except `unrecorded` (the data
+  /// connection is always left out). Returns once StartOfData came: every such request the
+  /// server executes afterwards is recorded.
+  init(control: XConnection, opcodes: [UInt8], unrecorded: [UInt32] = [], startTimeout: Duration) throws(XError) {
+    guard control.hasExtension("RECORD") else { throw .missingExtension("RECORD") }
+    self.control = control
+    data = try XConnection(display: control.displayName)
+    let ranges = opcodes.map { op -> xcb_record_range_t in
+      var r = xcb_record_range_t()
+      r.core_requests = xcb_record_range_8_t(first: op, last: op)
+      return r
+    }
+    let ctx = control.generateID()
+    context = ctx
+    var spec = xcb_record_client_spec_t(XCB_RECORD_CS_ALL_CLIENTS.rawValue)
+    let created = xcb_record_create_context_checked(control.conn, ctx, 0, 1, UInt32(ranges.count), &spec, ranges)
+    if let err = xcb_request_check(control.conn, created) {
+      let code = err.pointee.error_code
+      free(err)
+      throw .failed("RECORD CreateContext failed (X error \(code))")
+    }
+    var own = [data.ownBase] + unrecorded
+    if let err = xcb_request_check(
+      control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))
+    {
+      free(err)  // not fatal: the owner filters its own records anyway
+    }
+    enableSequence = xcb_record_enable_context(data.conn, ctx).sequence
+    data.flush()
+    try waitForStart(timeout: startTimeout)
+  }
+
+  deinit {
+    xcb_record_disable_context(control.conn, context)
+    xcb_record_free_context(control.conn, context)
+    control.flush()
+  }
+
+  /// Every recorded request available now (non-blocking), in the server's order, with its
+  /// sender's resource-id base and byte order. Sets `ended` at EndOfData or an error reply.
+  func forEachRequest(_ body: (_ request: UnsafeRawBufferPointer, _ sender: UInt32, _ bigEndian: Bool) -> Void) {
+    while !ended {
+      var reply: UnsafeMutableRawPointer? = nil
+      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+      guard xcb_poll_for_reply(data.conn, enableSequence, &reply, &error) != 0 else { break }
+      guard let reply else {
+        free(error)
+        ended = true  // an error reply, or libxcb says the request is over
+        break
+      }
+      defer { free(reply) }
+      let words = reply.load(fromByteOffset: 4, as: UInt32.self)
+      let bytes = UnsafeRawBufferPointer(start: reply, count: 32 + Int(words) * 4)
+      guard let rep = RecordedReply.decode(bytes), let category = rep.category else { continue }
+      if category == .endOfData {
+        ended = true
+        break
+      }
+      guard category == .fromClient, rep.elementHeader == 0 else { continue }
+      let big = rep.dataIsBigEndian()
+      RecordedReply.forEachRequest(in: UnsafeRawBufferPointer(rebasing: bytes[rep.data]), bigEndian: big) {
+        body($0, rep.idBase, big)
+      }
+    }
+  }
+
+  /// Blocks until StartOfData arrives (nothing is recorded before it).
+  private func waitForStart(timeout: Duration) throws(XError) {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      var reply: UnsafeMutableRawPointer? = nil
+      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+      if xcb_poll_for_reply(data.conn, enableSequence, &reply, &error) != 0 {
+        guard let reply else {
+          let code = error?.pointee.error_code ?? 0
+          free(error)
+          throw .failed("RECORD EnableContext failed (X error \(code))")
+        }
+        let isStart = reply.load(fromByteOffset: 1, as: UInt8.self) == RecordedReply.Category.startOfData.rawValue
+        free(reply)
+        if isStart { return }
+        continue
+      }
+      if data.hasError { throw .failed("lost the RECORD data connection to \(data.displayName)") }
+      if ContinuousClock.now >= deadline { throw .failed("RECORD EnableContext: no StartOfData within \(timeout)") }
+      var pfd = pollfd(fd: data.fileDescriptor, events: Int16(POLLIN), revents: 0)
+      _ = poll(&pfd, 1, 20)
+    }
+  }
+}
