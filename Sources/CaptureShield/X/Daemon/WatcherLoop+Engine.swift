@@ -51,6 +51,10 @@ extension WatcherLoop {
       default: break
       }
     }
+    if effects.contains(where: { if case .shield = $0 { true } else if case .unshield = $0 { true } else { false } }) {
+      frameSyncDue = true
+    }
+    syncFrameShields()
     syncServerEnforcement()
   }
 
