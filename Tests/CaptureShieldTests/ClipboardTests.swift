@@ -411,9 +411,25 @@ struct ClipboardCoreTests {
     #expect(fx.contains(.wipe(selection: "CLIPBOARD")))
     #expect(!fx.contains(.giveUp(selection: "CLIPBOARD")))  // the owner change already ended ours
     #expect(audits(fx).first?.event == "clipboard-clear")
+    #expect(audits(fx).first?["why"] == .string(owner == nil ? "cleared (no owner)" : "replaced by a new copy"))
     #expect(fx.contains(.takeOver(selection: "CLIPBOARD")) == guardedAgain)
     #expect(c.guarded["CLIPBOARD"]?.isOwned != true)
     #expect(served(read(&c, id: 2, focused: true, at: 3), id: 2) == false)
+  }
+
+  @Test("an empty copy of the source (how KeePassXC 2.7 clears) is not guarded: the source stays the owner")
+  func emptyCopyNotGuarded() {
+    var c = guardedCore()
+    _ = read(&c, id: 1, reader: keepass, identity: keepassID, focused: false)
+    var fx = c.handle(
+      .ownerChanged(selection: "CLIPBOARD", owner: keepass, identity: keepassID, secureSource: true, facts: []),
+      now: t(10))
+    #expect(fx.contains(.wipe(selection: "CLIPBOARD")) && fx.contains(.takeOver(selection: "CLIPBOARD")))
+    fx = c.handle(.contentTaken(selection: "CLIPBOARD", size: 0), now: t(10.01))
+    #expect(!fx.contains(.becomeOwner(selection: "CLIPBOARD")))
+    #expect(fx.contains(.wipe(selection: "CLIPBOARD")))
+    #expect(audits(fx).isEmpty)
+    #expect(c.guarded.isEmpty && c.nextDeadline == nil)
   }
 
   // MARK: Status

@@ -147,7 +147,7 @@ public struct ClipboardCore: Sendable {
       if guarded[sel] != nil {
         // Someone else owns the selection now: our copy is stale; wipe it (the owner
         // change already ended our ownership, so nothing to give up).
-        end(sel, reason: "replaced by a new copy", giveUp: false, fx: &fx)
+        end(sel, reason: owner == nil ? "cleared (no owner)" : "replaced by a new copy", giveUp: false, fx: &fx)
       }
       guard let owner, isGuardedSource(secureSource: secureSource, facts: facts) else { return fx }
       guarded[sel] = Guarded(source: owner, identity: identity, since: self.now)
@@ -155,6 +155,14 @@ public struct ClipboardCore: Sendable {
 
     case .contentTaken(let sel, let size):
       guard var g = guarded[sel], !g.isOwned else { return [] }
+      if size == 0 {
+        // An empty copy has nothing to guard: it is how a password manager clears the
+        // clipboard (KeePassXC 2.7 copies an empty text). The source stays the owner.
+        guarded[sel] = nil
+        fx.append(.wipe(selection: sel))
+        fx.append(.publishState)
+        return fx
+      }
       g.size = size
       guarded[sel] = g
       fx.append(.becomeOwner(selection: sel))
