@@ -9,7 +9,8 @@ build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-re
        libsodium-dev)
 run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
-       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland)
+       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland
+       keepassxc zenity)   # the real apps of RealAppTests
 # the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev

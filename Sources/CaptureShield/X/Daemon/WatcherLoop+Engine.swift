@@ -82,7 +82,7 @@ extension WatcherLoop {
     stateDirty = false
     lastPublish = now
     var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
-    snap.clipboard = clipboard?.status(wallClock: Date().timeIntervalSince1970)  // copied-text guard hook
+    snap.clipboard = clipboard?.status()  // copied-text guard hook
     if let w = detector?.pump?.launchWatch {
       snap.launchWatch = w.path
       if w.programs != nil, !w.programDirectories.isEmpty {
