@@ -1,6 +1,7 @@
 /* CaptureShield Xorg module: which windows are secure and the cached secret region per screen. */
 #include "cs.h"
 #include <X11/Xatom.h>
+#include "inputstr.h"
 
 #define CS_SECURE_NAME "_CAPTURE_SHIELD_SECURE"
 #define CS_POLICY_NAME "_CAPTURE_SHIELD_POLICY"
@@ -14,6 +15,7 @@ struct cs_screen {
     UnrealizeWindowProcPtr UnrealizeWindow;
     DestroyWindowProcPtr DestroyWindow;
     DestroyPixmapProcPtr DestroyPixmap;
+    ReparentWindowProcPtr ReparentWindow;
 };
 
 /* Per window: the tag (first, read as a byte by cs_win_secure) and its DOUBLE-BUFFER back
@@ -24,11 +26,17 @@ struct cs_window {
     unsigned char dbe_secret;
     XID dbe_id;
     RESTYPE dbe_type;
+    int placer;                 /* 1 + index of the window manager that reparented it last
+                                 * (ReparentWindow request by the client holding
+                                 * SubstructureRedirect on the root), 0: anyone else */
 };
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
+static int cs_nframed;          /* of those, placed by a window manager (cs_window.placer) */
+static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
+static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 static struct cs_screen *cs_screens[MAXSCREENS];
 
 #define SCR(s) (cs_screens[(s)->myNum])
@@ -105,6 +113,8 @@ cs_set_win_secure(WindowPtr win, int on)
         return;
     *p = on ? 1 : 0;
     cs_nsecure += on ? 1 : -1;
+    if (((struct cs_window *) p)->placer)
+        cs_nframed += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
     if (on) {
@@ -152,6 +162,68 @@ cs_win_has_secure(WindowPtr win)
     if (!cs_nsecure)
         return 0;
     return cs_win_in_secure(win) || cs_subtree_has_secure(win);
+}
+
+/* The client is the window manager: it holds SubstructureRedirect on a root (at most one
+ * client can, the core refuses a second one). */
+int
+cs_client_is_wm(ClientPtr client)
+{
+    OtherClientsPtr oc;
+    int i;
+
+    for (i = 0; i < screenInfo.numScreens; i++)
+        for (oc = wOtherClients(screenInfo.screens[i]->root); oc; oc = oc->next)
+            if ((oc->mask & SubstructureRedirectMask) && CLIENT_ID(oc->resource) == client->index)
+                return 1;
+    return 0;
+}
+
+static int
+cs_frame_holds(WindowPtr w, ClientPtr reader)
+{
+    struct cs_window *cw = dixLookupPrivate(&w->devPrivates, &cs_window_key_rec);
+    WindowPtr c;
+
+    if (cw->secure && cw->placer && (!reader || CLIENT_ID(w->drawable.id) != reader->index))
+        return 1;
+    for (c = w->firstChild; c; c = c->nextSib)
+        if (cs_frame_holds(c, reader))
+            return 1;
+    return 0;
+}
+
+/* The window manager's frame of a secure window: `top`, a child of the root, holds a
+ * secure window that the window manager reparented into it (cs_window.placer), secret to
+ * `reader` (NULL: to everyone untrusted; else not its own windows). The frame's
+ * decorations (title bar, border) show what the secure window is (its title), so the
+ * whole frame is secret. Only windows the window manager placed count: any client can
+ * reparent a window of its own into any other window, and must not make that window's
+ * decorations or contents vanish from captures (a denial of capture, README). Walks the
+ * subtree: called when the cached region is recomputed, not per request. */
+int
+cs_win_frames_secure(WindowPtr top, ClientPtr reader)
+{
+    if (!cs_nframed || !cs_rule_on(CS_RULE_FRAME) || !top->parent || top->parent->parent)
+        return 0;
+    return cs_frame_holds(top, reader);
+}
+
+/* The title of `win` (WM_NAME and the like) is secret to `reader`: the window is or is
+ * inside a secure window it does not own, or lies in the frame of one. */
+int
+cs_win_title_secret(WindowPtr win, ClientPtr reader)
+{
+    WindowPtr w, top = NULL;
+
+    if (!cs_nsecure)
+        return 0;
+    for (w = win; w && w->parent; w = w->parent) {
+        if (cs_win_secure(w) && CLIENT_ID(w->drawable.id) != reader->index)
+            return 1;
+        top = w;
+    }
+    return top && cs_win_frames_secure(top, reader);
 }
 
 /* Re-reads the tags (_CAPTURE_SHIELD_SECURE, _CAPTURE_SHIELD_POLICY) after a property
@@ -245,7 +317,7 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
 {
     RegionRec mine, inner;
     WindowPtr c;
-    int occludes;
+    int occludes, secure, hide;
 
     RegionNull(&mine);
     RegionIntersect(&mine, &win->borderSize, clip);
@@ -254,8 +326,12 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
         return;
     }
     occludes = CLIENT_ID(win->drawable.id) != 0 && win->drawable.depth != 32;
-    if (cs_win_secure(win)) {
-        if (!exclude || CLIENT_ID(win->drawable.id) != exclude->index) {
+    secure = cs_win_secure(win);
+    hide = secure && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index);
+    if (!secure && cs_win_frames_secure(win, exclude))
+        secure = hide = 1;      /* a window manager's frame of a secure window */
+    if (secure) {
+        if (hide) {
             RegionRec vis;
             RegionNull(&vis);
             RegionSubtract(&vis, &mine, covered);
@@ -467,6 +543,41 @@ cs_DestroyWindow(WindowPtr win)
     return r;
 }
 
+/* A window changed parent: remember whether the window manager placed it (its
+ * ReparentWindow request), for cs_win_frames_secure. Every other reparent (another
+ * client's request, the save-set when a client goes) forgets it. */
+static void
+cs_ReparentWindow(WindowPtr win, WindowPtr prior)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    struct cs_window *cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+    int placer = cs_reparenting && cs_client_is_wm(cs_reparenting) ?
+        cs_reparenting->index + 1 : 0;
+
+    if (cw->secure && !cw->placer != !placer)
+        cs_nframed += placer ? 1 : -1;
+    cw->placer = placer;
+    cs->dirty = TRUE;
+    s->ReparentWindow = cs->ReparentWindow;
+    if (s->ReparentWindow)
+        s->ReparentWindow(win, prior);
+    cs->ReparentWindow = s->ReparentWindow;
+    s->ReparentWindow = cs_ReparentWindow;
+}
+
+static int
+cs_ProcReparentWindow(ClientPtr c)
+{
+    ClientPtr prev = cs_reparenting;
+    int r;
+
+    cs_reparenting = c;
+    r = c->swapped ? cs_orig_sreparent(c) : cs_orig_reparent(c);
+    cs_reparenting = prev;
+    return r;
+}
+
 /* The last reference to a tainted pixmap goes: one reason less to keep the resource hook
  * armed. Every layer frees a pixmap when DestroyPixmap finds refcnt 1 (fb, exa, glamor);
  * the flag is cleared at the same time, so a pixmap never releases the hook twice. */
@@ -521,7 +632,15 @@ cs_region_init(void)
         s->DestroyWindow = cs_DestroyWindow;
         cs->DestroyPixmap = s->DestroyPixmap;
         s->DestroyPixmap = cs_DestroyPixmap;
+        cs->ReparentWindow = s->ReparentWindow;
+        s->ReparentWindow = cs_ReparentWindow;
         cs_screens[i] = cs;
     }
+    cs_nframed = 0;
+    cs_reparenting = NULL;
+    cs_orig_reparent = ProcVector[X_ReparentWindow];
+    cs_orig_sreparent = SwappedProcVector[X_ReparentWindow];
+    ProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
+    SwappedProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
     return TRUE;
 }
