@@ -70,7 +70,7 @@ TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
 ln -s "$TPROBE" "$TMP/trusted-link"
 write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TMP/trusted-link:/nonexistent/picom\""
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
-write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
+write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon,frame,title"'
 write_conf "$TMP/B.conf" 0
 # A logs at verbosity 5: the module's "resource hook armed/disarmed" lines. A runs without
 # the SECURITY extension, whose resource callback is otherwise always registered: there the
@@ -339,8 +339,43 @@ out=$("$PROBE" capture getimage 300); expect "moving secure window: 300 root Get
 out=$("$PROBE" capture copyarea 300); expect "moving secure window: 300 root CopyAreas" "$out" frames -eq 300 red_max -eq 0
 stop_victim
 
+# issue 18 point 5: a window manager's frame around a secure window. The victim runs a
+# window manager (SubstructureRedirect on the root, WM_S0) that frames the red secure S in
+# a yellow frame F1 with a title bar T1, and a blue plain P in a cyan frame F2
+FRAME1=45696  # F1: 204x224, the secure window's 200x200 at 2,22 inside
+YEL=5696      # F1 minus S
+TBAR=4080     # T1: 204x20
+CYANPX=2896   # F2 (104x124) minus P
+start_victim --framed
+[ "${V_WMTITLE:-}" = 21 ] && ok "frame: the window manager reads the secure window's title (21 bytes)" ||
+  bad "frame: the window manager read ${V_WMTITLE:-none} bytes of the title"
+out=$("$PROBE" frame shot); expect "frame: untrusted root GetImage: frame and title bar black with the secure window, the plain frame intact" "$out" \
+  red -eq 0 yellow -eq 0 black -eq $FRAME1 cyan -eq $CYANPX blue -eq $BLUEPX
+for i in $(seq "$N"); do xwd -root -silent >"$TMP/fr$i.xwd"; done
+out=$("$COUNT" xwd "$TMP"/fr*.xwd || true); rm -f "$TMP"/fr*.xwd
+expect "frame: xwd -root x$N: black exactly the frame" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $FRAME1 black_max -eq $FRAME1 blue_min -eq $BLUEPX
+out=$("$TPROBE" frame shot); expect "frame: trusted root GetImage sees the window and its frame" "$out" red -eq 40000 yellow -eq $YEL
+out=$("$PROBE" frame shot "$V_T1"); expect "frame: untrusted GetImage of the title bar window: black" "$out" err -eq 0 yellow -eq 0 black -eq $TBAR
+out=$("$PROBE" frame title "$V_S"); expect "title: untrusted GetProperty WM_NAME, _NET_WM_NAME of the secure window: empty" "$out" wm_name -eq 0 net_wm_name -eq 0
+out=$("$TPROBE" frame title "$V_S"); expect "title: trusted GetProperty reads the title" "$out" wm_name -eq 21 net_wm_name -eq 21
+out=$("$PROBE" frame title "$V_P"); expect "title: a plain window's title stays readable" "$out" wm_name -eq 12 net_wm_name -eq 12
+out=$("$PROBE" frame attack "$V_F2"); expect "frame: an untrusted client's own secure window reparented into another frame blacks only itself" "$out" \
+  reparent_err -eq 0 cyan -eq $((CYANPX - 100)) blue -eq $BLUEPX yellow -eq 0
+out=$("$PROBE" frame attack "$V_P"); expect "frame: the same into the plain client window" "$out" \
+  reparent_err -eq 0 cyan -eq $CYANPX blue -eq $((BLUEPX - 100)) yellow -eq 0
+out=$("$PROBE" frame unmap "$V_S"); out=$("$PROBE" frame shot)
+expect "frame: secure window unmapped inside its mapped frame (shaded): the frame stays black" "$out" red -eq 0 yellow -eq 0 black -eq $FRAME1
+stop_victim
+
 ########## the same attacks with the rule off: each leaks ##########
 export DISPLAY=$XDISPLAY_C
+start_victim --framed
+out=$("$PROBE" frame shot); expect "rule frame off: the title bar leaks" "$out" red -eq 0 yellow -eq $YEL black -eq 40000
+out=$("$PROBE" frame shot "$V_T1"); expect "rule frame off: GetImage of the title bar window leaks" "$out" yellow -eq $TBAR
+out=$("$PROBE" frame title "$V_S"); expect "rule title off: the secure window's title is readable" "$out" wm_name -eq 21 net_wm_name -eq 21
+out=$("$PROBE" frame unmap "$V_S"); out=$("$PROBE" frame shot)
+expect "rule frame off: the frame of an unmapped secure window leaks" "$out" yellow -eq $FRAME1
+stop_victim
 start_victim
 out=$("$PROBE" attack over "$V_S"); expect "rule forcedbg off: window over leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack over-change "$V_S"); expect "rule forcedbg off: window set to background None after creation leaks" "$out" red_max -gt 0
@@ -404,6 +439,11 @@ for i in $(seq 50); do grep -q event "$TMP/events2" && break; sleep 0.1; done
 out=$(grep event "$TMP/events2" || echo none)
 expect "CaptureNotify (denied GetImage)" "$out" kind -eq 1 major -eq 73
 kill "$LPID" 2>/dev/null || true
+stop_victim
+
+start_victim --framed
+out=$("$PROBE" frame shot "$V_T1"); expect "deny: GetImage of the secure window's title bar refused" "$out" err -eq 10
+out=$("$PROBE" frame shot "$V_F2"); expect "deny: GetImage of the plain window's frame works" "$out" err -eq 0 cyan -eq $CYANPX blue -eq $BLUEPX
 stop_victim
 
 ########## without the module every path leaks (the tests above would fail) ##########
