@@ -26,15 +26,14 @@ struct cs_window {
     unsigned char dbe_secret;
     XID dbe_id;
     RESTYPE dbe_type;
-    int placer;                 /* 1 + index of the window manager that reparented it last
-                                 * (ReparentWindow request by the client holding
-                                 * SubstructureRedirect on the root), 0: anyone else */
+    XID framed;                 /* on a child of the root: the other client's window that the
+                                 * window manager last reparented into its subtree (it frames
+                                 * that window), 0: none */
 };
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
-static int cs_nframed;          /* of those, placed by a window manager (cs_window.placer) */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 static struct cs_screen *cs_screens[MAXSCREENS];
@@ -113,8 +112,6 @@ cs_set_win_secure(WindowPtr win, int on)
         return;
     *p = on ? 1 : 0;
     cs_nsecure += on ? 1 : -1;
-    if (((struct cs_window *) p)->placer)
-        cs_nframed += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
     if (on) {
@@ -179,34 +176,32 @@ cs_client_is_wm(ClientPtr client)
     return 0;
 }
 
-static int
-cs_frame_holds(WindowPtr w, ClientPtr reader)
-{
-    struct cs_window *cw = dixLookupPrivate(&w->devPrivates, &cs_window_key_rec);
-    WindowPtr c;
-
-    if (cw->secure && cw->placer && (!reader || CLIENT_ID(w->drawable.id) != reader->index))
-        return 1;
-    for (c = w->firstChild; c; c = c->nextSib)
-        if (cs_frame_holds(c, reader))
-            return 1;
-    return 0;
-}
-
-/* The window manager's frame of a secure window: `top`, a child of the root, holds a
- * secure window that the window manager reparented into it (cs_window.placer), secret to
- * `reader` (NULL: to everyone untrusted; else not its own windows). The frame's
- * decorations (title bar, border) show what the secure window is (its title), so the
- * whole frame is secret. Only windows the window manager placed count: any client can
- * reparent a window of its own into any other window, and must not make that window's
- * decorations or contents vanish from captures (a denial of capture, README). Walks the
- * subtree: called when the cached region is recomputed, not per request. */
+/* The window manager's frame of a secure window: `top`, a child of the root, is where the
+ * window manager (cs_client_is_wm) last reparented a window of another client, S
+ * (cs_window.framed), and S is secure and secret to `reader` (NULL: to everyone untrusted;
+ * else not its own windows). The frame's decorations (title bar, border) show what S is
+ * (its title), so the whole frame is secret. The frame stays secret when someone moves S
+ * out of it, since the window manager's title is still drawn there, until S is destroyed
+ * or untagged. Only the window manager's reparenting counts: any client can reparent a
+ * window of its own into any other window, and must not make that window's decorations
+ * or contents vanish from captures (README, denial of capture). Called when the cached
+ * region is recomputed, not per request: one resource lookup per framed top-level. */
 int
 cs_win_frames_secure(WindowPtr top, ClientPtr reader)
 {
-    if (!cs_nframed || !cs_rule_on(CS_RULE_FRAME) || !top->parent || top->parent->parent)
+    struct cs_window *cw;
+    void *p;
+    WindowPtr s;
+
+    if (!cs_nsecure || !top->parent || top->parent->parent || !cs_rule_on(CS_RULE_FRAME))
         return 0;
-    return cs_frame_holds(top, reader);
+    cw = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
+    if (!cw->framed ||
+        dixLookupResourceByType(&p, cw->framed, RT_WINDOW, NullClient, DixGetAttrAccess) !=
+        Success)
+        return 0;
+    s = p;
+    return cs_win_secure(s) && (!reader || CLIENT_ID(s->drawable.id) != reader->index);
 }
 
 /* The title of `win` (WM_NAME and the like) is secret to `reader`: the window is or is
@@ -543,22 +538,25 @@ cs_DestroyWindow(WindowPtr win)
     return r;
 }
 
-/* A window changed parent: remember whether the window manager placed it (its
- * ReparentWindow request), for cs_win_frames_secure. Every other reparent (another
- * client's request, the save-set when a client goes) forgets it. */
+/* A window changed parent: when the window manager (its ReparentWindow request) put a
+ * window of another client into a child of the root, that child is its frame
+ * (cs_win_frames_secure). */
 static void
 cs_ReparentWindow(WindowPtr win, WindowPtr prior)
 {
     ScreenPtr s = win->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
-    struct cs_window *cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
-    int placer = cs_reparenting && cs_client_is_wm(cs_reparenting) ?
-        cs_reparenting->index + 1 : 0;
+    WindowPtr top = win;
 
-    if (cw->secure && !cw->placer != !placer)
-        cs_nframed += placer ? 1 : -1;
-    cw->placer = placer;
     cs->dirty = TRUE;
+    while (top->parent && top->parent->parent)
+        top = top->parent;
+    if (top != win && top->parent && cs_reparenting &&
+        CLIENT_ID(win->drawable.id) != cs_reparenting->index &&
+        cs_client_is_wm(cs_reparenting)) {
+        struct cs_window *cw = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
+        cw->framed = win->drawable.id;
+    }
     s->ReparentWindow = cs->ReparentWindow;
     if (s->ReparentWindow)
         s->ReparentWindow(win, prior);
@@ -636,7 +634,6 @@ cs_region_init(void)
         s->ReparentWindow = cs_ReparentWindow;
         cs_screens[i] = cs;
     }
-    cs_nframed = 0;
     cs_reparenting = NULL;
     cs_orig_reparent = ProcVector[X_ReparentWindow];
     cs_orig_sreparent = SwappedProcVector[X_ReparentWindow];

@@ -164,7 +164,8 @@ shot(xcb_drawable_t d)
  * into PARENT (another client's window or frame) at 0,0; a second connection (neither
  * trusted nor the owner) then counts the root's colours.
  * `frame unmap WINDOW`: unmaps WINDOW (as a window manager does when it shades or
- * iconifies a client window while its frame may stay). */
+ * iconifies a client window while its frame may stay).
+ * `frame move WINDOW X Y`: reparents WINDOW (another client's) to the root at X,Y. */
 int
 frame_cmd(int argc, char **argv)
 {
@@ -199,6 +200,13 @@ frame_cmd(int argc, char **argv)
         printf("err=%d\n", check(xcb_unmap_window_checked(c, strtoul(argv[1], NULL, 0))));
         return 0;
     }
-    die("usage: frame shot [DRAWABLE] | title WINDOW | attack PARENT | unmap WINDOW");
+    if (argc >= 4 && !strcmp(argv[0], "move")) {
+        conn();
+        printf("err=%d\n", check(xcb_reparent_window_checked(c, strtoul(argv[1], NULL, 0), root,
+                                                             atoi(argv[2]), atoi(argv[3]))));
+        return 0;
+    }
+    die("usage: frame shot [DRAWABLE] | title WINDOW | attack PARENT | unmap WINDOW | "
+        "move WINDOW X Y");
     return 2;
 }

@@ -365,6 +365,8 @@ out=$("$PROBE" frame attack "$V_P"); expect "frame: the same into the plain clie
   reparent_err -eq 0 cyan -eq $CYANPX blue -eq $((BLUEPX - 100)) yellow -eq 0
 out=$("$PROBE" frame unmap "$V_S"); out=$("$PROBE" frame shot)
 expect "frame: secure window unmapped inside its mapped frame (shaded): the frame stays black" "$out" red -eq 0 yellow -eq 0 black -eq $FRAME1
+out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
+expect "frame: another client moves the secure window out of its frame: the frame (with the title) stays black" "$out" err -eq 0 red -eq 0 yellow -eq 0 black -eq $FRAME1
 stop_victim
 
 ########## the same attacks with the rule off: each leaks ##########
@@ -375,6 +377,8 @@ out=$("$PROBE" frame shot "$V_T1"); expect "rule frame off: GetImage of the titl
 out=$("$PROBE" frame title "$V_S"); expect "rule title off: the secure window's title is readable" "$out" wm_name -eq 21 net_wm_name -eq 21
 out=$("$PROBE" frame unmap "$V_S"); out=$("$PROBE" frame shot)
 expect "rule frame off: the frame of an unmapped secure window leaks" "$out" yellow -eq $FRAME1
+out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
+expect "rule frame off: the frame the secure window was moved out of leaks" "$out" err -eq 0 yellow -eq $FRAME1
 stop_victim
 start_victim
 out=$("$PROBE" attack over "$V_S"); expect "rule forcedbg off: window over leaks" "$out" red_max -gt 0
