@@ -11,10 +11,11 @@ run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
        systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland
        keepassxc zenity)   # the real apps of RealAppTests
-# the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries
+# the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries,
+# openbox (a real window manager framing a secure window)
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev
-      x11-apps imagemagick ffmpeg scrot maim)
+      x11-apps imagemagick ffmpeg scrot maim openbox)
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core
 deb=(dpkg-dev file binutils lintian xserver-xorg-core)

@@ -551,11 +551,16 @@ cs_ReparentWindow(WindowPtr win, WindowPtr prior)
     cs->dirty = TRUE;
     while (top->parent && top->parent->parent)
         top = top->parent;
-    if (top != win && top->parent && cs_reparenting &&
-        CLIENT_ID(win->drawable.id) != cs_reparenting->index &&
-        cs_client_is_wm(cs_reparenting)) {
-        struct cs_window *cw = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
-        cw->framed = win->drawable.id;
+    if (top != win && top->parent && cs_reparenting && cs_client_is_wm(cs_reparenting)) {
+        struct cs_window *ct = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
+        struct cs_window *cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+        /* a window of another client is framed here; a window manager's own window (a
+         * wrapper it reparented the client into while the wrapper was a top-level) brings
+         * the window it frames along */
+        if (CLIENT_ID(win->drawable.id) != cs_reparenting->index)
+            ct->framed = win->drawable.id;
+        else if (cw->framed)
+            ct->framed = cw->framed;
     }
     s->ReparentWindow = cs->ReparentWindow;
     if (s->ReparentWindow)

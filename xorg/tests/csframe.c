@@ -117,6 +117,62 @@ framed(void)
     return 0;
 }
 
+/* the child of the root that holds `w` (its window manager frame, or `w` itself) */
+static xcb_window_t
+toplevel(xcb_window_t w)
+{
+    for (;;) {
+        xcb_query_tree_reply_t *t = xcb_query_tree_reply(c, xcb_query_tree(c, w), NULL);
+        xcb_window_t parent = t ? t->parent : root;
+        free(t);
+        if (parent == root || parent == XCB_NONE)
+            return w;
+        w = parent;
+    }
+}
+
+/* `frame app`: an application under a real window manager: maps a red secure 200x200
+ * window S titled TITLE, waits until the window manager has reparented it, S is mapped
+ * and its frame F is viewable, prints S and F, then stays until killed. */
+static int
+app(void)
+{
+    xcb_window_t s, f;
+    uint32_t mask = XCB_EVENT_MASK_STRUCTURE_NOTIFY;
+    xcb_generic_event_t *ev;
+    int reparented = 0, mapped = 0, i;
+
+    conn();
+    s = appwin(200, 200, RED);
+    xcb_change_window_attributes(c, s, XCB_CW_EVENT_MASK, &mask);
+    set_secure(s, 1);
+    set_title(s, TITLE);
+    xcb_map_window(c, s);
+    xcb_flush(c);
+    while (!(reparented && mapped) && (ev = xcb_wait_for_event(c))) {
+        uint8_t t = ev->response_type & 0x7f;
+        if (t == XCB_REPARENT_NOTIFY && ((xcb_reparent_notify_event_t *) ev)->parent != root)
+            reparented = 1;
+        if (t == XCB_MAP_NOTIFY && ((xcb_map_notify_event_t *) ev)->window == s)
+            mapped = 1;
+        free(ev);
+    }
+    f = toplevel(s);
+    for (i = 0; i < 1000; i++) {
+        xcb_get_window_attributes_reply_t *a =
+            xcb_get_window_attributes_reply(c, xcb_get_window_attributes(c, f), NULL);
+        int viewable = a && a->map_state == XCB_MAP_STATE_VIEWABLE;
+        free(a);
+        if (viewable)
+            break;
+        usleep(10000);
+    }
+    printf("S=0x%x F=0x%x\n", s, f);
+    for (;;)
+        pause();
+    return 0;
+}
+
 /* counts the colours of a full GetImage of `d` (root if 0) by this client */
 static void
 shot(xcb_drawable_t d)
@@ -124,7 +180,7 @@ shot(xcb_drawable_t d)
     xcb_get_geometry_reply_t *g;
     xcb_get_image_reply_t *r;
     xcb_generic_error_t *e = NULL;
-    long red = 0, yellow = 0, cyan = 0, blue = 0, black = 0;
+    long red = 0, yellow = 0, cyan = 0, blue = 0, black = 0, n = 0;
     int x, y, w, h, stride;
 
     d = d ? d : root;
@@ -137,7 +193,8 @@ shot(xcb_drawable_t d)
     r = xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, d, 0, 0, w, h, ~0u),
                             &e);
     if (!r) {
-        printf("err=%d red=0 yellow=0 cyan=0 blue=0 black=0\n", e ? e->error_code : -1);
+        printf("err=%d red=0 yellow=0 cyan=0 blue=0 black=0 nonblack=0 other=0\n",
+               e ? e->error_code : -1);
         free(e);
         return;
     }
@@ -151,14 +208,17 @@ shot(xcb_drawable_t d)
             cyan += v == CYAN;
             blue += v == BLUE;
             black += v == 0;
+            n++;
         }
     }
     free(r);
-    printf("err=0 red=%ld yellow=%ld cyan=%ld blue=%ld black=%ld\n", red, yellow, cyan, blue,
-           black);
+    /* other: neither black nor red (a real window manager's decorations) */
+    printf("err=0 red=%ld yellow=%ld cyan=%ld blue=%ld black=%ld nonblack=%ld other=%ld\n", red,
+           yellow, cyan, blue, black, n - black, n - black - red);
 }
 
-/* `frame shot [DRAWABLE]`: colours of a GetImage of the root (or DRAWABLE).
+/* `frame app`: see app(). `frame wm`: the owner of WM_S0.
+ * `frame shot [DRAWABLE]`: colours of a GetImage of the root (or DRAWABLE).
  * `frame title WINDOW`: lengths of WM_NAME and _NET_WM_NAME as this client reads them.
  * `frame attack PARENT`: an untrusted client reparents a 10x10 red secure window of its own
  * into PARENT (another client's window or frame) at 0,0; a second connection (neither
@@ -169,6 +229,17 @@ shot(xcb_drawable_t d)
 int
 frame_cmd(int argc, char **argv)
 {
+    if (argc >= 1 && !strcmp(argv[0], "app"))
+        return app();
+    if (argc >= 1 && !strcmp(argv[0], "wm")) {
+        /* the owner of WM_S0 (a window manager is ready once it owns it) */
+        xcb_get_selection_owner_reply_t *r;
+        conn();
+        r = xcb_get_selection_owner_reply(c, xcb_get_selection_owner(c, atom("WM_S0")), NULL);
+        printf("owner=0x%x\n", r ? r->owner : 0);
+        free(r);
+        return 0;
+    }
     if (argc >= 1 && !strcmp(argv[0], "shot")) {
         conn();
         shot(argc >= 2 ? strtoul(argv[1], NULL, 0) : 0);
@@ -206,7 +277,7 @@ frame_cmd(int argc, char **argv)
                                                              atoi(argv[2]), atoi(argv[3]))));
         return 0;
     }
-    die("usage: frame shot [DRAWABLE] | title WINDOW | attack PARENT | unmap WINDOW | "
+    die("usage: frame app | wm | shot [DRAWABLE] | title WINDOW | attack PARENT | unmap WINDOW | "
         "move WINDOW X Y");
     return 2;
 }

@@ -59,6 +59,36 @@ wait_hook() {
   return 1
 }
 
+# start_openbox: a real window manager on $DISPLAY (untrusted), ready once it owns WM_S0;
+# then an application maps a secure window titled "test.kdbx - KeePassXC" that openbox
+# frames (sets O_S, O_F: the window and its frame)
+start_openbox() {
+  local i line
+  mkdir -p "$TMP/home"
+  HOME=$TMP/home openbox --sm-disable >"$TMP/openbox.log" 2>&1 &
+  OB_PID=$!; BG_PIDS+=("$OB_PID")
+  for i in $(seq 100); do [ "$("$PROBE" frame wm)" != owner=0x0 ] && break; sleep 0.1; done
+  coproc OBAPP { exec "$PROBE" frame app; }
+  OBAPP_PID_=$OBAPP_PID; BG_PIDS+=("$OBAPP_PID_")
+  read -r -t 10 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; exit 1; }
+  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/O_/')"
+}
+stop_openbox() {
+  kill "$OBAPP_PID_" "$OB_PID" 2>/dev/null || true
+  wait "$OBAPP_PID_" "$OB_PID" 2>/dev/null || true
+}
+# until_other PROBE DRAWABLE: polls (up to 5 s) until the window manager has drawn its
+# decorations where PROBE reads them (pixels neither black nor red); prints the last count
+until_other() {
+  local i out
+  for i in $(seq 50); do
+    out=$("$1" frame shot "$2")
+    [ "$(fld "$out" other)" -gt 0 ] && break
+    sleep 0.1
+  done
+  echo "$out"
+}
+
 for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
   [ -x "$b" ] || [ -f "$b" ] || { echo "Error: $b not built (make xorg-module)" >&2; exit 1; }
 done
@@ -368,6 +398,18 @@ expect "frame: secure window unmapped inside its mapped frame (shaded): the fram
 out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
 expect "frame: another client moves the secure window out of its frame: the frame (with the title) stays black" "$out" err -eq 0 red -eq 0 yellow -eq 0 black -eq $FRAME1
 stop_victim
+# the same with a real window manager: openbox (untrusted) frames the secure window and
+# draws its title; it reads the title (exempt from the title rule), captures do not
+start_openbox
+out=$(until_other "$TPROBE" "$O_F")
+expect "openbox: the trusted client sees the window and openbox's decorations" "$out" red -eq 40000 other -gt 0
+out=$("$PROBE" frame shot "$O_F")
+expect "openbox: untrusted GetImage of the frame: all black" "$out" err -eq 0 red -eq 0 nonblack -eq 0 black -gt 40000
+obframe=$(fld "$out" black)
+out=$("$PROBE" frame shot)
+expect "openbox: untrusted GetImage of the root: black exactly the frame ($obframe pixels)" "$out" red -eq 0 black -eq "$obframe"
+out=$("$PROBE" frame title "$O_S"); expect "openbox: untrusted GetProperty of the title: empty" "$out" wm_name -eq 0 net_wm_name -eq 0
+stop_openbox
 
 ########## the same attacks with the rule off: each leaks ##########
 export DISPLAY=$XDISPLAY_C
@@ -380,6 +422,10 @@ expect "rule frame off: the frame of an unmapped secure window leaks" "$out" yel
 out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
 expect "rule frame off: the frame the secure window was moved out of leaks" "$out" err -eq 0 yellow -eq $FRAME1
 stop_victim
+start_openbox
+out=$(until_other "$PROBE" "$O_F")
+expect "rule frame off: openbox's decorations (title bar) leak to an untrusted GetImage" "$out" red -eq 0 other -gt 0
+stop_openbox
 start_victim
 out=$("$PROBE" attack over "$V_S"); expect "rule forcedbg off: window over leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack over-change "$V_S"); expect "rule forcedbg off: window set to background None after creation leaks" "$out" red_max -gt 0
