@@ -1,4 +1,4 @@
-/* CaptureShield Xorg module: XACE hooks (named pixmaps, the tag, DRI, DBE), forced backgrounds and tag tracking. */
+/* CaptureShield Xorg module: XACE hooks (named pixmaps, the tag, titles, DRI, DBE), forced backgrounds and tag tracking. */
 #include "cs.h"
 #include <string.h>
 #include <byteswap.h>
@@ -227,7 +227,7 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
     }
     if ((rec->access_mode & DixReadAccess) && !(rec->access_mode & DixWriteAccess) &&
         cs_title_atom(prop->propertyName) && cs_rule_on(CS_RULE_TITLE) && !cs_cfg.paused &&
-        cs_win_title_secret(rec->pWin, rec->client) && !cs_client_trusted(rec->client) &&
+        !cs_client_trusted(rec->client) && cs_win_title_secret(rec->pWin, rec->client) &&
         !cs_client_is_wm(rec->client)) {
         /* the title of a secure window (or of its frame): GetProperty answers as for a
          * window without the property (dix's NullPropertyReply on BadMatch) */

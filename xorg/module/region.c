@@ -1,4 +1,4 @@
-/* CaptureShield Xorg module: which windows are secure and the cached secret region per screen. */
+/* CaptureShield Xorg module: which windows are secure (window manager frames included) and the cached secret region per screen. */
 #include "cs.h"
 #include <X11/Xatom.h>
 #include "inputstr.h"
