@@ -193,7 +193,7 @@ shot(xcb_drawable_t d)
     r = xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, d, 0, 0, w, h, ~0u),
                             &e);
     if (!r) {
-        printf("err=%d red=0 yellow=0 cyan=0 blue=0 black=0 nonblack=0 other=0\n",
+        printf("err=%d red=0 yellow=0 cyan=0 blue=0 black=0 nonblack=0 other=0 pixels=0\n",
                e ? e->error_code : -1);
         free(e);
         return;
@@ -213,8 +213,8 @@ shot(xcb_drawable_t d)
     }
     free(r);
     /* other: neither black nor red (a real window manager's decorations) */
-    printf("err=0 red=%ld yellow=%ld cyan=%ld blue=%ld black=%ld nonblack=%ld other=%ld\n", red,
-           yellow, cyan, blue, black, n - black, n - black - red);
+    printf("err=0 red=%ld yellow=%ld cyan=%ld blue=%ld black=%ld nonblack=%ld other=%ld pixels=%ld\n",
+           red, yellow, cyan, blue, black, n - black, n - black - red, n);
 }
 
 /* `frame app`: see app(). `frame wm`: the owner of WM_S0.

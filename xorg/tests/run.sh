@@ -404,8 +404,8 @@ start_openbox
 out=$(until_other "$TPROBE" "$O_F")
 expect "openbox: the trusted client sees the window and openbox's decorations" "$out" red -eq 40000 other -gt 0
 out=$("$PROBE" frame shot "$O_F")
-expect "openbox: untrusted GetImage of the frame: all black" "$out" err -eq 0 red -eq 0 nonblack -eq 0 black -gt 40000
-obframe=$(fld "$out" black)
+obframe=$(fld "$out" pixels)
+expect "openbox: untrusted GetImage of the frame: all black" "$out" err -eq 0 red -eq 0 nonblack -eq 0 black -eq "$obframe" black -gt 40000
 out=$("$PROBE" frame shot)
 expect "openbox: untrusted GetImage of the root: black exactly the frame ($obframe pixels)" "$out" red -eq 0 black -eq "$obframe"
 out=$("$PROBE" frame title "$O_S"); expect "openbox: untrusted GetProperty of the title: empty" "$out" wm_name -eq 0 net_wm_name -eq 0
