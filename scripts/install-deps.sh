@@ -6,10 +6,11 @@ what=${1:-test}
 build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-res0-dev
        libxcb-xfixes0-dev libxcb-shape0-dev libxcb-damage0-dev libxcb-shm0-dev libxcb-render0-dev
        libxcb-randr0-dev
-       libsodium-dev)
+       libsodium-dev libdbus-1-dev)
 run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
-       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland)
+       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland
+       dbus-daemon dbus-bin dunst)
 # the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev

@@ -52,6 +52,7 @@ extension WatcherLoop {
       }
     }
     syncServerEnforcement()
+    syncNotifications()
   }
 
   /// Carries out one effect, through `ShieldDriver` and `XEffects` (the X writers).
