@@ -129,6 +129,70 @@ struct NotificationTests {
     await bus.stop()
   }
 
+  /// Where `make xorg-module` puts the module (`$CAPTURESHIELD_XORG_MODULE_DIR` overrides).
+  static let moduleDirectory =
+    ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"]
+    ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path + "/.build/xorg"
+
+  @Test("under the Xorg module: a censored xwd reaches dunst as censored, with its pid and the window count")
+  func censoredNotificationArrives() async throws {
+    #expect(
+      FileManager.default.fileExists(atPath: Self.moduleDirectory + "/libcaptureshield.so"),
+      "build the module first: make xorg-module")
+    let runtime = try makeTemporaryDirectory(prefix: "captureshield-runtime")
+    defer { removeTree(runtime) }
+    chmod(runtime, 0o700)
+    let bus = try await PrivateSessionBus.start()
+    let daemonPath =
+      realpath(Shieldctl.path, nil).map { p in
+        defer { free(p) }
+        return String(cString: p)
+      } ?? Shieldctl.path
+    let server = try await XvfbServer.startXorg(
+      moduleDirectory: Self.moduleDirectory, moduleOptions: ["Option \"Trust\" \"\(daemonPath)\""],
+      environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
+    let dunst = try server.startBackground("dunst")
+    try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {
+      guard dunst.isRunning else {
+        throw TestWindowError.timedOut("dunst exited: \(String(decoding: dunst.stderr, as: UTF8.self))")
+      }
+      return try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10)).succeeded
+    }
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    #expect(try daemon.state()?.enforcement?.kind == "server")
+    try await waitUntil("the daemon says notifications are on", timeout: .seconds(10)) {
+      daemon.auditEvents("notifications").contains { $0["enabled"] as? Bool == true }
+    }
+    try await waitUntil("the daemon protects the tagged window", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == window.id && $0.protected == true } ?? false
+    }
+
+    let frames = try await CaptureMethod.xwdRoot.capture(window: window.id, on: server)
+    #expect(frames.counts(of: .red) == [0], "secret pixels in xwd's frame")
+    try await waitUntil("a capture-censored audit record naming xwd", timeout: .seconds(10)) {
+      daemon.auditEvents("capture-censored").contains { ($0["exe"] as? String)?.hasSuffix("/xwd") == true }
+    }
+    let censored = try #require(
+      daemon.auditEvents("capture-censored").first { ($0["exe"] as? String)?.hasSuffix("/xwd") == true })
+    let pid = try #require(censored["pid"] as? Int)
+    var history = ""
+    try await waitUntil("dunst shows the capture notice", timeout: .seconds(15), interval: .milliseconds(200)) {
+      history = try await Self.dunstHistory(server)
+      return history.contains("xwd (pid \(pid))")
+    }
+    #expect(history.contains("Screen capture: 1 secure window censored"), "\(history)")
+    #expect(history.contains("xwd (pid \(pid)) tried to read the screen"), "\(history)")
+    #expect(history.contains("censors 1 secure window from it"), "\(history)")
+
+    await daemon.stop()
+    window.close()
+    await dunst.stop()
+    await server.stop()
+    await bus.stop()
+  }
+
   enum Missing: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// A session bus, but no notification server on it.
     case server
