@@ -39,6 +39,14 @@ final class DesktopNotifier: @unchecked Sendable {
     self.log = log
   }
 
+  /// The last reference goes after the queue's last work item (each holds one).
+  deinit {
+    if let c = connection {
+      dbus_connection_close(c)
+      dbus_connection_unref(c)
+    }
+  }
+
   /// The session bus's address: `DBUS_SESSION_BUS_ADDRESS`, else the systemd user bus
   /// `$XDG_RUNTIME_DIR/bus` when that socket exists; nil without either. Never X11
   /// autolaunch (which would start a bus): no bus means no notifications.
