@@ -129,6 +129,92 @@ struct NotificationTests {
     await bus.stop()
   }
 
+  /// The Notify calls and their replies a `dbus-monitor` saw: each call's `replaces_id`,
+  /// and the id its reply returned (nil: no reply yet).
+  static func notifyCalls(_ monitor: String) -> [(replaces: UInt32, id: UInt32?)] {
+    var calls: [(sender: String, serial: String, replaces: UInt32, id: UInt32?)] = []
+    let lines = monitor.split(separator: "\n").map(String.init)
+    func field(_ line: String, _ name: String) -> String? {
+      guard let r = line.range(of: " \(name)=") else { return nil }
+      return String(line[r.upperBound...].prefix { $0 != " " && $0 != ";" })
+    }
+    for (i, line) in lines.enumerated() {
+      if line.hasPrefix("method call"), line.contains("member=Notify"), i + 2 < lines.count,
+        let sender = field(line, "sender"), let serial = field(line, "serial"),
+        let replaces = UInt32(
+          lines[i + 2].trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "uint32 ", with: ""))
+      {
+        calls.append((sender, serial, replaces, nil))
+      } else if line.hasPrefix("method return"), let reply = field(line, "reply_serial"),
+        let to = field(line, "destination"),
+        let k = calls.firstIndex(where: { $0.serial == reply && $0.sender == to }), i + 1 < lines.count,
+        let id = UInt32(lines[i + 1].trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "uint32 ", with: ""))
+      {
+        calls[k].id = id
+      }
+    }
+    return calls.map { ($0.replaces, $0.id) }
+  }
+
+  @Test("a second program's capture replaces the notice (replaces_id) instead of stacking a second one")
+  func secondNoticeReplacesTheFirst() async throws {
+    let runtime = try makeTemporaryDirectory(prefix: "captureshield-runtime")
+    defer { removeTree(runtime) }
+    chmod(runtime, 0o700)
+    let bus = try await PrivateSessionBus.start()
+    let server = try await XvfbServer.start(environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
+    let dunst = try server.startBackground("dunst")
+    try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {
+      guard dunst.isRunning else {
+        throw TestWindowError.timedOut("dunst exited: \(String(decoding: dunst.stderr, as: UTF8.self))")
+      }
+      return try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10)).succeeded
+    }
+    // Everything said to the notification server (the test's own bus lets it eavesdrop).
+    let monitor = try server.startBackground(
+      "dbus-monitor",
+      ["--address", bus.address, "interface='org.freedesktop.Notifications',member='Notify'", "type='method_return'"])
+    // It has become a monitor (it loses its own name then).
+    try await waitUntil("dbus-monitor is monitoring", timeout: .seconds(10)) {
+      String(decoding: monitor.stdout, as: UTF8.self).contains("member=NameLost")
+    }
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"3s\"}}")
+    try await waitUntil("the daemon says notifications are on", timeout: .seconds(10)) {
+      daemon.auditEvents("notifications").contains { $0["enabled"] as? Bool == true }
+    }
+    try await daemon.waitUntilCaughtUp(retitling: window)
+
+    _ = try await CaptureMethod.xwdRoot.capture(window: window.id, on: server)
+    _ = try await CaptureMethod.importRoot.capture(window: window.id, on: server)
+    // The second notice waits for the rate limit (5 s after the first), then replaces it.
+    var calls: [(replaces: UInt32, id: UInt32?)] = []
+    try await waitUntil("two Notify calls answered", timeout: .seconds(20), interval: .milliseconds(100)) {
+      calls = Self.notifyCalls(String(decoding: monitor.stdout, as: UTF8.self))
+      return calls.count >= 2 && calls.allSatisfy { $0.id != nil }
+    }
+    #expect(calls.count == 2, "\(calls)")
+    #expect(calls[0].replaces == 0)
+    #expect(calls[1].replaces == calls[0].id, "the second notice replaces the first: \(calls)")
+    #expect(calls[1].id == calls[0].id)
+    let programs = daemon.auditEvents("capture-notice").compactMap { $0["program"] as? String }
+    // `import` is ImageMagick's, e.g. /usr/bin/import-im6.q16 behind the alternatives link.
+    #expect(programs.count == 2 && programs.first == "xwd" && programs.last?.hasPrefix("import") == true, "\(programs)")
+    // dunst answered both calls: one notification on screen, not two.
+    let displayed = try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10))
+    #expect(displayed.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(displayed)")
+    let history = try await Self.dunstHistory(server)
+    #expect(history.contains("\(programs.last ?? "import") (pid "), "\(history)")
+    #expect(!history.contains("xwd (pid "), "the first notice was replaced, not kept: \(history)")
+
+    await daemon.stop()
+    window.close()
+    await monitor.stop()
+    await dunst.stop()
+    await server.stop()
+    await bus.stop()
+  }
+
   /// Where `make xorg-module` puts the module (`$CAPTURESHIELD_XORG_MODULE_DIR` overrides).
   static let moduleDirectory =
     ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"]
