@@ -9,8 +9,7 @@ build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-re
        libsodium-dev libdbus-1-dev)
 run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
-       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland
-       dbus-daemon dbus-bin dunst)
+       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland)
 # the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev
@@ -18,6 +17,9 @@ xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xor
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core
 deb=(dpkg-dev file binutils lintian xserver-xorg-core)
+# NotificationTests: a private session bus (dbus-daemon, dbus-monitor) and a real
+# notification server on it (dunst, dunstctl)
+tools+=(dbus-daemon dbus-bin dunst)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
