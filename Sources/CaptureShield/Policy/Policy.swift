@@ -295,6 +295,9 @@ public struct Policy: Sendable, Hashable {
   /// Text drawn on shields so users see why the window went dark.
   public var label: String = "Hidden by CaptureShield"
   public var clipboard = ClipboardPolicy()
+  /// `notify.enabled`: a desktop notification (org.freedesktop.Notifications) when a
+  /// capture starts and secure windows are hidden or censored (`CaptureNotifier`).
+  public var notify: Bool = true
   /// The files this policy was built from, in load order.
   public var sources: [String] = []
 

@@ -199,6 +199,11 @@ final class WatcherLoop {
   var moduleRequestNames: [UInt8: String] = [:]
   /// The module's Trust list, when it reports it.
   var moduleTrustList: [String]?
+  // MARK: Desktop notifications
+  /// When to tell the user that a capture started (`WatcherLoop+Notify`).
+  var notices = CaptureNotifier()
+  /// The session bus's notification sender; nil while `notify.enabled` is false.
+  var notifier: DesktopNotifier?
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)

@@ -56,6 +56,7 @@ extension WatcherLoop {
     }
     syncFrameShields()
     syncServerEnforcement()
+    syncNotifications()
   }
 
   /// Carries out one effect, through `ShieldDriver` and `XEffects` (the X writers).
