@@ -10,13 +10,13 @@ func measureProcess(pid: Int32, seconds: Double) throws -> [String: Any] {
   sleepSeconds(seconds)
   guard let b = ProcSample.read(pid: pid) else { throw BenchError("the daemon (pid \(pid)) is gone") }
   let wall = monotonicNow() - t0
+  let d = b.since(a)
   return [
     "wall_s": wall,
     "cpu_ms_ticks": Double(b.ticks - a.ticks) * 1000 / ProcSample.ticksPerSecond,
     "clock_ticks": b.ticks - a.ticks, "clock_ticks_per_s": ProcSample.ticksPerSecond,
-    "cpu_ms_schedstat": Double(b.runNanoseconds - a.runNanoseconds) / 1e6,
-    "voluntary_switches": b.voluntarySwitches - a.voluntarySwitches,
-    "involuntary_switches": b.involuntarySwitches - a.involuntarySwitches,
+    "cpu_ms_schedstat": Double(d.runNanoseconds) / 1e6,
+    "voluntary_switches": d.voluntary, "involuntary_switches": d.involuntary, "exited_threads": d.exitedThreads,
     "rss_kib": b.rssKiB,
   ]
 }
@@ -87,7 +87,7 @@ func runIdleBenchmark(display: String, scratch: String, shieldctl: String, table
     }
     sleepSeconds(1)  // the last quarantine and its audit lines
     guard let b = ProcSample.read(pid: daemon.pid) else { throw BenchError("the daemon is gone") }
-    perClient[key] = Double(b.runNanoseconds - a.runNanoseconds) / 1e3 / Double(clients)
+    perClient[key] = Double(b.since(a).runNanoseconds) / 1e3 / Double(clients)
   }
   withExtendedLifetime(apps) {}
   result["cpu_us_per_client_quarantine_off"] = perClient["off"]

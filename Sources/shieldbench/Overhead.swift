@@ -122,7 +122,7 @@ func runOverheadBenchmark(
       let b = ProcSample.read(pid: xvfb.pid)
       let db = daemon.flatMap { ProcSample.read(pid: $0) }
       let serverNs = Double((b?.runNanoseconds ?? 0) &- (a?.runNanoseconds ?? 0))
-      let daemonNs = Double((db?.runNanoseconds ?? 0) &- (da?.runNanoseconds ?? 0))
+      let daemonNs = Double(da.flatMap { a in db.map { $0.since(a).runNanoseconds } } ?? 0)
       return (Double(iterations) / t, serverNs / 1e3 / Double(iterations), daemonNs / 1e3 / Double(iterations))
     }
     // W D W D ... W: every run with the daemon is bracketed by runs without it, and compared

@@ -42,6 +42,24 @@ struct ProcSample {
   var involuntarySwitches: Int
   var rssKiB: Int
   var hwmKiB: Int
+  /// Per thread (task id): run time in ns, voluntary and involuntary switches.
+  var threads: [String: (runNanoseconds: UInt64, voluntary: Int, involuntary: Int)] = [:]
+
+  /// What the process did since `earlier`, thread by thread: a thread that exited in
+  /// between (a dispatch worker that went idle) does not make the sums go backwards; its
+  /// work after `earlier` is not counted (`exitedThreads` says how many).
+  func since(_ earlier: ProcSample) -> (runNanoseconds: UInt64, voluntary: Int, involuntary: Int, exitedThreads: Int) {
+    var run: UInt64 = 0
+    var voluntary = 0
+    var involuntary = 0
+    for (tid, now) in threads {
+      let before = earlier.threads[tid] ?? (0, 0, 0)
+      run += now.runNanoseconds >= before.runNanoseconds ? now.runNanoseconds - before.runNanoseconds : 0
+      voluntary += max(0, now.voluntary - before.voluntary)
+      involuntary += max(0, now.involuntary - before.involuntary)
+    }
+    return (run, voluntary, involuntary, earlier.threads.keys.filter { threads[$0] == nil }.count)
+  }
 
   static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
@@ -56,15 +74,20 @@ struct ProcSample {
       ticks: ut + st, runNanoseconds: 0, voluntarySwitches: 0, involuntarySwitches: 0, rssKiB: 0, hwmKiB: 0)
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
     for t in tasks {
+      var thread: (runNanoseconds: UInt64, voluntary: Int, involuntary: Int) = (0, 0, 0)
       if let ss = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/schedstat", encoding: .utf8),
         let first = ss.split(separator: " ").first, let ns = UInt64(first)
       {
-        s.runNanoseconds += ns
+        thread.runNanoseconds = ns
       }
       if let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(t)/status", encoding: .utf8) {
-        s.voluntarySwitches += statusValue(status, "voluntary_ctxt_switches:") ?? 0
-        s.involuntarySwitches += statusValue(status, "nonvoluntary_ctxt_switches:") ?? 0
+        thread.voluntary = statusValue(status, "voluntary_ctxt_switches:") ?? 0
+        thread.involuntary = statusValue(status, "nonvoluntary_ctxt_switches:") ?? 0
       }
+      s.runNanoseconds += thread.runNanoseconds
+      s.voluntarySwitches += thread.voluntary
+      s.involuntarySwitches += thread.involuntary
+      s.threads[t] = thread
     }
     if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) {
       s.rssKiB = statusValue(status, "VmRSS:") ?? 0

@@ -86,7 +86,7 @@ func runScaleBenchmark(
   withExtendedLifetime(clients) {}
 
   let cpuShare = Double(cpu1.ticks - cpu0.ticks) / ProcSample.ticksPerSecond / wall
-  let cpuShareSched = Double(cpu1.runNanoseconds - cpu0.runNanoseconds) / 1e9 / wall
+  let cpuShareSched = Double(cpu1.since(cpu0).runNanoseconds) / 1e9 / wall
   let rssMiB = Double(afterStart?.rssKiB ?? 0) / 1024
   let rssIdleMiB = Double(idleRSS?.rssKiB ?? 0) / 1024
   let hwmMiB = Double(after?.hwmKiB ?? 0) / 1024
