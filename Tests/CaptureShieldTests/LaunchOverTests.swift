@@ -123,29 +123,29 @@ struct LaunchOverTests {
         processes: [proc(1, started: 9.999, display: ":7"), proc(2, started: 9.998, exe: ownExe)],
         over: "another display and the daemon's own program"),
       OverCase(
-        name: "no process (it exited), settled", program: "xwd", processes: [], at: 10.06, over: "process exited"),
+        name: "no process (it exited), settled", program: "xwd", processes: [], at: 10.03, over: "process exited"),
       OverCase(name: "no process yet, not settled (an exec in progress)", program: "xwd", processes: [], over: nil),
       OverCase(
         name: "no process, but /proc hides processes (hidepid)", program: nil, processes: [], complete: false,
-        at: 10.06, over: nil),
+        at: 10.03, over: nil),
       OverCase(
         name: "the young process is another program: the launched one exited", program: "xwd",
-        processes: [proc(1, started: 9.999)], at: 10.06, over: "process exited"),
+        processes: [proc(1, started: 9.999)], at: 10.03, over: "process exited"),
       OverCase(
         name: "not libxcb's: the libxcb opener exited", program: nil,
-        processes: [proc(1, started: 9.999, loadsXCB: false)], at: 10.06, over: "process exited"),
+        processes: [proc(1, started: 9.999, loadsXCB: false)], at: 10.03, over: "process exited"),
       OverCase(
         name: "maps unreadable counts as loading libxcb", program: nil,
-        processes: [proc(1, started: 9.999, loadsXCB: nil)], at: 10.06, over: nil),
+        processes: [proc(1, started: 9.999, loadsXCB: nil)], at: 10.03, over: nil),
       OverCase(
         name: "started after the launch: not its process", program: nil,
-        processes: [proc(1, started: 10.05, exe: ownExe)], at: 10.06, over: "process exited"),
+        processes: [proc(1, started: 10.025, exe: ownExe)], at: 10.03, over: "process exited"),
       OverCase(
         name: "forked long before: not its process", program: nil,
-        processes: [proc(1, started: 4, exe: ownExe)], at: 10.06, over: "process exited"),
+        processes: [proc(1, started: 4, exe: ownExe)], at: 10.03, over: "process exited"),
       OverCase(
         name: "exe unreadable: matched by comm", program: "xwd",
-        processes: [LaunchProcess(pid: 1, started: .seconds(9.999), comm: "xwd")], at: 10.06, over: nil),
+        processes: [LaunchProcess(pid: 1, started: .seconds(9.999), comm: "xwd")], at: 10.03, over: nil),
     ])
   func over(_ c: OverCase) {
     let l = Engine.Launch(seen: .seconds(10), until: .seconds(10.3), program: c.program)
@@ -169,7 +169,7 @@ struct LaunchOverTests {
     _ = e.handle(.windowAppeared(Self.secure), now: .seconds(1))
     _ = e.handle(.clientLaunching(program: nil), now: .seconds(10))
     #expect(e.shielded == [0x100])
-    #expect(e.launchCheckDue == .seconds(10))
+    #expect(e.launchCheckDue == .seconds(10) + .seconds(Engine.launchFirstCheck))
     let fx = e.handle(.launchProcesses([proc(7, started: 9.999, exe: ownExe)], complete: true), now: .seconds(10.002))
     #expect(e.launches.isEmpty && e.shielded.isEmpty)
     #expect(fx.contains { if case .audit(let a) = $0 { return a.event == "launch-end" } else { return false } })
@@ -196,10 +196,10 @@ struct LaunchOverTests {
     var e = Engine(policy: Self.launchPolicy, ownProgram: ownExe, display: ":0")
     _ = e.handle(.windowAppeared(Self.secure), now: .seconds(1))
     _ = e.handle(.clientLaunching(program: "xwd"), now: .seconds(10))
-    _ = e.handle(.launchProcesses([], complete: true), now: .seconds(10.001))
+    _ = e.handle(.launchProcesses([], complete: true), now: .seconds(10.005))
     #expect(e.launches.count == 1 && e.shielded == [0x100])
     #expect(e.launchCheckDue == .seconds(10) + .seconds(Engine.launchSettle))
-    _ = e.handle(.launchProcesses([], complete: true), now: .seconds(10.06))
+    _ = e.handle(.launchProcesses([], complete: true), now: .seconds(10.03))
     #expect(e.launches.isEmpty && e.shielded.isEmpty)
     #expect(e.launchCheckDue == nil)
   }
@@ -210,7 +210,7 @@ struct LaunchOverTests {
     _ = e.handle(.windowAppeared(Self.secure), now: .seconds(1))
     _ = e.handle(.clientLaunching(program: "ffmpeg"), now: .seconds(10))
     _ = e.handle(.launchProcesses([proc(5, started: 9.999)], complete: true), now: .seconds(10.001))
-    _ = e.handle(.launchProcesses([proc(5, started: 9.999)], complete: true), now: .seconds(10.06))
+    _ = e.handle(.launchProcesses([proc(5, started: 9.999)], complete: true), now: .seconds(10.03))
     #expect(e.launches.count == 1 && e.launchCheckDue == nil && e.shielded == [0x100])
     _ = e.handle(.tick, now: .seconds(10.31))
     #expect(e.launches.isEmpty && e.shielded.isEmpty)

@@ -100,7 +100,13 @@ extension Engine {
   /// How long a launch waits before "no process found" counts as "it exited": an exec
   /// switches the process's program, and the loader maps libxcb, microseconds to a few
   /// milliseconds after the open the watch reports.
-  public static let launchSettle = 0.05
+  public static let launchSettle = 0.025
+  /// How long after a launch the shell first looks at its processes: a client of this
+  /// display connects within milliseconds of loading libxcb (xwd, xdpyinfo: 2 ms), and its
+  /// identification ends the launch (`matchLaunch`) before a scan could; a scan first would
+  /// delay that identification until a short-lived client had exited (then its launch lasts
+  /// until it is found gone).
+  public static let launchFirstCheck = 0.005
 
   /// The display number in a `DISPLAY` value (`[host]:N[.S]`, or a path ending in
   /// `:N[.S]`); nil when there is none.
@@ -178,7 +184,8 @@ extension Engine {
 
   /// The shell looked at the processes behind the pending launches (`launchProcesses`):
   /// each launch that cannot be a client of this display ends (`launchOver`); the others
-  /// are looked at again once, when `launchSettle` has passed (`launchCheckDue`).
+  /// are looked at again once, when `launchSettle` has passed (`launchCheckDue`; the first
+  /// look is `launchFirstCheck` after the launch).
   mutating func checkLaunches(_ processes: [LaunchProcess], complete: Bool, fx: inout [Effect]) -> Bool {
     var ended = false
     var kept: [Launch] = []

@@ -184,7 +184,8 @@ public struct Engine: Sendable {
 
     case .clientLaunching(let program):
       if let q = policy.quarantine, policy.quarantineOnLaunch {
-        launches.append(Launch(seen: now, until: now + q, program: program, nextCheck: now))
+        launches.append(
+          Launch(seen: now, until: now + q, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
       }
 
     case .launchProcesses(let processes, let complete):
