@@ -21,9 +21,11 @@ extension ProcessInfoReader {
   /// with their start on the monotonic clock; `complete` when /proc shows every process
   /// (not mounted with `hidepid`: init's entry is visible). The daemon's own process is left
   /// out.
-  static func launchProcesses(maxAge: Double, now: MonotonicTime = Clock.now()) -> (
-    processes: [LaunchProcess], complete: Bool
-  ) {
+  /// With `onlyPrograms` (every pending launch is a program start), only processes running
+  /// one of those programs are read further (`Engine.launchCouldBe` matches no other).
+  static func launchProcesses(maxAge: Double, onlyPrograms: Set<String>? = nil, now: MonotonicTime = Clock.now())
+    -> (processes: [LaunchProcess], complete: Bool)
+  {
     let complete = access("/proc/1/stat", R_OK) == 0
     guard let dir = opendir("/proc") else { return ([], false) }
     defer { closedir(dir) }
@@ -50,6 +52,12 @@ extension ProcessInfoReader {
       p.exe = readLink(base + "/exe")
       if let comm = readSmallFile(base + "/comm", limit: 64) {
         p.comm = String(decoding: comm.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+      }
+      if let programs = onlyPrograms {
+        let name = p.exe.flatMap { $0.split(separator: "/").last.map(String.init) }
+        let runs =
+          name.map { programs.contains($0) } ?? programs.contains { String($0.prefix(15)) == p.comm }
+        if !runs { continue }
       }
       if let maps = readSmallFile(base + "/maps", limit: 4 << 20) {
         p.loadsXCB = LaunchWatch.mappedLibxcb(maps: String(decoding: maps, as: UTF8.self)) != nil

@@ -24,8 +24,10 @@ extension WatcherLoop {
   func checkLaunchesIfDue() {
     let now = Clock.now()
     guard let due = engine.launchCheckDue, now >= due, let oldest = engine.launches.map(\.seen).min() else { return }
+    let programs = engine.launches.map(\.program)
     let scan = ProcessInfoReader.launchProcesses(
-      maxAge: now.seconds(since: oldest) + Engine.launchForkWindow + 0.02, now: now)
+      maxAge: now.seconds(since: oldest) + Engine.launchForkWindow + 0.02,
+      onlyPrograms: programs.contains(nil) ? nil : Set(programs.compactMap { $0 }), now: now)
     apply(.launchProcesses(scan.processes, complete: scan.complete))
   }
 
