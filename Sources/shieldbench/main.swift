@@ -5,9 +5,10 @@
 // 1. reaction per capture tool (and with quarantine), 3. a /proc name scanner on the same runs,
 // 2. idle cost, 4. overhead on the X server, 5. scale, 6. the capture detector's recording
 // overhead on xwd and on a drawing client, 7. the quarantine's leak rate for one-shot tools
-// (BENCH_QUARANTINE_RUNS per tool, default 50).
+// (BENCH_QUARANTINE_RUNS per tool, default 50), 9. the flicker of quarantine on launch per
+// launch (BENCH_LAUNCH_RUNS per kind, default 10).
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, detector, quarantine-rate, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, quarantine-rate, launch-flicker, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
@@ -109,6 +110,13 @@ await onXvfb("quarantine-rate", "7 quarantine rate") { xvfb, scratch, shieldctl 
   let (r, rows) = try await runQuarantineRateBenchmark(
     server: xvfb, scratch: scratch, shieldctl: shieldctl,
     runs: max(1, Int(env["BENCH_QUARANTINE_RUNS"] ?? "") ?? 50))
+  table += rows
+  return r
+}
+
+await onXvfb("launch-flicker", "9 launch flicker") { xvfb, scratch, shieldctl in
+  let (r, rows) = try await runLaunchFlickerBenchmark(
+    server: xvfb, scratch: scratch, shieldctl: shieldctl, runs: max(1, Int(env["BENCH_LAUNCH_RUNS"] ?? "") ?? 10))
   table += rows
   return r
 }

@@ -58,7 +58,9 @@ private func window(
   WindowInfo(id: id, client: client, facts: Facts(class: cls, title: title), tag: tag, propertiesKnown: known)
 }
 
-private let secureWindow = window(w1, class: "KeePassXC", title: "Passwords", tag: .secure)
+/// It opted in to the capture notices (`_CAPTURE_SHIELD_NOTIFY`): the scenarios show them.
+private let secureWindow = WindowInfo(
+  id: w1, client: app, facts: Facts(class: "KeePassXC", title: "Passwords"), tag: .secure, notices: .captureChanged)
 private let plainWindow = window(w2, class: "Firefox", title: "Online Banking")
 
 /// Two windows of `app`: `w1` tagged secure, `w2` plain.

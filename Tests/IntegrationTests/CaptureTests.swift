@@ -203,10 +203,12 @@ struct CaptureTests {
   }
 
   /// `capture.quarantineOnLaunch`: the daemon watches libxcb with inotify, so a process
-  /// that loads it shields the secure windows before it can even connect. Here xwd is
-  /// pointed at a display that does not exist: it loads libxcb and never connects to ours,
-  /// so only the launch watch can have put the shield up (and, no client coming, the
-  /// launch ends with the quarantine duration). Off, the same launch does nothing.
+  /// that loads it shields the secure windows before it can even connect. Here ffmpeg, of
+  /// this display, encodes a generated picture to nothing: it loads libxcb (through
+  /// libavdevice) and never connects, so only the launch watch can have put the shield up
+  /// (and, no client coming, the launch ends with the quarantine duration). Off, the same
+  /// launch does nothing. Launches that cannot be clients of this display end at once
+  /// (issue 18.5): `launchOfAnotherDisplayOrOurCLI`.
   @Test(
     "with capture.quarantineOnLaunch, a process loading libxcb shields secure windows before it connects",
     arguments: [true, false])
@@ -234,9 +236,9 @@ struct CaptureTests {
       try await waitUntil("the status runs' own quarantines are over", timeout: .seconds(10)) { try !shielded() }
     }
     let t0 = ContinuousClock.now
-    let xwd = try await runCommand(
-      "/usr/bin/xwd", ["-root", "-silent", "-out", "/dev/null"], environment: ["DISPLAY": ":999"])
-    #expect(String(decoding: xwd.stderr, as: UTF8.self).contains("unable to open display"), "\(xwd.stderr)")
+    let ffmpeg = try server.startBackground(
+      "/usr/bin/ffmpeg",
+      ["-nostdin", "-loglevel", "quiet", "-re", "-f", "lavfi", "-i", "nullsrc=s=16x16:d=3", "-f", "null", "-"])
     var sawShield = false
     while ContinuousClock.now - t0 < .milliseconds(1000) {
       if try shielded() {
@@ -250,11 +252,11 @@ struct CaptureTests {
       try await waitUntil("the launch ends with the quarantine duration", timeout: .seconds(5)) { try !shielded() }
       let held = ContinuousClock.now - t0
       #expect(held >= .milliseconds(1400), "shield held \(held)")
-      // Seen as the start of the program xwd, before it even loaded libxcb.
       let ended = daemon.auditEvents("launch-end").filter { $0["why"] as? String == "no client connected" }
-      #expect(ended.contains { $0["program"] as? String == "xwd" }, "\(ended)")
+      #expect(!ended.isEmpty, "\(daemon.auditEvents("launch-end"))")
       print("quarantineOnLaunch: shield up \(held) for a launch that never connected (quarantine 1500 ms)")
     }
+    _ = try await ffmpeg.waitForExit()
     // `status` says whether launches are watched, and which library.
     let status = try await Shieldctl.run(["status"], on: server)
     let line = status.stdoutText.split(separator: "\n").first { $0.contains("launches") }.map(String.init) ?? ""
@@ -264,6 +266,51 @@ struct CaptureTests {
           && line.contains("/usr/bin")
         : line.contains("not watched"),
       "\(status.stdoutText)")
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
+  /// Issue 18, point 5: with `capture.quarantineOnLaunch`, the launch of a program pointed
+  /// at another display (xwd, `DISPLAY=:999`) ends as soon as the daemon has looked at the
+  /// process (it names another display, or it has exited), not after the quarantine
+  /// duration; and `shieldctl status`, the daemon's own program, starts no quarantine with
+  /// its connection (the one the pump puts up before the client is known ends when it is).
+  @Test("with capture.quarantineOnLaunch, launches for another display and shieldctl's connections end at once")
+  func launchOfAnotherDisplayOrOurCLI() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(
+      on: server, policy: "{version: 1, capture: {quarantine: \"1500ms\", quarantineOnLaunch: true}}")
+    // Wait for the program scan to know xwd (then its start is a launch named "xwd").
+    try await waitUntil("the program scan found xwd's directory's X clients", timeout: .seconds(20)) {
+      let line =
+        try await Shieldctl.run(["status"], on: server).stdoutText.split(separator: "\n")
+        .first { $0.contains("launches") } ?? ""
+      return line.contains("X client program") && !line.contains("starts of 0 ")
+    }
+    let xwd = try await runCommand(
+      "/usr/bin/xwd", ["-root", "-silent", "-out", "/dev/null"], environment: ["DISPLAY": ":999"])
+    #expect(String(decoding: xwd.stderr, as: UTF8.self).contains("unable to open display"), "\(xwd.stderr)")
+    // Positive marker: the launch's end is audited (at once here; after 1.5 s on a daemon
+    // that waits for a client).
+    try await waitUntil("xwd's launch ends", timeout: .seconds(10)) {
+      daemon.auditEvents("launch-end").contains { $0["program"] as? String == "xwd" }
+    }
+    let xwdEnds = daemon.auditEvents("launch-end").filter { $0["program"] as? String == "xwd" }
+    #expect(
+      xwdEnds.allSatisfy { ["another display", "process exited"].contains($0["why"] as? String ?? "") }, "\(xwdEnds)")
+    // shieldctl's own connections (the status runs above): each quarantine ends when the
+    // client is identified as the daemon's own program, none lasts until its exit.
+    let shieldctl = URL(fileURLWithPath: Shieldctl.path).resolvingSymlinksInPath().path
+    let ours = daemon.auditEvents("session-end").filter {
+      $0["kind"] as? String == "quarantine" && ($0["exe"] as? String) == shieldctl
+    }
+    #expect(!ours.isEmpty, "\(daemon.auditEvents("session-end"))")
+    #expect(ours.allSatisfy { $0["why"] as? String == "the daemon's own program" }, "\(ours)")
+    print(
+      "launches: xwd for :999 ended by \(xwdEnds.map { $0["why"] ?? "?" }) after \(xwdEnds.map { $0["seconds"] ?? "?" }) s; shieldctl quarantines ended: \(ours.map { $0["why"] ?? "?" })"
+    )
     await daemon.stop()
     window.close()
     await server.stop()

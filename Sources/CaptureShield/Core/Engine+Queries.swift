@@ -73,3 +73,14 @@ extension Engine {
     return e
   }
 }
+
+extension Engine {
+  /// Whether a window gets the `_CAPTURE_SHIELD_CAPTURE_CHANGED` ClientMessage when capture
+  /// starts or stops: a secure window whose app asked for it (`_CAPTURE_SHIELD_NOTIFY`).
+  /// Everyone else learns of capture from the root's `_CAPTURE_SHIELD_CAPTURING`. Another
+  /// client can set the opt-in on a window it does not own: that window then receives a
+  /// message of two words, which a toolkit ignores (and may log); nothing else changes.
+  public static func sendsCaptureChanged(_ w: WindowState) -> Bool {
+    w.reason.isSecure && w.info.notices.contains(.captureChanged)
+  }
+}

@@ -141,12 +141,22 @@ extension Engine {
         endSession(sid, fx: &fx, why: "trusted compositor")
       } else if s.kind == .known && cls != .known {
         endSession(sid, fx: &fx, why: "client no longer known")
+      } else if s.kind == .quarantine && isOwnClient(c.identity) {
+        endSession(sid, fx: &fx, why: "the daemon's own program")
       }
     }
     if cls == .known { startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx) }
     if compositor == id && cls != .allowed && !isTrustedCompositor(id) {
       startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
     }
+  }
+
+  /// Whether a client is the daemon's own program (`shieldctl`) running only its own code:
+  /// it starts no quarantine (its capture requests still count).
+  func isOwnClient(_ identity: ClientIdentity?) -> Bool {
+    guard let identity, identity.isKnown else { return false }
+    return Engine.isOwnProgram(
+      exe: identity.exe, injection: identity.injection ?? identity.loaderPath, ownProgram: ownProgram)
   }
 
   /// How `capture.compositors` judges `id` as the compositor (whether or not it is now).

@@ -24,6 +24,9 @@ public struct Engine: Sendable {
     /// client library (`program` nil): a client is probably about to connect
     /// (`capture.quarantineOnLaunch`). No identity: the process is not known yet.
     case clientLaunching(program: String?)
+    /// The processes that may be behind the pending launches (`Engine.launchCheckDue`), as
+    /// `/proc` shows them; `complete`: every process was visible.
+    case launchProcesses([LaunchProcess], complete: Bool)
     /// A request that reads pixels the client does not own.
     case captureRequest(ClientID, CaptureRequest)
     case clientGone(ClientID)
@@ -53,7 +56,7 @@ public struct Engine: Sendable {
     /// Published state changed: rewrite `_CAPTURE_SHIELD_STATE` from `snapshot()`.
     case publishState
     /// Capture started or stopped: tell apps (root property + ClientMessage to these
-    /// secure windows).
+    /// secure windows, the ones that opted in: `sendsCaptureChanged`).
     case notifyCapture(active: Bool, windows: [WindowID])
   }
 
@@ -93,6 +96,12 @@ public struct Engine: Sendable {
   /// Young processes that already had a client identified (PID → when): a process loads
   /// libxcb once, so its later connections (a poller's) never match another launch.
   var launchPIDs: [Int: MonotonicTime] = [:]
+  /// The daemon's own program (`/proc/self/exe`): its clients (`shieldctl`) start no
+  /// quarantine (`Engine.isOwnProgram`). Nil: none is exempt.
+  public var ownProgram: String?
+  /// The display the daemon protects (`DISPLAY` syntax): launches of processes that name
+  /// another display start no quarantine (`Engine.launchOver`). Nil: not known.
+  public var display: String?
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
@@ -112,8 +121,10 @@ public struct Engine: Sendable {
   var lastCapturing = false
   var lastActive = false
 
-  public init(policy: Policy) {
+  public init(policy: Policy, ownProgram: String? = nil, display: String? = nil) {
     self.policy = policy
+    self.ownProgram = ownProgram
+    self.display = display
   }
 
   // MARK: Handling events
@@ -185,14 +196,18 @@ public struct Engine: Sendable {
       matchLaunch(id, identity, fx: &fx)
       if cls == .known {
         startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
-      } else if cls != .allowed, let q = policy.quarantine {
+      } else if cls != .allowed, !isOwnClient(identity), let q = policy.quarantine {
         startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
       }
 
     case .clientLaunching(let program):
       if let q = policy.quarantine, policy.quarantineOnLaunch {
-        launches.append(Launch(seen: now, until: now + q, program: program))
+        launches.append(
+          Launch(seen: now, until: now + q, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
       }
+
+    case .launchProcesses(let processes, let complete):
+      if checkLaunches(processes, complete: complete, fx: &fx) { all = true }
 
     case .clientIdentified(let id, let identity):
       stateChanged = true
@@ -403,8 +418,8 @@ public struct Engine: Sendable {
     if capturing != lastCapturing {
       lastCapturing = capturing
       stateChanged = true
-      let secure = windows.values.filter { $0.reason.isSecure }.map(\.info.id).sorted()
-      fx.append(.notifyCapture(active: capturing, windows: secure))
+      let asked = windows.values.filter(Engine.sendsCaptureChanged).map(\.info.id).sorted()
+      fx.append(.notifyCapture(active: capturing, windows: asked))
     }
     if stateChanged { fx.append(.publishState) }
     return fx

@@ -62,10 +62,12 @@ public struct WindowInfo: Sendable, Hashable {
   /// Until then the window may be shielded provisionally (see `Engine`).
   public var propertiesKnown: Bool
   public var mapped: Bool
+  /// Which notices the app asked for with `_CAPTURE_SHIELD_NOTIFY` (none unless it did).
+  public var notices: CaptureNotices
 
   public init(
     id: WindowID, client: ClientID? = nil, facts: Facts = Facts(), tag: TagState = .absent,
-    propertiesKnown: Bool = true, mapped: Bool = true
+    propertiesKnown: Bool = true, mapped: Bool = true, notices: CaptureNotices = []
   ) {
     self.id = id
     self.client = client
@@ -73,6 +75,25 @@ public struct WindowInfo: Sendable, Hashable {
     self.tag = tag
     self.propertiesKnown = propertiesKnown
     self.mapped = mapped
+    self.notices = notices
+  }
+}
+
+/// The value of the `_CAPTURE_SHIELD_NOTIFY` property on a window, decoded: the
+/// ClientMessages its app opted in to (PROTOCOL.md section 2). Apps that never set it get
+/// none (a toolkit logs every ClientMessage it does not know).
+public struct CaptureNotices: OptionSet, Sendable, Hashable {
+  public let rawValue: UInt32
+  public init(rawValue: UInt32) { self.rawValue = rawValue }
+  /// Bit 0: `_CAPTURE_SHIELD_CAPTURE_CHANGED` when capture starts or stops.
+  public static let captureChanged = CaptureNotices(rawValue: 1)
+
+  /// Decodes a property reply (`isCardinal`: the type is CARDINAL): CARDINAL/32, the first
+  /// item a bit mask. Anything else (absent, another type or format) asks for nothing.
+  public static func decode(isCardinal: Bool, format: UInt8, bytes: [UInt8]) -> CaptureNotices {
+    guard isCardinal, format == 32, bytes.count >= 4 else { return [] }
+    let v = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
+    return CaptureNotices(rawValue: v).intersection(.captureChanged)
   }
 }
 
@@ -97,6 +118,10 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// else (nil: not known). With its path in a system directory, what lets a compositor be
   /// trusted by name (`Policy.compositorTrust`).
   public var exeRootOwned: Bool?
+  /// `LD_LIBRARY_PATH=...` from its initial environment, when set: the loader may take a
+  /// library (libxcb, say) from another directory. Only the exemption of the daemon's own
+  /// program looks at it (`Engine.isOwnProgram`).
+  public var loaderPath: String?
 
   public init(
     pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,

@@ -8,8 +8,12 @@ enum ProtocolAtom {
   static let state = "_CAPTURE_SHIELD_STATE"
   /// CARDINAL/32 on the root: 1 while a capture session is live.
   static let capturing = "_CAPTURE_SHIELD_CAPTURING"
-  /// ClientMessage type sent to secure windows when capture starts/stops.
+  /// ClientMessage type sent to secure windows that opted in (`notify`) when capture
+  /// starts/stops.
   static let captureChanged = "_CAPTURE_SHIELD_CAPTURE_CHANGED"
+  /// CARDINAL/32 on a client window, set by its app: the ClientMessages it wants (bit 0:
+  /// `captureChanged`). Without it, an app gets none.
+  static let notify = "_CAPTURE_SHIELD_NOTIFY"
   /// ClientMessage type of CLI → daemon commands.
   static let command = "_CAPTURE_SHIELD_COMMAND"
   /// CARDINAL/32 on a window, set by the daemon under server enforcement: the policy makes

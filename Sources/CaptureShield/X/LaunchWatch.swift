@@ -19,9 +19,11 @@
 // What it does not see: clients that do not load this copy of libxcb (a Flatpak or Snap
 // runtime's own copy, static binaries, pure-language X clients such as python-xlib), which
 // keep the ClientStarted quarantine; and it sees processes that load libxcb without
-// connecting (`ldd`, a transcoding ffmpeg), whose launch keeps the shields up until the
-// quarantine duration ends, and reads of an X client program's file (a backup, a package
-// check), which count as its start.
+// connecting (`ldd`, a transcoding ffmpeg), and reads of an X client program's file (a
+// backup, a package check), which count as its start. The loop then looks at the processes
+// that can be behind a launch (`LaunchProcesses.swift`): one that has exited, names another
+// display or is shieldctl ends it at once (`Engine.launchOver`); one of this display that
+// stays and never connects keeps the shields up until the quarantine duration ends.
 
 import Foundation
 

@@ -36,11 +36,17 @@ public enum TestWindow {
     let cls = Array((o.wmClass.lowercased() + "\0" + o.wmClass + "\0").utf8)
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, 67, 31, 8, UInt32(cls.count), cls)
     let title = Array(o.title.utf8)
-    let a = x.atoms(["_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.captureChanged])
+    let a = x.atoms([
+      "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.captureChanged,
+      ProtocolAtom.notify,
+    ])
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[0], a[1], 8, UInt32(title.count), title)
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, 39, 31, 8, UInt32(title.count), title)
     var pid = UInt32(getpid())
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[3], 6, 32, 1, &pid)
+    // It prints the capture notices: it opts in to them (PROTOCOL.md section 2).
+    var notices = CaptureNotices.captureChanged.rawValue
+    xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[5], 6, 32, 1, &notices)
     if o.tag {
       var one: UInt32 = 1
       xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[2], 6, 32, 1, &one)

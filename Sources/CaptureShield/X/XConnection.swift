@@ -225,7 +225,9 @@ enum ProcessInfoReader {
       pid: pid, exe: readLink(base + "/exe"), comm: readSmallFile(base + "/comm"),
       status: status, cmdline: readSmallFile(base + "/cmdline", limit: 64 * 1024))
     if id.failure == nil {
-      id.injection = injection(environ: readSmallFile(base + "/environ", limit: 256 * 1024), status: status)
+      let environ = readSmallFile(base + "/environ", limit: 256 * 1024)
+      id.injection = injection(environ: environ, status: status)
+      id.loaderPath = environ.flatMap { loaderPath(environ: $0) }
       var st = stat()
       if stat(base + "/exe", &st) == 0 { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
     }

@@ -60,13 +60,24 @@ struct StatusCommand: Command {
   /// The daemon's published state, or nil after saying that no daemon runs (plain or
   /// JSON). Throws when the display cannot be reached (after the JSON answer, with --json).
   static func publishedState(display: String?, json: Bool) throws -> DaemonState? {
-    let x: XControl
+    try publishedState(on: connect(display: display, json: json), json: json)
+  }
+
+  /// A connection to the display (with --json, the answer that no daemon runs when it
+  /// cannot be reached).
+  static func connect(display: String?, json: Bool) throws -> XControl {
     do {
-      x = try XControl(display: display)
+      return try XControl(display: display)
     } catch {
       if json { print(notRunningJSON) }
       throw error
     }
+  }
+
+  /// `publishedState` on a connection of the caller's (`status` checks the daemon on the
+  /// same one: each X connection of ours costs, under `capture.quarantine`, a flicker of the
+  /// shields until the daemon has identified it as its own program).
+  static func publishedState(on x: borrowing XControl, json: Bool) throws -> DaemonState? {
     guard let state = try x.readState() else {
       print(json ? notRunningJSON : "CaptureShield: not running on display \(Text.show(x.displayName))")
       return nil
@@ -75,10 +86,10 @@ struct StatusCommand: Command {
   }
 
   func run() throws -> Int32 {
-    guard let state = try Self.publishedState(display: display, json: json) else { return ExitCode.failure }
+    let control = try Self.connect(display: display, json: json)
+    guard let state = try Self.publishedState(on: control, json: json) else { return ExitCode.failure }
     // The state is only what a daemon once wrote: check that its writer still owns the
     // manager selection, is a shieldctl, and runs.
-    let control = try XControl(display: display)
     if let problem = control.daemonProblem(state) {
       if json {
         try Output.json(["running": "true", "healthy": "false", "problem": problem])

@@ -192,6 +192,8 @@ final class WatcherLoop {
   let aPolicyTag: xcb_atom_t
   /// `_CAPTURE_SHIELD_PONG`: the answer to a ping (`shieldctl status`) on the manager window.
   let aPong: xcb_atom_t
+  /// `_CAPTURE_SHIELD_NOTIFY`: the ClientMessages an app opted in to (`CaptureNotices`).
+  let aNotify: xcb_atom_t
   /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
   /// not started by one that listens (see `SystemdNotify`).
   let systemd = SystemdNotify.fromEnvironment(now: Clock.now())
@@ -220,7 +222,7 @@ final class WatcherLoop {
       "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
       ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
       ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
-      ProtocolAtom.policyTag, ProtocolAtom.pong,
+      ProtocolAtom.policyTag, ProtocolAtom.pong, ProtocolAtom.notify,
     ])
     (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
       (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
@@ -228,6 +230,7 @@ final class WatcherLoop {
     cmAtom = a[9]
     aPolicyTag = a[10]
     aPong = a[11]
+    aNotify = a[12]
 
     // One daemon per display: own the manager selection, as window managers do.
     let owner = x.selectionOwner(managerAtom)
@@ -282,6 +285,10 @@ final class WatcherLoop {
       if p.when == .capturing { p.when = .always }
       engine = Engine(policy: p)
     }
+    // shieldctl's own connections and launches start no quarantine; launches of processes of
+    // other displays neither (`Engine.isOwnProgram`, `Engine.launchOver`).
+    engine.ownProgram = ProcessInfoReader.readLink("/proc/self/exe")
+    engine.display = x.displayName
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
     if module == nil {
       do {

@@ -18,6 +18,19 @@ extension WatcherLoop {
     return id
   }
 
+  /// Looks at the processes that can be behind the pending launches when the engine asks
+  /// (`Engine.launchCheckDue`: at once, and once more when the launch has settled); the
+  /// engine ends the launches that cannot be clients of this display.
+  func checkLaunchesIfDue() {
+    let now = Clock.now()
+    guard let due = engine.launchCheckDue, now >= due, let oldest = engine.launches.map(\.seen).min() else { return }
+    let programs = engine.launches.map(\.program)
+    let scan = ProcessInfoReader.launchProcesses(
+      maxAge: now.seconds(since: oldest) + Engine.launchForkWindow + 0.02,
+      onlyPrograms: programs.contains(nil) ? nil : Set(programs.compactMap { $0 }), now: now)
+    apply(.launchProcesses(scan.processes, complete: scan.complete))
+  }
+
   func wantsPokes(_ now: MonotonicTime) -> Bool {
     guard detector != nil else { return false }
     return !engine.sessions.isEmpty || now < promptRecordsUntil

@@ -73,6 +73,7 @@ extension WatcherLoop {
       serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
+      checkLaunchesIfDue()
       drainTagWatch()
       drainEvents()
       if detector?.hasError == true {
@@ -105,6 +106,7 @@ extension WatcherLoop {
       ms = min(ms, d.nanoseconds > now.nanoseconds ? (d.nanoseconds - now.nanoseconds) / 1_000_000 + 1 : 0)
     }
     wake(at: engine.nextDeadline)
+    wake(at: engine.launchCheckDue)  // who is behind a launch (`checkLaunchesIfDue`)
     wake(at: pendingSince.map { $0 + tuning.batchInterval })
     if wantsPokes(now) { wake(at: lastPoke + tuning.pokeInterval) }
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook

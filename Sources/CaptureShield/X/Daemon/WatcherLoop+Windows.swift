@@ -56,7 +56,7 @@ extension WatcherLoop {
     // Titles are read only when a rule looks at them (or, later, for secure windows'
     // rows in the state): title changes are the most frequent property traffic.
     let wantTitle = policyUsesTitle || initial
-    let propAtoms = wantTitle ? [aWMClass, aSecure, aNetWMName, aWMName] : [aWMClass, aSecure]
+    let propAtoms = [aWMClass, aSecure, aNotify] + (wantTitle ? [aNetWMName, aWMName] : [])
     let propCookies = fresh.map { w in propAtoms.map { x.propertyCookie(w, $0, maxBytes: 16384) } }
     var infos: [WindowInfo] = []
     for (i, w) in fresh.enumerated() {
@@ -77,9 +77,10 @@ extension WatcherLoop {
         id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
       applyProperty(&info, atom: aWMClass, props[0])
       applyProperty(&info, atom: aSecure, props[1])
+      applyProperty(&info, atom: aNotify, props[2])
       if wantTitle {
-        applyProperty(&info, atom: aNetWMName, props[2])
-        if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[3]) }
+        applyProperty(&info, atom: aNetWMName, props[3])
+        if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[4]) }
       }
       infos.append(info)
     }
@@ -151,6 +152,9 @@ extension WatcherLoop {
         return
       }
       info.tag = TagState.decode(isCardinal: v.type == aCardinal, format: v.format, bytes: v.bytes)
+    case aNotify:
+      info.notices =
+        v.map { CaptureNotices.decode(isCardinal: $0.type == aCardinal, format: $0.format, bytes: $0.bytes) } ?? []
     default:
       break
     }
@@ -235,7 +239,9 @@ extension WatcherLoop {
       }
     case XCB_PROPERTY_NOTIFY:
       let e = raw.load(as: xcb_property_notify_event_t.self)
-      guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure].contains(e.atom) else { return }
+      guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure, aNotify].contains(e.atom) else {
+        return
+      }
       let isTitle = e.atom == aNetWMName || e.atom == aWMName
       if isTitle && !policyUsesTitle && engine.windows[e.window]?.reason.isSecure != true {
         return  // no rule looks at titles, and only secure windows' titles are shown

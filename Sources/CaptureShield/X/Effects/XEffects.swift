@@ -61,7 +61,8 @@ struct XEffects {
   }
 
   /// `_CAPTURE_SHIELD_CAPTURING` on the root, and a `_CAPTURE_SHIELD_CAPTURE_CHANGED`
-  /// ClientMessage to each of `windows`.
+  /// ClientMessage to each of `windows` (the secure windows that opted in, see
+  /// `Engine.sendsCaptureChanged`).
   func notifyCapture(active: Bool, windows: [WindowID], capturingAtom: UInt32, changedAtom: UInt32) {
     let v: UInt32 = active ? 1 : 0
     x.changeProperty(root, capturingAtom, cardinals: [v])
