@@ -46,6 +46,21 @@ struct DesktopTests {
     }
   }
 
+  /// Waits until every pixel of the window's content area shows the secret on screen.
+  static func waitVisible(_ window: TestWindow, on desktop: RunningDesktop, _ what: String) async throws {
+    var seen = ""
+    do {
+      try await waitUntil("\(what) on \(desktop.kind.name)", timeout: .seconds(10)) {
+        let g = try window.rootGeometry()
+        let image = try desktop.screen(g.rect)
+        seen = "\(g): \(image.dominantColors(limit: 3))"
+        return image.count(of: Self.secret) == g.width * g.height
+      }
+    } catch let error as TestWindowError {
+      throw DesktopError.failed("\(error); last seen \(seen)")
+    }
+  }
+
   @Test(
     "default policy: visible while nobody captures, nothing leaks to xwd or ffmpeg, idle at 0",
     arguments: DesktopKind.all)
@@ -66,15 +81,16 @@ struct DesktopTests {
         try daemon.state()?.compositorTrust?.hasPrefix("trusted (default compositor: \(name)") == true
       }
     }
-    try await daemon.waitUntilCaughtUp(retitling: window)
+    do {
+      try await daemon.waitUntilCaughtUp(retitling: window)
+    } catch {
+      throw DesktopError.failed("\(error); state: \(String(describing: try? daemon.state())); \(desktop.log)")
+    }
     let idle = try #require(try daemon.state())
     #expect(idle.sessions.isEmpty, "\(kind): sessions with nobody capturing: \(idle.sessions)")
     let listed = try await Self.list(server).first { $0.id == window.id }
     #expect(listed?.secure == true && listed?.shielded == false, "\(kind): \(String(describing: listed))")
-    try await waitUntil("the user sees the secure window on \(kind.name)", timeout: .seconds(10)) {
-      let g = try window.rootGeometry()
-      return try desktop.screen(g.rect).count(of: Self.secret) == g.width * g.height
-    }
+    try await Self.waitVisible(window, on: desktop, "the user sees the secure window")
     let status = try await Shieldctl.run(["status"], on: server)
     if let name = kind.compositor {
       #expect(status.stdoutText.contains("trusted (default compositor: \(name)"), "\(kind): \(status.stdoutText)")
@@ -106,7 +122,10 @@ struct DesktopTests {
     let recording = try Recording(on: server)
     try await recording.waitForFrames(2)
     try await daemon.waitShielded(window.id)
-    try await Self.exercise(window, on: desktop)
+    try await Self.exercise(window, on: desktop) {
+      // Each state the window manager reached is in at least one frame.
+      try await recording.waitForFrames(recording.frameFiles.count + 2)
+    }
     try await recording.waitForFrames(max(recording.frameFiles.count + 3, 12))
 
     // No window is provisional once the desktop settled (shields are up: a capture runs).
@@ -120,11 +139,11 @@ struct DesktopTests {
 
     // The session ends; the window is visible again; the idle daemon uses no CPU.
     try await daemon.waitShielded(window.id, false, timeout: .seconds(20))
-    try await waitUntil("the user sees the window again on \(kind.name)", timeout: .seconds(10)) {
-      let g = try window.rootGeometry()
-      return try desktop.screen(g.rect).count(of: Self.secret) == g.width * g.height
-    }
+    try await Self.waitVisible(window, on: desktop, "the user sees the window again")
     try await daemon.waitUntilCaughtUp(retitling: window)
+    // Every X client that connects (this test's state reads included) has the daemon read
+    // RECORD promptly for the next 2 s (`promptRecordsAfterConnect`): idle starts after that.
+    try await Task.sleep(for: .milliseconds(2500))
     let wm = desktop.processes.map { $0.pid }
     let before = (cpuTicks(daemon.process.pid), wm.map(cpuTicks))
     try await Task.sleep(for: .seconds(3))
@@ -146,7 +165,10 @@ struct DesktopTests {
 
   /// Moves, resizes, minimises and restores `window`, switches workspace and back, and
   /// makes it fullscreen and back, waiting for the window manager to carry out each.
-  static func exercise(_ window: TestWindow, on desktop: RunningDesktop) async throws {
+  /// `recorded` runs after each step, once the window manager has carried it out.
+  static func exercise(
+    _ window: TestWindow, on desktop: RunningDesktop, recorded: () async throws -> Void
+  ) async throws {
     let kind = desktop.kind
     let screen = PixelRect(x: 0, y: 0, width: desktop.server.width, height: desktop.server.height)
     if kind.floating {
@@ -155,10 +177,12 @@ struct DesktopTests {
         try await waitGeometry("move \(i) of \(kind.name)", window) { g in
           abs(g.x - target.0) < 64 && abs(g.y - target.1) < 64
         }
+        try await recorded()
       }
       for (i, size) in [(400, 300), (180, 120), (320, 240)].enumerated() {
         try window.resize(width: size.0, height: size.1)
         try await waitGeometry("resize \(i) of \(kind.name)", window) { $0.width == size.0 && $0.height == size.1 }
+        try await recorded()
       }
     } else {
       // i3 tiles: the user floats the window, moves and resizes it, and tiles it again.
@@ -166,16 +190,21 @@ struct DesktopTests {
       try await desktop.i3(criteria + "floating enable")
       try await desktop.i3(criteria + "move position 300 200")
       try await waitGeometry("i3 moves the floating window", window) { abs($0.x - 300) < 64 && abs($0.y - 200) < 64 }
+      try await recorded()
       try await desktop.i3(criteria + "resize set 400 300")
       try await waitGeometry("i3 resizes the floating window", window) { abs($0.width - 400) < 16 }
+      try await recorded()
       try await desktop.i3(criteria + "floating disable")
       try await waitGeometry("i3 tiles the window again", window) { $0.width > 600 }
+      try await recorded()
     }
     if kind.minimises {
       try desktop.iconify(window.id)
       try await waitGeometry("\(kind.name) minimises the window", window) { !$0.isViewable }
+      try await recorded()
       try await window.map(timeout: .seconds(10))
       try await waitGeometry("\(kind.name) restores the window", window) { $0.isViewable }
+      try await recorded()
     }
     // Another workspace and back.
     if kind.floating {
@@ -196,24 +225,30 @@ struct DesktopTests {
       try await waitUntil("\(kind.name) switches to workspace \(other)", timeout: .seconds(10)) {
         try desktop.workspaces().current == other
       }
+      try await recorded()
       try desktop.switchWorkspace(current)
       try await waitUntil("\(kind.name) switches back", timeout: .seconds(10)) {
         try desktop.workspaces().current == current
       }
       try await waitGeometry("the window shows again on \(kind.name)", window) { $0.isViewable }
+      try await recorded()
     } else {
       try await desktop.i3("workspace number 2")
       try await waitUntil("i3 switches to workspace 2", timeout: .seconds(10)) { try desktop.workspaces().current == 1 }
+      try await recorded()
       try await desktop.i3("workspace number 1")
       try await waitUntil("i3 switches back", timeout: .seconds(10)) { try desktop.workspaces().current == 0 }
       try await waitGeometry("the window shows again on i3", window) { $0.isViewable }
+      try await recorded()
     }
     // Fullscreen and back.
     try desktop.setFullscreen(window.id, true)
     try await waitGeometry("\(kind.name) makes the window fullscreen", window) {
       $0.rect.x == screen.x && $0.rect.y == screen.y && $0.width == screen.width && $0.height == screen.height
     }
+    try await recorded()
     try desktop.setFullscreen(window.id, false)
     try await waitGeometry("\(kind.name) ends fullscreen", window) { $0.width < screen.width && $0.isViewable }
+    try await recorded()
   }
 }

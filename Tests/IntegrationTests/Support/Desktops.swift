@@ -24,6 +24,8 @@ struct DesktopKind: Sendable, CustomStringConvertible {
   let floating: Bool
   /// Whether the window manager iconifies (minimises) windows on WM_CHANGE_STATE.
   let minimises: Bool
+  /// Files put into the fresh home first (path in the home, file copied there).
+  var homeFiles: [String: String] = [:]
 
   var description: String { name }
 
@@ -43,8 +45,11 @@ struct DesktopKind: Sendable, CustomStringConvertible {
       name: "kwin_x11", commands: [["kwin_x11"]], compositor: "kwin_x11", floating: true,
       minimises: true),
     DesktopKind(
-      name: "i3+picom", commands: [["i3", "-c", "/etc/i3/config"], ["picom", "--config", "/dev/null"]],
-      compositor: "picom", floating: false, minimises: false),
+      name: "i3+picom", commands: [["i3"], ["picom", "--config", "/dev/null"]], compositor: "picom",
+      floating: false, minimises: false,
+      // The configuration a user has after i3's first start (i3-config-wizard writes it;
+      // without one, the wizard's window covers the screen).
+      homeFiles: [".config/i3/config": "/etc/i3/config"]),
     DesktopKind(
       name: "openbox", commands: [["openbox", "--sm-disable"]], compositor: nil, floating: true,
       minimises: true),
@@ -100,6 +105,12 @@ final class RunningDesktop: @unchecked Sendable {
     } catch {
       removeTree(directory)
       throw error
+    }
+    for (path, source) in kind.homeFiles {
+      let target = directory + "/home/" + path
+      try FileManager.default.createDirectory(
+        atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+      try FileManager.default.copyItem(atPath: source, toPath: target)
     }
     var env = server.environment
     env["HOME"] = directory + "/home"
@@ -327,7 +338,7 @@ final class Recording: @unchecked Sendable {
   let process: BackgroundProcess
   let directory: String
 
-  init(on server: XvfbServer, frameRate: Int = 10) throws {
+  init(on server: XvfbServer, frameRate: Int = 15) throws {
     directory = try makeTemporaryDirectory(prefix: "captureshield-recording")
     process = try server.startBackground(
       "ffmpeg",
