@@ -46,8 +46,9 @@ struct DesktopTests {
     }
   }
 
-  /// Waits until every pixel of the window's content area shows the secret on screen.
-  static func waitVisible(_ window: TestWindow, on desktop: RunningDesktop, _ what: String) async throws {
+  /// Waits until every pixel of the window's content area shows the secret on screen; if
+  /// it does not within 10 s, records the issue (what the screen showed) and goes on.
+  static func expectVisible(_ window: TestWindow, on desktop: RunningDesktop, _ what: String) async throws {
     var seen = ""
     do {
       try await waitUntil("\(what) on \(desktop.kind.name)", timeout: .seconds(10)) {
@@ -57,7 +58,7 @@ struct DesktopTests {
         return image.count(of: Self.secret) == g.width * g.height
       }
     } catch let error as TestWindowError {
-      throw DesktopError.failed("\(error); last seen \(seen)")
+      Issue.record("\(error); last seen \(seen)")
     }
   }
 
@@ -90,7 +91,7 @@ struct DesktopTests {
     #expect(idle.sessions.isEmpty, "\(kind): sessions with nobody capturing: \(idle.sessions)")
     let listed = try await Self.list(server).first { $0.id == window.id }
     #expect(listed?.secure == true && listed?.shielded == false, "\(kind): \(String(describing: listed))")
-    try await Self.waitVisible(window, on: desktop, "the user sees the secure window")
+    try await Self.expectVisible(window, on: desktop, "the user sees the secure window")
     let status = try await Shieldctl.run(["status"], on: server)
     if let name = kind.compositor {
       #expect(status.stdoutText.contains("trusted (default compositor: \(name)"), "\(kind): \(status.stdoutText)")
@@ -138,8 +139,12 @@ struct DesktopTests {
     let recorded = clock.now
 
     // The session ends; the window is visible again; the idle daemon uses no CPU.
-    try await daemon.waitShielded(window.id, false, timeout: .seconds(20))
-    try await Self.waitVisible(window, on: desktop, "the user sees the window again")
+    do {
+      try await daemon.waitShielded(window.id, false, timeout: .seconds(20))
+    } catch {
+      Issue.record("\(kind): \(error); sessions: \(String(describing: try? daemon.state()?.sessions))")
+    }
+    try await Self.expectVisible(window, on: desktop, "the user sees the window again")
     try await daemon.waitUntilCaughtUp(retitling: window)
     // Every X client that connects (this test's state reads included) has the daemon read
     // RECORD promptly for the next 2 s (`promptRecordsAfterConnect`): idle starts after that.
@@ -199,11 +204,22 @@ struct DesktopTests {
       try await recorded()
     }
     if kind.minimises {
+      // ICCCM's WM_STATE says iconic (3) or normal (1): mutter keeps a minimised window
+      // mapped (it composites it away), the others unmap it.
       try desktop.iconify(window.id)
-      try await waitGeometry("\(kind.name) minimises the window", window) { !$0.isViewable }
+      try await waitUntil("\(kind.name) minimises the window", timeout: .seconds(10)) {
+        try desktop.wmState(window.id) == 3
+      }
       try await recorded()
-      try await window.map(timeout: .seconds(10))
-      try await waitGeometry("\(kind.name) restores the window", window) { $0.isViewable }
+      if window.events.isMapped {
+        // Still mapped (mutter): a taskbar restores it with _NET_ACTIVE_WINDOW.
+        try desktop.sendRootMessage("_NET_ACTIVE_WINDOW", window: window.id, [2, 0, 0])
+      } else {
+        try await window.map(timeout: .seconds(10))  // ICCCM: the app maps it again
+      }
+      try await waitUntil("\(kind.name) restores the window", timeout: .seconds(10)) {
+        try desktop.wmState(window.id) == 1 && window.rootGeometry().isViewable
+      }
       try await recorded()
     }
     // Another workspace and back.

@@ -313,6 +313,13 @@ final class RunningDesktop: @unchecked Sendable {
     try sendRootMessage("_NET_CURRENT_DESKTOP", window: c.root, [UInt32(index), 0])
   }
 
+  /// The first field of ICCCM's `WM_STATE` on a client window: 1 normal, 3 iconic.
+  func wmState(_ window: UInt32) throws -> UInt32? {
+    let c = try server.connect()
+    defer { c.disconnect() }
+    return try c.cardinalProperty("WM_STATE", of: window)
+  }
+
   /// `_NET_CURRENT_DESKTOP` and `_NET_NUMBER_OF_DESKTOPS` of the root.
   func workspaces() throws -> (current: Int?, count: Int?) {
     let c = try server.connect()
