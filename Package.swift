@@ -27,9 +27,15 @@ let package = Package(
       pkgConfig: "libsodium",
       providers: [.apt(["libsodium-dev"])]
     ),
+    .systemLibrary(
+      name: "CDBus",
+      path: "Sources/CDBus",
+      pkgConfig: "dbus-1",
+      providers: [.apt(["libdbus-1-dev"])]
+    ),
     .target(
       name: "CaptureShield",
-      dependencies: ["CXCB", "CSodium"],
+      dependencies: ["CXCB", "CSodium", "CDBus"],
       path: "Sources/CaptureShield"
     ),
     .executableTarget(

@@ -6,22 +6,27 @@ what=${1:-test}
 build=(pkg-config libxcb1-dev libxcb-composite0-dev libxcb-record0-dev libxcb-res0-dev
        libxcb-xfixes0-dev libxcb-shape0-dev libxcb-damage0-dev libxcb-shm0-dev libxcb-render0-dev
        libxcb-randr0-dev
-       libsodium-dev)
+       libsodium-dev libdbus-1-dev)
 run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
-       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland)
+       systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland
+       keepassxc zenity)   # the real apps of RealAppTests
 # the real desktops (DesktopTests): their window managers and compositors, each with the
 # pieces it needs to start (marco: MATE's mouse settings schema; kwin: its Breeze
 # decorations; i3: i3bar and i3status), and a session bus of the test's own
 desktops=(xfwm4 marco mate-settings-daemon-common mutter kwin-x11 kwin-style-breeze i3 i3-wm i3status
           picom openbox dbus-daemon dbus-x11)
-# the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries
+# the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries,
+# openbox (a real window manager framing a secure window)
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev
-      x11-apps imagemagick ffmpeg scrot maim)
+      x11-apps imagemagick ffmpeg scrot maim openbox)
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core
 deb=(dpkg-dev file binutils lintian xserver-xorg-core)
+# NotificationTests: a private session bus (dbus-daemon, dbus-monitor) and a real
+# notification server on it (dunst, dunstctl)
+tools+=(dbus-daemon dbus-bin dunst)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;

@@ -105,12 +105,14 @@ Section "Module"
         # "censor" (secure windows read as black) or "deny" (BadAccess)
         Option "Mode" "censor"
         # Trust: colon-separated absolute paths of programs trusted by identity
-        # (/proc/PID/exe of the client). Only ONE Trust option counts: to trust the
-        # standard compositors too (a compositor must be trusted, or secure windows are
-        # black in its output), comment out the first line and use the second. A listed
-        # path that does not exist is harmless: it never matches a client.
-        Option "Trust" "$bindir/shieldctl"
-        #Option "Trust" "$bindir/shieldctl:/usr/bin/xfwm4:/usr/bin/mutter:/usr/bin/gnome-shell:/usr/bin/muffin:/usr/bin/cinnamon:/usr/bin/marco:/usr/bin/metacity:/usr/bin/kwin_x11:/usr/bin/picom:/usr/bin/compton:/usr/bin/compiz"
+        # (/proc/PID/exe of the client). Only ONE Trust option counts. By default the
+        # daemon and the standard compositors from /usr/bin (the list the daemon trusts,
+        # capture.compositors): a compositor must be trusted, or secure windows are black
+        # in its output, i.e. on the user's screen. To trust the daemon alone (no
+        # compositor runs, or yours is elsewhere), comment out the first line and use the
+        # second. A listed path that does not exist is harmless: it never matches a client.
+        Option "Trust" "$bindir/shieldctl:/usr/bin/xfwm4:/usr/bin/mutter:/usr/bin/gnome-shell:/usr/bin/muffin:/usr/bin/cinnamon:/usr/bin/marco:/usr/bin/metacity:/usr/bin/kwin_x11:/usr/bin/picom:/usr/bin/compton:/usr/bin/compiz"
+        #Option "Trust" "$bindir/shieldctl"
     EndSubSection
 EndSection
 EOF

@@ -35,8 +35,8 @@ check "captureshield-xorg-module: the snippet is its conffile" \
   "[ \"\$(dpkg-deb --ctrl-tarfile '$xmod' | tar -xO ./conffiles)\" = /etc/X11/xorg.conf.d/50-captureshield.conf ]"
 check "the snippet in the package trusts /usr/bin/shieldctl" \
   "dpkg-deb --fsys-tarfile '$xmod' | tar -xO ./etc/X11/xorg.conf.d/50-captureshield.conf | grep -q '^ *Option \"Trust\" \"/usr/bin/shieldctl\"\$'"
-check "captureshield Depends on libsodium and libxcb (dpkg-shlibdeps)" \
-  "dpkg-deb -f '$main' Depends | grep -q 'libsodium' && dpkg-deb -f '$main' Depends | grep -q 'libxcb1'"
+check "captureshield Depends on libsodium, libxcb and libdbus (dpkg-shlibdeps)" \
+  "dpkg-deb -f '$main' Depends | grep -q 'libsodium' && dpkg-deb -f '$main' Depends | grep -q 'libxcb1' && dpkg-deb -f '$main' Depends | grep -q 'libdbus-1-3'"
 xver=$(dpkg-query -W -f='${Version}' xserver-xorg-core)
 xseries=$(echo "$xver" | sed -E 's/^(([0-9]+:)?[0-9]+\.[0-9]+).*/\1/')
 check "captureshield-xorg-module Depends on xserver-xorg-core (>= $xseries), (<< next minor) and captureshield (= $version)" \

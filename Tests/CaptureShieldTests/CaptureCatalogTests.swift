@@ -600,6 +600,31 @@ struct CaptureCatalogTests {
     #expect(lean.coreRanges == [1...2, 7...7, 36...36, 55...55, 63...63, 73...73, 93...93])
   }
 
+  @Test("CreateWindow is always recorded: it alone turns an id (maybe a freed pixmap's) into a window")
+  func createWindowRecorded() {
+    let windowReaders = CaptureCatalog.standard.windowReaders.resolved(extensions: Fixture.extensions)
+    #expect(!windowReaders.coreRanges.contains { $0.contains(1) })
+    #expect(windowReaders.recordedCoreRanges.first == 1...1)
+    #expect(
+      Set(windowReaders.recordedCoreRanges.flatMap { Array($0) })
+        == Set(windowReaders.coreRanges.flatMap { Array($0) } + [1]))
+    #expect(Fixture.resolved.recordedCoreRanges == Fixture.resolved.coreRanges)
+    let none = CaptureCatalog(entries: []).resolved(extensions: Fixture.extensions)  // server enforcement
+    #expect(none.recordedCoreRanges.isEmpty)
+  }
+
+  @Test(
+    "createdWindow: the wid of a CreateWindow, nil otherwise",
+    arguments: [
+      (RequestBytes(1, 24, words: 8).with { $0.put32(4, 0x0040_0007) }, false, UInt32?(0x0040_0007)),
+      (RequestBytes(1, 24, words: 8, bigEndian: true).with { $0.put32(4, 0x0040_0007) }, true, 0x0040_0007),
+      (RequestBytes(53, 24, words: 4).with { $0.put32(4, 0x0040_0007) }, false, nil),  // CreatePixmap
+      (Array(RequestBytes(1, 24, words: 8).bytes.prefix(6)), false, nil),  // short
+    ])
+  func createdWindow(request: [UInt8], bigEndian: Bool, expected: UInt32?) {
+    #expect(ResolvedCaptureCatalog.createdWindow(request, bigEndian: bigEndian) == expected)
+  }
+
   @Test("sessions: pixel reads and manual redirection start one, indicators do not")
   func sessions() {
     let c = CaptureCatalog.standard

@@ -335,12 +335,129 @@ struct ClipboardCoreTests {
     #expect(c.policy == p)
   }
 
+  // MARK: The source's own read-back and clear (issue 18)
+
+  struct SourceCase: Sendable, CustomStringConvertible {
+    var name: String
+    var readers: ClipboardPolicy.ReaderMode = .focused
+    var deny: [String] = []
+    var reader: ClientID = keepass
+    var identity: ClientIdentity? = keepassID
+    var sender: ClipboardCore.Sender? = nil
+    var target: ClipboardCore.Target = .text
+    var served: Bool
+    var description: String { name }
+  }
+
+  @Test(
+    "the source reads back its own copy without the focus; a reused base, a spoofer or another client does not",
+    arguments: [
+      SourceCase(name: "the source's read-back", served: true),
+      SourceCase(name: "the source's TARGETS", target: .targets, served: true),
+      SourceCase(name: "the source under readers allowList", readers: .allowList, served: true),
+      SourceCase(name: "the source, even if a deny rule names it", deny: ["*/keepassxc"], served: true),
+      SourceCase(
+        name: "the source's base, reused by another process",
+        identity: ClientIdentity(pid: 101, exe: "/usr/bin/keepassxc"), served: false),
+      SourceCase(name: "the source's base, no PID", identity: ClientIdentity(exe: "/usr/bin/keepassxc"), served: false),
+      SourceCase(
+        name: "a spoofer naming the source's window", sender: .recorded(manager, copyqID), served: false),
+      SourceCase(
+        name: "the source's window, sender unknown", sender: .unknown(why: "no ConvertSelection recorded"),
+        served: false),
+      SourceCase(name: "another unfocused client", reader: editor, identity: editorID, served: false),
+    ])
+  func sourceReadsBack(_ k: SourceCase) {
+    var p = ClipboardPolicy()
+    p.readers = k.readers
+    p.deny = k.deny.map { Matcher(exe: pat($0)) }
+    var c = guardedCore(p)
+    let fx = read(&c, reader: k.reader, identity: k.identity, focused: false, target: k.target, sender: k.sender)
+    #expect(served(fx) == k.served)
+    let g = c.guarded["CLIPBOARD"]!
+    #expect(g.readsServed == 0)  // a read-back is not a read of someone else's
+    if k.served && k.target == .text {
+      #expect(audits(fx).map(\.event) == ["clipboard-read"])
+      #expect(audits(fx).first?["why"] == .string("source reads back its own copy"))
+    }
+  }
+
+  @Test("the source's read-back does not use up maxReads")
+  func sourceReadBackNotCounted() {
+    var p = ClipboardPolicy()
+    p.maxReads = 1
+    var c = guardedCore(p)
+    let back = read(&c, id: 1, reader: keepass, identity: keepassID, focused: false)
+    #expect(served(back) == true && !cleared(back))
+    let paste = read(&c, id: 2, focused: true)
+    #expect(served(paste, id: 2) == true && cleared(paste))
+  }
+
+  @Test(
+    "the source's clear or new copy (an owner change) wipes the guarded copy at once",
+    arguments: [
+      ("cleared (owner None)", nil as ClientID?, false),
+      ("a new copy of the source", keepass, true),
+      ("a copy of a plain editor", editor, false),
+    ])
+  func sourceClears(name: String, owner: ClientID?, guardedAgain: Bool) {
+    var c = guardedCore()
+    _ = read(&c, id: 1, reader: keepass, identity: keepassID, focused: false)
+    let fx = c.handle(
+      .ownerChanged(
+        selection: "CLIPBOARD", owner: owner, identity: owner == keepass ? keepassID : editorID,
+        secureSource: owner == keepass, facts: []),
+      now: t(2.5))
+    #expect(fx.contains(.wipe(selection: "CLIPBOARD")))
+    #expect(!fx.contains(.giveUp(selection: "CLIPBOARD")))  // the owner change already ended ours
+    #expect(audits(fx).first?.event == "clipboard-clear")
+    #expect(audits(fx).first?["why"] == .string(owner == nil ? "cleared (no owner)" : "replaced by a new copy"))
+    #expect(fx.contains(.takeOver(selection: "CLIPBOARD")) == guardedAgain)
+    #expect(c.guarded["CLIPBOARD"]?.isOwned != true)
+    #expect(served(read(&c, id: 2, focused: true, at: 3), id: 2) == false)
+  }
+
+  @Test("an empty copy of the source (how KeePassXC 2.7 clears) is not guarded: the source stays the owner")
+  func emptyCopyNotGuarded() {
+    var c = guardedCore()
+    _ = read(&c, id: 1, reader: keepass, identity: keepassID, focused: false)
+    var fx = c.handle(
+      .ownerChanged(selection: "CLIPBOARD", owner: keepass, identity: keepassID, secureSource: true, facts: []),
+      now: t(10))
+    #expect(fx.contains(.wipe(selection: "CLIPBOARD")) && fx.contains(.takeOver(selection: "CLIPBOARD")))
+    fx = c.handle(.contentTaken(selection: "CLIPBOARD", size: 0), now: t(10.01))
+    #expect(!fx.contains(.becomeOwner(selection: "CLIPBOARD")))
+    #expect(fx.contains(.wipe(selection: "CLIPBOARD")))
+    #expect(audits(fx).isEmpty)
+    #expect(c.guarded.isEmpty && c.nextDeadline == nil)
+  }
+
+  // MARK: Status
+
+  @Test(
+    "status times come from one clock: the same whenever they are published, whatever the core last handled",
+    arguments: [1.01, 2, 5, 26, 29.9])
+  func statusOneClock(publishedAt: Double) {
+    // Copied (owner change) at t=1, sealed at 1.01; the core handles nothing after that.
+    // The shell publishes at monotonic `publishedAt`, when the wall clock reads
+    // 1000 + publishedAt: the copy was made at wall 1001 and clears at 1031, always.
+    let c = guardedCore()
+    let row = c.status(at: t(publishedAt), wallClock: 1000 + publishedAt).guarded[0]
+    #expect(abs(row.since - 1001) < 0.001, "since \(row.since)")
+    #expect(abs(row.clearsAt! - 1031) < 0.001, "clearsAt \(row.clearsAt!)")
+    // What the CLI computes two seconds later (its wall clock minus the published times):
+    // the age and the countdown add up to clearAfter.
+    let now = 1000 + publishedAt + 2
+    #expect(abs((now - row.since) + (row.clearsAt! - now) - 30) < 0.001)
+    #expect(abs((now - row.since) - (publishedAt + 1)) < 0.001)
+  }
+
   @Test("status shows source, size and reads, never the text")
   func status() {
     var c = guardedCore()
     _ = read(&c, focused: true)
     _ = read(&c, id: 2, identity: copyqID, focused: false)
-    let s = c.status(wallClock: 1000)
+    let s = c.status(at: t(2), wallClock: 1000)
     #expect(s.guarded.count == 1)
     let row = s.guarded[0]
     #expect(row.size == 12 && row.readsServed == 1 && row.readsRefused == 1)

@@ -820,6 +820,74 @@ private let provisionalScenarios: [Scenario] = [
         [#"audit secure-decision window=0x102 secure=true reason='rule #1 "keepass"' class=KeePassXC"#, "publish"],
         shielded: [w3]),
     ]),
+  Scenario(
+    name: "a window never mapped stops being provisional 1 s after it appeared, decided by its facts",
+    policy: policy(when: .always, secure: [Matcher(class: pat("Vault"), name: "vault")]),
+    setup: [.clientConnected(app, keepassID), .windowAppeared(secureWindow)],
+    steps: [
+      Step(
+        1, .windowAppeared(window(w3, known: false)),
+        [
+          "audit secure-decision window=0x102 secure=true reason='provisional (facts not known yet)'", "shield 0x102",
+          "audit shield window=0x102 reason='provisional (facts not known yet)' trigger=shield.when=always", "publish",
+        ],
+        shielded: [w1, w3], deadline: .at(2)),
+      Step(1.5, .tick, [], shielded: [w1, w3], deadline: .at(2)),
+      Step(
+        2, .tick, ["unshield 0x102", "audit unshield window=0x102 reason='not secure'", "publish"], shielded: [w1],
+        deadline: Deadline.none),
+      // Still not mapped: a later property change decides it like a mapped window's.
+      Step(
+        3, .windowChanged(window(w3, class: "Vault", known: false)),
+        [
+          #"audit secure-decision window=0x102 secure=true reason='rule #1 "vault"' class=Vault"#, "shield 0x102",
+          #"audit shield window=0x102 reason='rule #1 "vault"' trigger=shield.when=always"#, "publish",
+        ],
+        shielded: [w1, w3]),
+      Step(
+        4, .windowChanged(window(w3, class: "Other", known: false)),
+        [
+          "audit secure-decision window=0x102 secure=false reason='not secure' class=Other", "unshield 0x102",
+          "audit unshield window=0x102 reason='not secure'", "publish",
+        ],
+        shielded: [w1]),
+    ]),
+  Scenario(
+    name: "while shields are up, a new unknown window is provisional for 1 s at most; mapped earlier, its facts decide",
+    policy: policy(), setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(
+        1, .captureRequest(grab, CaptureRequest(kind: "GetImage")),
+        ["audit capture-request client=0x600000 request=GetImage class=ordinary"]
+          + startShieldingW1(kind: "request", client: grab, request: "GetImage")
+          + ["notify true [0x100]", "publish"]),
+      Step(
+        1.2, .windowAppeared(window(w4, client: grab, known: false)),
+        [
+          "audit secure-decision window=0x103 secure=true reason='provisional (facts not known yet)'", "shield 0x103",
+          "audit shield window=0x103 reason='provisional (facts not known yet)' trigger=request client=0x600000",
+          "publish",
+        ],
+        shielded: [w1, w4]),
+      Step(
+        1.4, .windowAppeared(window(w3, client: grab, known: false)),
+        [
+          "audit secure-decision window=0x102 secure=true reason='provisional (facts not known yet)'", "shield 0x102",
+          "audit shield window=0x102 reason='provisional (facts not known yet)' trigger=request client=0x600000",
+          "publish",
+        ],
+        shielded: [w1, w3, w4], deadline: .at(2.2)),
+      Step(
+        1.6, .windowChanged(window(w3, client: grab, class: "Terminal")),
+        [
+          "audit secure-decision window=0x102 secure=false reason='not secure' class=Terminal", "unshield 0x102",
+          "audit unshield window=0x102 reason='not secure'", "publish",
+        ],
+        shielded: [w1, w4]),
+      Step(
+        2.2, .tick, ["unshield 0x103", "audit unshield window=0x103 reason='not secure'", "publish"],
+        shielded: [w1], active: true),
+    ]),
 ]
 
 // MARK: - Tests
@@ -1084,6 +1152,9 @@ private let provisionalScenarios: [Scenario] = [
     var before: [Engine.Event]
     var window: WindowInfo
     var after: [Engine.Event] = []
+    /// Seconds between the window's appearance and each `after` event (within
+    /// `Engine.provisionalLimit` unless a case needs more).
+    var afterStep: Double = 0.2
     var expected: SecureReason
     var testDescription: String { name }
   }
@@ -1133,7 +1204,11 @@ private let provisionalScenarios: [Scenario] = [
     ProvisionalCase(
       name: "capture ended", policy: policy(),
       before: [.clientConnected(ff, ffmpegID), .clientConnected(grab, grabberID)],
-      window: window(w3, client: grab, known: false), after: [.clientGone(ff), .tick], expected: .none),
+      window: window(w3, client: grab, known: false), after: [.clientGone(ff), .tick], afterStep: 5,
+      expected: .none),
+    ProvisionalCase(
+      name: "always: 1 s later, not mapped: decided by its facts", policy: policy(when: .always), before: [],
+      window: window(w3, client: grab, known: false), after: [.tick], afterStep: 1, expected: .none),
   ]
 
   @Test("provisional decisions", arguments: provisionalCases)
@@ -1141,7 +1216,7 @@ private let provisionalScenarios: [Scenario] = [
     var e = Engine(policy: c.policy)
     for ev in c.before { _ = e.handle(ev, now: t(0)) }
     _ = e.handle(.windowAppeared(c.window), now: t(1))
-    for (k, ev) in c.after.enumerated() { _ = e.handle(ev, now: t(5 + 5 * Double(k))) }
+    for (k, ev) in c.after.enumerated() { _ = e.handle(ev, now: t(1 + c.afterStep * Double(k + 1))) }
     #expect(e.windows[w3]?.reason == c.expected)
     #expect(e.shielded.contains(w3) == (c.expected.isSecure && e.shieldsActive))
   }
@@ -1493,8 +1568,8 @@ private let provisionalScenarios: [Scenario] = [
   @Test func unknownWindowsAreNotProvisionalAfterTheShieldsDrop() {
     var e = Engine(policy: policy())
     _ = e.handle(.clientConnected(grab, grabberID), now: t(0))
-    _ = e.handle(.windowAppeared(window(w3, client: grab, known: false)), now: t(0))
-    _ = e.handle(.windowAppeared(window(w4, client: grab, known: false)), now: t(0))
+    _ = e.handle(.windowAppeared(window(w3, client: grab, known: false)), now: t(0.5))
+    _ = e.handle(.windowAppeared(window(w4, client: grab, known: false)), now: t(0.5))
     _ = e.handle(.clientConnected(ff, ffmpegID), now: t(1))
     #expect(e.shielded == [w3, w4])
     _ = e.handle(.clientGone(ff), now: t(2))

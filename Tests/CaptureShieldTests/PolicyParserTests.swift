@@ -289,8 +289,24 @@ private struct TempDir {
       name: "control characters in user text are escaped in messages",
       source: #"{ version: 1, "a\nb": 1 }"#,
       expected: [
-        #"t.json5:1:15: error: unknown key 'a\u{a}b' at top level (allowed: version, secure, capture, shield, clipboard)"#
+        #"t.json5:1:15: error: unknown key 'a\u{a}b' at top level (allowed: version, secure, capture, shield, clipboard, notify)"#
       ]),
+    DiagnosticCase(
+      name: "an unknown key in notify is an error",
+      source: "{ version: 1, notify: { enabled: true, sound: true } }",
+      expected: ["t.json5:1:40: error: unknown key 'sound' in 'notify' (allowed: enabled)"]),
+    DiagnosticCase(
+      name: "a misspelt notify key is an error with a guess",
+      source: "{ version: 1, notify: { enable: false } }",
+      expected: ["t.json5:1:25: error: unknown key 'enable' in 'notify' (did you mean 'enabled'?)"]),
+    DiagnosticCase(
+      name: "notify.enabled must be a boolean",
+      source: #"{ version: 1, notify: { enabled: "yes" } }"#,
+      expected: [#"t.json5:1:34: error: 'enabled' must be a boolean (true or false), not a string"#]),
+    DiagnosticCase(
+      name: "notify must be an object",
+      source: "{ version: 1, notify: false }",
+      expected: ["t.json5:1:23: error: 'notify' must be an object, not a boolean"]),
   ]
 
   @Test(arguments: PolicyParserTests.diagnosticCases)
@@ -853,5 +869,19 @@ private struct TempDir {
   ])
   func durationParsing(_ c: DurationCase) {
     #expect(PolicyDuration(parsing: c.text)?.nanoseconds == c.nanoseconds)
+  }
+
+  /// `notify.enabled` across files: the last file that sets it wins; on by default.
+  @Test(arguments: [
+    (files: [String](), notify: true),
+    (files: ["{ version: 1 }"], notify: true),
+    (files: ["{ version: 1, notify: {} }"], notify: true),
+    (files: ["{ version: 1, notify: { enabled: false } }"], notify: false),
+    (files: ["{ version: 1, notify: { enabled: false } }", "{ version: 1 }"], notify: false),
+    (files: ["{ version: 1, notify: { enabled: false } }", "{ version: 1, notify: { enabled: true } }"], notify: true),
+  ])
+  func notifyEnabled(files: [String], notify: Bool) throws {
+    let parsed = try files.enumerated().map { try parseOK($0.element, path: "f\($0.offset).json5") }
+    #expect(PolicyLoader.merge(parsed).notify == notify)
   }
 }

@@ -7,6 +7,7 @@
 // it would wait forever: the install builds in a scratch path of its own,
 // `.build/install-test` (INSTALL_BUILD_FLAGS). The first run is a full release build.
 
+import CaptureShield
 import Foundation
 import Glibc
 import ShieldTestSupport
@@ -540,7 +541,9 @@ struct InstallTests {
     let conf = try readText(destdir + "/" + snippet)
     let active = conf.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-    #expect(active.contains(#"Option "Trust" "/usr/bin/shieldctl""#), "\(conf)")
+    // The daemon and the daemon's default compositors (issue 18): the same list.
+    let trusted = (["shieldctl"] + Policy.defaultCompositorNames).map { "/usr/bin/" + $0 }.joined(separator: ":")
+    #expect(active.contains(#"Option "Trust" ""# + trusted + #"""#), "\(conf)")
     #expect(active.filter { $0.hasPrefix(#"Option "Trust""#) }.count == 1, "\(conf)")
     #expect(active.contains(#"SubSection "captureshield""#) && !active.contains { $0.hasPrefix("Load") }, "\(conf)")
     // With shieldctl's files next to them, uninstall removes both sets and nothing else.

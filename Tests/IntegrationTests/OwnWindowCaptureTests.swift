@@ -136,6 +136,56 @@ struct OwnWindowCaptureTests {
     await server.stop()
   }
 
+  @Test(
+    "a pixmap's id, read as a pixmap, then freed and reused for a background-None window over the secure window: at most the first frame leaks"
+  )
+  func pixmapIDReusedForOverlay() async throws {
+    let (server, window, daemon) = try await Self.setUp()
+    let attacker = try server.connect()
+    let id = attacker.generateID()
+    try attacker.check(
+      xcb_create_pixmap_checked(
+        attacker.raw, attacker.rootDepth, id, attacker.root, UInt16(Self.rect.width), UInt16(Self.rect.height)),
+      "CreatePixmap")
+    // The daemon learns that `id` is a pixmap (GetImage of an own pixmap reads nothing
+    // secret). A later capture by another client, recorded after that read, marks that the
+    // daemon has handled it; the marker's session then ends (it disconnects) before the attack.
+    _ = try attacker.getImage(of: id)
+    let marker = try server.connect()
+    let markerID = Self.clientID(marker)
+    _ = try marker.getImage(of: marker.root, rect: PixelRect(x: 0, y: 0, width: 1, height: 1))
+    try await waitUntil("the daemon saw the marker's capture", timeout: .seconds(10)) {
+      try daemon.state()?.sessions.contains { "\($0.client)" == markerID } ?? false
+    }
+    marker.disconnect()
+    try await waitUntil("the marker's session ended and the shield is down", timeout: .seconds(20)) {
+      try daemon.state()?.sessions.isEmpty ?? false
+    }
+    try await waitUntil("the shield is down", timeout: .seconds(10)) { !daemon.isShielded(window.id) }
+    #expect(daemon.auditEvents("capture-request").filter { $0["client"] as? String == Self.clientID(attacker) }.isEmpty)
+    // The same id, now a window over the secure window.
+    try attacker.check(xcb_free_pixmap_checked(attacker.raw, id), "FreePixmap")
+    let mask = XCB_CW_OVERRIDE_REDIRECT.rawValue
+    let values: [UInt32] = [1]
+    try attacker.check(
+      xcb_create_window_checked(
+        attacker.raw, 0, id, attacker.root, Int16(Self.rect.x), Int16(Self.rect.y), UInt16(Self.rect.width),
+        UInt16(Self.rect.height), 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), 0, mask, values),
+      "CreateWindow(reused id)")
+    let leaked = try await Self.attack(daemon, window, "GetImage of an overlay with a freed pixmap's id") {
+      try attacker.check(xcb_map_window_checked(attacker.raw, id), "MapWindow")
+      let image = try attacker.getImage(of: id)
+      try attacker.check(xcb_unmap_window_checked(attacker.raw, id), "UnmapWindow")
+      return image
+    }
+    #expect(leaked.dropFirst().allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaked)")
+    try Self.expectAudited(daemon, attacker: Self.clientID(attacker), requests: ["GetImage(own window)"])
+    attacker.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
   @Test("the same, copied into an own pixmap (CopyArea) and read from there: at most the first frame leaks")
   func copyOfOwnOverlay() async throws {
     let (server, window, daemon) = try await Self.setUp()

@@ -225,4 +225,62 @@ struct SelfExclusionTests {
     window.close()
     await server.stop()
   }
+
+  /// The resource-id bases of the clients of process `pid` (X-Resource QueryClientIds).
+  static func bases(ofProcess pid: Int32, _ c: XConnection) throws -> [UInt32] {
+    var spec = xcb_res_client_id_spec_t(client: 0, mask: UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue))
+    let reply = try c.ownedReply("XResQueryClientIds") {
+      xcb_res_query_client_ids_reply(c.raw, xcb_res_query_client_ids(c.raw, 1, &spec), $0)
+    }
+    defer { free(reply) }
+    var out: [UInt32] = []
+    var it = xcb_res_query_client_ids_ids_iterator(reply)
+    while it.rem > 0 {
+      if xcb_res_client_id_value_value_length(it.data) == 1,
+        xcb_res_client_id_value_value(it.data)!.pointee == UInt32(pid)
+      {
+        out.append(it.data.pointee.spec.client)
+      }
+      xcb_res_client_id_value_next(&it)
+    }
+    return out.sorted()
+  }
+
+  @Test("the tag watch's RECORD connection killed: a new one takes over; another client's untag is still put back")
+  func tagWatchKilled() async throws {
+    let policy = "{version: 1, shield: {when: \"always\"}, clipboard: {enabled: false}}"
+    let (server, window, daemon) = try await Self.setUp(policy: policy)
+    try await daemon.waitShielded(window.id)
+    let attacker = try server.connect()
+    // The daemon's RECORD contexts: the capture detector's, then the tag watch's (created
+    // last at start). Each is the first resource of its control connection (base | 1).
+    let recording = try Self.bases(ofProcess: daemon.process.pid, attacker).filter { base in
+      try attacker.resourceTypes(ofClientOwning: base).keys.contains { $0.lowercased().contains("record") }
+    }
+    #expect(recording.count == 2, "\(recording.map(hex))")
+    let tagWatchBase = try #require(recording.last)
+    try attacker.check(xcb_kill_client_checked(attacker.raw, tagWatchBase | 1), "KillClient(tag watch)")
+    try await waitUntil("the daemon audits the killed tag watch", timeout: .seconds(10)) {
+      daemon.auditEvents("connection-killed").contains { $0["connection"] as? String == "tag watch" }
+    }
+    let killed = try #require(
+      daemon.auditEvents("connection-killed").first { $0["connection"] as? String == "tag watch" })
+    #expect(killed["client"] as? String == hex(tagWatchBase), "\(killed)")
+    #expect((killed["action"] as? String)?.hasPrefix("reconnected") == true, "\(killed)")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    // Another client deletes the tag: put back, and the deleter named (RECORD again).
+    let tag = try attacker.internAtom("_CAPTURE_SHIELD_SECURE")
+    try attacker.check(xcb_delete_property_checked(attacker.raw, window.id, tag), "DeleteProperty")
+    try await waitUntil("tag-tampered audited", timeout: .seconds(10)) { !daemon.auditEvents("tag-tampered").isEmpty }
+    let record = try #require(daemon.auditEvents("tag-tampered").first)
+    let attackerBase = xcb_get_setup(attacker.raw).pointee.resource_id_base
+    #expect(record["client"] as? String == hex(attackerBase), "\(record)")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    #expect(daemon.isShielded(window.id))
+    #expect(try attacker.getImage(of: attacker.root).count(of: .red, in: Self.rect) == 0)
+    attacker.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
 }

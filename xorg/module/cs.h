@@ -44,6 +44,8 @@ enum cs_rule {
     CS_RULE_DRI = 1 << 7,              /* DRI2/DRI3 on secure windows */
     CS_RULE_DAEMON = 1 << 8,           /* selections, KillClient, root properties, SendEvent */
     CS_RULE_DBE = 1 << 9,              /* DOUBLE-BUFFER back buffers of secure windows */
+    CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
+    CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -98,6 +100,9 @@ int cs_win_secure(WindowPtr win);
 int cs_win_in_secure(WindowPtr win);    /* the window or one of its ancestors is secure */
 int cs_win_has_secure(WindowPtr win);   /* the window, an ancestor or a descendant is secure */
 void cs_update_secure(WindowPtr win);
+int cs_client_is_wm(ClientPtr client);  /* holds SubstructureRedirect on a root */
+int cs_win_frames_secure(WindowPtr top, ClientPtr reader);
+int cs_win_title_secret(WindowPtr win, ClientPtr reader);
 void cs_mark_dirty(void);
 int cs_secure_count(void);
 /* The secret part of the box (x,y,w,h) in drawable coordinates of a read by client.

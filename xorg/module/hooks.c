@@ -1,4 +1,4 @@
-/* CaptureShield Xorg module: XACE hooks (named pixmaps, the tag, DRI, DBE), forced backgrounds and tag tracking. */
+/* CaptureShield Xorg module: XACE hooks (named pixmaps, the tag, titles, DRI, DBE), forced backgrounds and tag tracking. */
 #include "cs.h"
 #include <string.h>
 #include <byteswap.h>
@@ -11,6 +11,7 @@ static int (*cs_orig_armed[256])(ClientPtr);
 static int (*cs_orig_sarmed[256])(ClientPtr);
 static int (*cs_orig_create_window)(ClientPtr);
 static int (*cs_orig_screate_window)(ClientPtr);
+static Atom cs_title_atoms[6];  /* WM_NAME, WM_ICON_NAME, _NET_WM_NAME and the like */
 static int cs_hook_refs;        /* reasons the resource hook is armed, see cs_hook_hold */
 
 static inline CARD32
@@ -197,6 +198,17 @@ cs_ProcCreateWindow(ClientPtr c)
     return r;
 }
 
+static int
+cs_title_atom(Atom a)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(cs_title_atoms) / sizeof(cs_title_atoms[0]); i++)
+        if (a == cs_title_atoms[i])
+            return 1;
+    return 0;
+}
+
 static void
 cs_property_hook(CallbackListPtr *list, void *data, void *call)
 {
@@ -211,6 +223,15 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
                                  rec->access_mode)) {
         rec->client->errorValue = prop->propertyName;
         rec->status = BadAccess;
+        return;
+    }
+    if ((rec->access_mode & DixReadAccess) && !(rec->access_mode & DixWriteAccess) &&
+        cs_title_atom(prop->propertyName) && cs_rule_on(CS_RULE_TITLE) && !cs_cfg.paused &&
+        !cs_client_trusted(rec->client) && cs_win_title_secret(rec->pWin, rec->client) &&
+        !cs_client_is_wm(rec->client)) {
+        /* the title of a secure window (or of its frame): GetProperty answers as for a
+         * window without the property (dix's NullPropertyReply on BadMatch) */
+        rec->status = BadMatch;
         return;
     }
     if ((prop->propertyName != cs_secure_atom() && prop->propertyName != cs_policy_atom()) ||
@@ -296,6 +317,12 @@ cs_hooks_init(void)
         cs_orig_sprop[majors[i]] = SwappedProcVector[majors[i]];
         ProcVector[majors[i]] = cs_ProcProperty;
         SwappedProcVector[majors[i]] = cs_ProcProperty;
+    }
+    {
+        static const char *const names[] = { "WM_NAME", "WM_ICON_NAME", "_NET_WM_NAME",
+            "_NET_WM_VISIBLE_NAME", "_NET_WM_ICON_NAME", "_NET_WM_VISIBLE_ICON_NAME" };
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            cs_title_atoms[i] = MakeAtom(names[i], strlen(names[i]), TRUE);
     }
     cs_orig_create_window = ProcVector[X_CreateWindow];
     cs_orig_screate_window = SwappedProcVector[X_CreateWindow];

@@ -15,7 +15,7 @@ static const struct {
     {"render", CS_RULE_RENDER}, {"namewindowpixmap", CS_RULE_NAMEPIXMAP},
     {"pixmap", CS_RULE_PIXMAP}, {"forcedbg", CS_RULE_FORCEDBG},
     {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
-    {"dbe", CS_RULE_DBE},
+    {"dbe", CS_RULE_DBE}, {"frame", CS_RULE_FRAME}, {"title", CS_RULE_TITLE},
 };
 
 const char *

@@ -1,6 +1,7 @@
-/* CaptureShield Xorg module: which windows are secure and the cached secret region per screen. */
+/* CaptureShield Xorg module: which windows are secure (window manager frames included) and the cached secret region per screen. */
 #include "cs.h"
 #include <X11/Xatom.h>
+#include "inputstr.h"
 
 #define CS_SECURE_NAME "_CAPTURE_SHIELD_SECURE"
 #define CS_POLICY_NAME "_CAPTURE_SHIELD_POLICY"
@@ -14,6 +15,7 @@ struct cs_screen {
     UnrealizeWindowProcPtr UnrealizeWindow;
     DestroyWindowProcPtr DestroyWindow;
     DestroyPixmapProcPtr DestroyPixmap;
+    ReparentWindowProcPtr ReparentWindow;
 };
 
 /* Per window: the tag (first, read as a byte by cs_win_secure) and its DOUBLE-BUFFER back
@@ -24,11 +26,16 @@ struct cs_window {
     unsigned char dbe_secret;
     XID dbe_id;
     RESTYPE dbe_type;
+    XID framed;                 /* on a child of the root: the other client's window that the
+                                 * window manager last reparented into its subtree (it frames
+                                 * that window), 0: none */
 };
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
+static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
+static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 static struct cs_screen *cs_screens[MAXSCREENS];
 
 #define SCR(s) (cs_screens[(s)->myNum])
@@ -154,6 +161,66 @@ cs_win_has_secure(WindowPtr win)
     return cs_win_in_secure(win) || cs_subtree_has_secure(win);
 }
 
+/* The client is the window manager: it holds SubstructureRedirect on a root (at most one
+ * client can, the core refuses a second one). */
+int
+cs_client_is_wm(ClientPtr client)
+{
+    OtherClientsPtr oc;
+    int i;
+
+    for (i = 0; i < screenInfo.numScreens; i++)
+        for (oc = wOtherClients(screenInfo.screens[i]->root); oc; oc = oc->next)
+            if ((oc->mask & SubstructureRedirectMask) && CLIENT_ID(oc->resource) == client->index)
+                return 1;
+    return 0;
+}
+
+/* The window manager's frame of a secure window: `top`, a child of the root, is where the
+ * window manager (cs_client_is_wm) last reparented a window of another client, S
+ * (cs_window.framed), and S is secure and secret to `reader` (NULL: to everyone untrusted;
+ * else not its own windows). The frame's decorations (title bar, border) show what S is
+ * (its title), so the whole frame is secret. The frame stays secret when someone moves S
+ * out of it, since the window manager's title is still drawn there, until S is destroyed
+ * or untagged. Only the window manager's reparenting counts: any client can reparent a
+ * window of its own into any other window, and must not make that window's decorations
+ * or contents vanish from captures (README, denial of capture). Called when the cached
+ * region is recomputed, not per request: one resource lookup per framed top-level. */
+int
+cs_win_frames_secure(WindowPtr top, ClientPtr reader)
+{
+    struct cs_window *cw;
+    void *p;
+    WindowPtr s;
+
+    if (!cs_nsecure || !top->parent || top->parent->parent || !cs_rule_on(CS_RULE_FRAME))
+        return 0;
+    cw = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
+    if (!cw->framed ||
+        dixLookupResourceByType(&p, cw->framed, RT_WINDOW, NullClient, DixGetAttrAccess) !=
+        Success)
+        return 0;
+    s = p;
+    return cs_win_secure(s) && (!reader || CLIENT_ID(s->drawable.id) != reader->index);
+}
+
+/* The title of `win` (WM_NAME and the like) is secret to `reader`: the window is or is
+ * inside a secure window it does not own, or lies in the frame of one. */
+int
+cs_win_title_secret(WindowPtr win, ClientPtr reader)
+{
+    WindowPtr w, top = NULL;
+
+    if (!cs_nsecure)
+        return 0;
+    for (w = win; w && w->parent; w = w->parent) {
+        if (cs_win_secure(w) && CLIENT_ID(w->drawable.id) != reader->index)
+            return 1;
+        top = w;
+    }
+    return top && cs_win_frames_secure(top, reader);
+}
+
 /* Re-reads the tags (_CAPTURE_SHIELD_SECURE, _CAPTURE_SHIELD_POLICY) after a property
  * request touched one: the window is secure when either is non-zero. */
 void
@@ -245,7 +312,7 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
 {
     RegionRec mine, inner;
     WindowPtr c;
-    int occludes;
+    int occludes, secure, hide;
 
     RegionNull(&mine);
     RegionIntersect(&mine, &win->borderSize, clip);
@@ -254,8 +321,12 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
         return;
     }
     occludes = CLIENT_ID(win->drawable.id) != 0 && win->drawable.depth != 32;
-    if (cs_win_secure(win)) {
-        if (!exclude || CLIENT_ID(win->drawable.id) != exclude->index) {
+    secure = cs_win_secure(win);
+    hide = secure && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index);
+    if (!secure && cs_win_frames_secure(win, exclude))
+        secure = hide = 1;      /* a window manager's frame of a secure window */
+    if (secure) {
+        if (hide) {
             RegionRec vis;
             RegionNull(&vis);
             RegionSubtract(&vis, &mine, covered);
@@ -467,6 +538,49 @@ cs_DestroyWindow(WindowPtr win)
     return r;
 }
 
+/* A window changed parent: when the window manager (its ReparentWindow request) put a
+ * window of another client into a child of the root, that child is its frame
+ * (cs_win_frames_secure). */
+static void
+cs_ReparentWindow(WindowPtr win, WindowPtr prior)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    WindowPtr top = win;
+
+    cs->dirty = TRUE;
+    while (top->parent && top->parent->parent)
+        top = top->parent;
+    if (top != win && top->parent && cs_reparenting && cs_client_is_wm(cs_reparenting)) {
+        struct cs_window *ct = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
+        struct cs_window *cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+        /* a window of another client is framed here; a window manager's own window (a
+         * wrapper it reparented the client into while the wrapper was a top-level) brings
+         * the window it frames along */
+        if (CLIENT_ID(win->drawable.id) != cs_reparenting->index)
+            ct->framed = win->drawable.id;
+        else if (cw->framed)
+            ct->framed = cw->framed;
+    }
+    s->ReparentWindow = cs->ReparentWindow;
+    if (s->ReparentWindow)
+        s->ReparentWindow(win, prior);
+    cs->ReparentWindow = s->ReparentWindow;
+    s->ReparentWindow = cs_ReparentWindow;
+}
+
+static int
+cs_ProcReparentWindow(ClientPtr c)
+{
+    ClientPtr prev = cs_reparenting;
+    int r;
+
+    cs_reparenting = c;
+    r = c->swapped ? cs_orig_sreparent(c) : cs_orig_reparent(c);
+    cs_reparenting = prev;
+    return r;
+}
+
 /* The last reference to a tainted pixmap goes: one reason less to keep the resource hook
  * armed. Every layer frees a pixmap when DestroyPixmap finds refcnt 1 (fb, exa, glamor);
  * the flag is cleared at the same time, so a pixmap never releases the hook twice. */
@@ -521,7 +635,14 @@ cs_region_init(void)
         s->DestroyWindow = cs_DestroyWindow;
         cs->DestroyPixmap = s->DestroyPixmap;
         s->DestroyPixmap = cs_DestroyPixmap;
+        cs->ReparentWindow = s->ReparentWindow;
+        s->ReparentWindow = cs_ReparentWindow;
         cs_screens[i] = cs;
     }
+    cs_reparenting = NULL;
+    cs_orig_reparent = ProcVector[X_ReparentWindow];
+    cs_orig_sreparent = SwappedProcVector[X_ReparentWindow];
+    ProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
+    SwappedProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
     return TRUE;
 }

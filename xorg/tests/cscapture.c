@@ -15,6 +15,8 @@ victim(int argc, char **argv)
     xcb_pixmap_t pix = 0;
     int i;
 
+    if (argc > 0 && !strcmp(argv[0], "--framed"))
+        return framed();
     conn();
     xcb_change_window_attributes(c, root, XCB_CW_BACK_PIXEL, &green);
     xcb_clear_area(c, 0, root, 0, 0, 0, 0);

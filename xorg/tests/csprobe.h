@@ -61,5 +61,7 @@ int listen_(int argc, char **argv);
 int session(void);
 int policy(int argc, char **argv);
 void policy_try(xcb_window_t w);
+int framed(void);
+int frame_cmd(int argc, char **argv);
 
 #endif

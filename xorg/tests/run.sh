@@ -59,6 +59,36 @@ wait_hook() {
   return 1
 }
 
+# start_openbox: a real window manager on $DISPLAY (untrusted), ready once it owns WM_S0;
+# then an application maps a secure window titled "test.kdbx - KeePassXC" that openbox
+# frames (sets O_S, O_F: the window and its frame)
+start_openbox() {
+  local i line
+  mkdir -p "$TMP/home"
+  HOME=$TMP/home openbox --sm-disable >"$TMP/openbox.log" 2>&1 &
+  OB_PID=$!; BG_PIDS+=("$OB_PID")
+  for i in $(seq 100); do [ "$("$PROBE" frame wm)" != owner=0x0 ] && break; sleep 0.1; done
+  coproc OBAPP { exec "$PROBE" frame app; }
+  OBAPP_PID_=$OBAPP_PID; BG_PIDS+=("$OBAPP_PID_")
+  read -r -t 10 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; exit 1; }
+  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/O_/')"
+}
+stop_openbox() {
+  kill "$OBAPP_PID_" "$OB_PID" 2>/dev/null || true
+  wait "$OBAPP_PID_" "$OB_PID" 2>/dev/null || true
+}
+# until_other PROBE DRAWABLE: polls (up to 5 s) until the window manager has drawn its
+# decorations where PROBE reads them (pixels neither black nor red); prints the last count
+until_other() {
+  local i out
+  for i in $(seq 50); do
+    out=$("$1" frame shot "$2")
+    [ "$(fld "$out" other)" -gt 0 ] && break
+    sleep 0.1
+  done
+  echo "$out"
+}
+
 for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
   [ -x "$b" ] || [ -f "$b" ] || { echo "Error: $b not built (make xorg-module)" >&2; exit 1; }
 done
@@ -70,7 +100,7 @@ TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
 ln -s "$TPROBE" "$TMP/trusted-link"
 write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TMP/trusted-link:/nonexistent/picom\""
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
-write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon"'
+write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon,frame,title"'
 write_conf "$TMP/B.conf" 0
 # A logs at verbosity 5: the module's "resource hook armed/disarmed" lines. A runs without
 # the SECURITY extension, whose resource callback is otherwise always registered: there the
@@ -339,8 +369,63 @@ out=$("$PROBE" capture getimage 300); expect "moving secure window: 300 root Get
 out=$("$PROBE" capture copyarea 300); expect "moving secure window: 300 root CopyAreas" "$out" frames -eq 300 red_max -eq 0
 stop_victim
 
+# issue 18 point 5: a window manager's frame around a secure window. The victim runs a
+# window manager (SubstructureRedirect on the root, WM_S0) that frames the red secure S in
+# a yellow frame F1 with a title bar T1, and a blue plain P in a cyan frame F2
+FRAME1=45696  # F1: 204x224, the secure window's 200x200 at 2,22 inside
+YEL=5696      # F1 minus S
+TBAR=4080     # T1: 204x20
+CYANPX=2896   # F2 (104x124) minus P
+start_victim --framed
+[ "${V_WMTITLE:-}" = 21 ] && ok "frame: the window manager reads the secure window's title (21 bytes)" ||
+  bad "frame: the window manager read ${V_WMTITLE:-none} bytes of the title"
+out=$("$PROBE" frame shot); expect "frame: untrusted root GetImage: frame and title bar black with the secure window, the plain frame intact" "$out" \
+  red -eq 0 yellow -eq 0 black -eq $FRAME1 cyan -eq $CYANPX blue -eq $BLUEPX
+for i in $(seq "$N"); do xwd -root -silent >"$TMP/fr$i.xwd"; done
+out=$("$COUNT" xwd "$TMP"/fr*.xwd || true); rm -f "$TMP"/fr*.xwd
+expect "frame: xwd -root x$N: black exactly the frame" "$out" frames -eq "$N" red_max -eq 0 black_min -eq $FRAME1 black_max -eq $FRAME1 blue_min -eq $BLUEPX
+out=$("$TPROBE" frame shot); expect "frame: trusted root GetImage sees the window and its frame" "$out" red -eq 40000 yellow -eq $YEL
+out=$("$PROBE" frame shot "$V_T1"); expect "frame: untrusted GetImage of the title bar window: black" "$out" err -eq 0 yellow -eq 0 black -eq $TBAR
+out=$("$PROBE" frame title "$V_S"); expect "title: untrusted GetProperty WM_NAME, _NET_WM_NAME of the secure window: empty" "$out" wm_name -eq 0 net_wm_name -eq 0
+out=$("$TPROBE" frame title "$V_S"); expect "title: trusted GetProperty reads the title" "$out" wm_name -eq 21 net_wm_name -eq 21
+out=$("$PROBE" frame title "$V_P"); expect "title: a plain window's title stays readable" "$out" wm_name -eq 12 net_wm_name -eq 12
+out=$("$PROBE" frame attack "$V_F2"); expect "frame: an untrusted client's own secure window reparented into another frame blacks only itself" "$out" \
+  reparent_err -eq 0 cyan -eq $((CYANPX - 100)) blue -eq $BLUEPX yellow -eq 0
+out=$("$PROBE" frame attack "$V_P"); expect "frame: the same into the plain client window" "$out" \
+  reparent_err -eq 0 cyan -eq $CYANPX blue -eq $((BLUEPX - 100)) yellow -eq 0
+out=$("$PROBE" frame unmap "$V_S"); out=$("$PROBE" frame shot)
+expect "frame: secure window unmapped inside its mapped frame (shaded): the frame stays black" "$out" red -eq 0 yellow -eq 0 black -eq $FRAME1
+out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
+expect "frame: another client moves the secure window out of its frame: the frame (with the title) stays black" "$out" err -eq 0 red -eq 0 yellow -eq 0 black -eq $FRAME1
+stop_victim
+# the same with a real window manager: openbox (untrusted) frames the secure window and
+# draws its title; it reads the title (exempt from the title rule), captures do not
+start_openbox
+out=$(until_other "$TPROBE" "$O_F")
+expect "openbox: the trusted client sees the window and openbox's decorations" "$out" red -eq 40000 other -gt 0
+out=$("$PROBE" frame shot "$O_F")
+obframe=$(fld "$out" pixels)
+expect "openbox: untrusted GetImage of the frame: all black" "$out" err -eq 0 red -eq 0 nonblack -eq 0 black -eq "$obframe" black -gt 40000
+out=$("$PROBE" frame shot)
+expect "openbox: untrusted GetImage of the root: black exactly the frame ($obframe pixels)" "$out" red -eq 0 black -eq "$obframe"
+out=$("$PROBE" frame title "$O_S"); expect "openbox: untrusted GetProperty of the title: empty" "$out" wm_name -eq 0 net_wm_name -eq 0
+stop_openbox
+
 ########## the same attacks with the rule off: each leaks ##########
 export DISPLAY=$XDISPLAY_C
+start_victim --framed
+out=$("$PROBE" frame shot); expect "rule frame off: the title bar leaks" "$out" red -eq 0 yellow -eq $YEL black -eq 40000
+out=$("$PROBE" frame shot "$V_T1"); expect "rule frame off: GetImage of the title bar window leaks" "$out" yellow -eq $TBAR
+out=$("$PROBE" frame title "$V_S"); expect "rule title off: the secure window's title is readable" "$out" wm_name -eq 21 net_wm_name -eq 21
+out=$("$PROBE" frame unmap "$V_S"); out=$("$PROBE" frame shot)
+expect "rule frame off: the frame of an unmapped secure window leaks" "$out" yellow -eq $FRAME1
+out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
+expect "rule frame off: the frame the secure window was moved out of leaks" "$out" err -eq 0 yellow -eq $FRAME1
+stop_victim
+start_openbox
+out=$(until_other "$PROBE" "$O_F")
+expect "rule frame off: openbox's decorations (title bar) leak to an untrusted GetImage" "$out" red -eq 0 other -gt 0
+stop_openbox
 start_victim
 out=$("$PROBE" attack over "$V_S"); expect "rule forcedbg off: window over leaks" "$out" red_max -gt 0
 out=$("$PROBE" attack over-change "$V_S"); expect "rule forcedbg off: window set to background None after creation leaks" "$out" red_max -gt 0
@@ -404,6 +489,11 @@ for i in $(seq 50); do grep -q event "$TMP/events2" && break; sleep 0.1; done
 out=$(grep event "$TMP/events2" || echo none)
 expect "CaptureNotify (denied GetImage)" "$out" kind -eq 1 major -eq 73
 kill "$LPID" 2>/dev/null || true
+stop_victim
+
+start_victim --framed
+out=$("$PROBE" frame shot "$V_T1"); expect "deny: GetImage of the secure window's title bar refused" "$out" err -eq 10
+out=$("$PROBE" frame shot "$V_F2"); expect "deny: GetImage of the plain window's frame works" "$out" err -eq 0 cyan -eq $CYANPX blue -eq $BLUEPX
 stop_victim
 
 ########## without the module every path leaks (the tests above would fail) ##########

@@ -121,6 +121,16 @@ public struct ClipboardCore: Sendable {
     }
   }
 
+  /// Whether `reader` is the source of the guarded copy `g`: the client that owned the
+  /// selection when it was taken over (the requestor window's owner, which RECORD has said
+  /// sent the request), run by the same process. The PID check keeps a new client from
+  /// inheriting the privilege with the resource-id base of a source that has disconnected;
+  /// without a PID on both sides (a remote client) nobody is the source.
+  public func isSource(_ g: Guarded, reader: ClientID, identity: ClientIdentity?) -> Bool {
+    guard reader == g.source, let pid = identity?.pid, let sourcePID = g.identity?.pid else { return false }
+    return pid == sourcePID
+  }
+
   /// Whether a new owner is a source whose copies are guarded.
   public func isGuardedSource(secureSource: Bool, facts: [Facts]) -> Bool {
     secureSource || facts.contains { f in policy.sources.contains { $0.matches(f) } }
@@ -137,7 +147,7 @@ public struct ClipboardCore: Sendable {
       if guarded[sel] != nil {
         // Someone else owns the selection now: our copy is stale; wipe it (the owner
         // change already ended our ownership, so nothing to give up).
-        end(sel, reason: "replaced by a new copy", giveUp: false, fx: &fx)
+        end(sel, reason: owner == nil ? "cleared (no owner)" : "replaced by a new copy", giveUp: false, fx: &fx)
       }
       guard let owner, isGuardedSource(secureSource: secureSource, facts: facts) else { return fx }
       guarded[sel] = Guarded(source: owner, identity: identity, since: self.now)
@@ -145,6 +155,14 @@ public struct ClipboardCore: Sendable {
 
     case .contentTaken(let sel, let size):
       guard var g = guarded[sel], !g.isOwned else { return [] }
+      if size == 0 {
+        // An empty copy has nothing to guard: it is how a password manager clears the
+        // clipboard (KeePassXC 2.7 copies an empty text). The source stays the owner.
+        guarded[sel] = nil
+        fx.append(.wipe(selection: sel))
+        fx.append(.publishState)
+        return fx
+      }
       g.size = size
       guarded[sel] = g
       fx.append(.becomeOwner(selection: sel))
@@ -191,6 +209,20 @@ public struct ClipboardCore: Sendable {
         }
         fx.append(.audit(AuditRecord("clipboard-read-refused", fields + requestorFields(requestor, reader))))
         fx.append(.publishState)
+        return fx
+      }
+      if isSource(g, reader: reader, identity: identity) {
+        // The source reads back its own copy (a password manager checks that the clipboard
+        // still holds its text before it clears it): served whoever has the focus, and not
+        // a read that `maxReads` counts.
+        guard target == .text else { return [.serve(id: id)] }
+        fx.append(.serve(id: id))
+        fx.append(
+          .audit(
+            AuditRecord(
+              "clipboard-read",
+              [("selection", .string(sel)), ("why", .string("source reads back its own copy"))]
+                + clientFields(reader, identity, prefix: "reader"))))
         return fx
       }
       let v = verdict(identity: identity, focused: focused)
@@ -272,10 +304,14 @@ public struct ClipboardCore: Sendable {
 
   // MARK: Status
 
-  /// What `shieldctl clipboard status` shows (never the content). `wallClock`: seconds
-  /// since the Unix epoch at `now`, to publish absolute times.
-  public func status(wallClock: Double) -> DaemonState.ClipboardState {
-    func wall(_ t: MonotonicTime) -> Double { wallClock - now.seconds(since: t) + t.seconds(since: now) }
+  /// What `shieldctl clipboard status` shows (never the content), published at monotonic
+  /// time `at`; `wallClock`: seconds since the Unix epoch at that same moment (the shell
+  /// reads both clocks together). Every time is converted from the monotonic clock through
+  /// this one pair, so ages and countdowns computed from the published times agree however
+  /// long ago the core last handled an event (its `now`, which is not the time of
+  /// publishing).
+  public func status(at: MonotonicTime, wallClock: Double) -> DaemonState.ClipboardState {
+    func wall(_ t: MonotonicTime) -> Double { wallClock - at.seconds(since: t) + t.seconds(since: at) }
     return .init(
       enabled: policy.enabled, readers: policy.readers.rawValue,
       clearAfterMs: Int(policy.clearAfter.nanoseconds / 1_000_000), maxReads: policy.maxReads,

@@ -240,8 +240,9 @@ final class ClipboardGuard {
     x.flush()
   }
 
-  func status(wallClock: Double) -> DaemonState.ClipboardState {
-    core.status(wallClock: wallClock)
+  /// The guard's status, its times converted through one reading of both clocks.
+  func status() -> DaemonState.ClipboardState {
+    core.status(at: Clock.now(), wallClock: Date().timeIntervalSince1970)
   }
 
   // MARK: Core
@@ -256,7 +257,10 @@ final class ClipboardGuard {
       startTakeover(sel, time: ownerTime[sel] ?? 0)
     case .becomeOwner(let sel):
       guard let atom = selectionAtoms[sel] else { return }
-      x.setSelectionOwner(window, selection: atom, time: 0)
+      // At the source's own timestamp, not CurrentTime: a later SetSelectionOwner of the
+      // source (its clear, or a new copy) made with the time it copied at is then never
+      // older than ours, which the server would ignore (leaving the guarded copy in place).
+      x.setSelectionOwner(window, selection: atom, time: ownerTime[sel] ?? 0)
     case .serve(let id):
       guard let req = pending.removeValue(forKey: id) else { return }
       serve(req)

@@ -72,10 +72,12 @@ public struct OwnDrawableRead: Sendable, Hashable {
 
   /// Whether this read counts as capture.
   ///
-  /// - A copy from a pixmap, or into a window, does not (a window's pixels copied into
-  ///   another window are on screen, not in the client's hands); for those, a fact known
-  ///   earlier (`.pixmap`, `.window(nil)`) suffices, so copies that toolkits make all the
-  ///   time (back buffer to window) cost one lookup per drawable, not one per request.
+  /// - A read of a pixmap, a copy from a pixmap, or a copy into a window, does not (a
+  ///   window's pixels copied into another window are on screen, not in the client's
+  ///   hands); for those, a fact known earlier (`.pixmap`, `.window(nil)`) suffices, so the
+  ///   reads and copies that toolkits make all the time (back buffer to window, GetImage of
+  ///   an own pixmap) cost one lookup per drawable, not one per request. The caller keeps
+  ///   such facts true: an id becomes a window only by CreateWindow (`createdWindow`).
   /// - A read of a window, or a copy from a window into a pixmap, counts when the window's
   ///   area intersects one of `secureAreas` (asked only then). The window's area must be
   ///   fresh (`.window(area)`): windows move.
@@ -148,6 +150,31 @@ extension ResolvedCaptureCatalog {
     request.withUnsafeBytes {
       classifyOwnRead($0, clientBase: clientBase, resourceMask: resourceMask, bigEndian: bigEndian)
     }
+  }
+
+  /// The core opcode of CreateWindow. The detector records it whatever the catalog holds:
+  /// it is the only request that turns an id into a window, so a drawable once found to be
+  /// a pixmap stays one until a CreateWindow names its id (`createdWindow`), which keeps the
+  /// owner's cache of drawable kinds true without asking the server for every read.
+  public static let createWindowOpcode: UInt8 = 1
+
+  /// The core ranges the detector records: `coreRanges`, plus CreateWindow when the catalog
+  /// hands out reads of own drawables (not at all under server enforcement, for one).
+  public var recordedCoreRanges: [ClosedRange<UInt8>] {
+    var ops = Set(coreRanges.flatMap { Array($0) })
+    if activeEntries.contains(where: \.readsOwnWindows) { ops.insert(Self.createWindowOpcode) }
+    return Self.intervals(ops)
+  }
+
+  /// The window a CreateWindow request creates (its `wid`); nil for every other request and
+  /// for malformed bytes.
+  public static func createdWindow(_ request: UnsafeRawBufferPointer, bigEndian: Bool = false) -> UInt32? {
+    guard let r = RequestReader(request, bigEndian: bigEndian), r.major == createWindowOpcode else { return nil }
+    return r.u32(4)
+  }
+
+  public static func createdWindow(_ request: [UInt8], bigEndian: Bool = false) -> UInt32? {
+    request.withUnsafeBytes { createdWindow($0, bigEndian: bigEndian) }
   }
 }
 

@@ -9,7 +9,7 @@ extension Engine {
   func decide(_ info: WindowInfo) -> SecureReason {
     let facts = effectiveFacts(info)
     let r = policy.secureReason(facts: facts, tag: info.tag)
-    if r.isSecure || info.propertiesKnown { return r }
+    if r.isSecure || info.propertiesKnown || settled.contains(info.id) { return r }
     // While shields are up, a window whose facts are not known yet (created, not mapped)
     // is shielded until they are: it cannot appear unshielded in a live capture.
     if shieldsActive { return .provisional }
@@ -20,6 +20,24 @@ extension Engine {
       return .provisional
     }
     return .none
+  }
+
+  /// Windows that reached `provisionalLimit` without being mapped: their facts count as
+  /// known from now on (`settled`); returns those whose decision changed.
+  mutating func settleProvisional() -> [WindowID] {
+    guard let first = unsettled.values.min(), now >= first else { return [] }
+    var changed: [WindowID] = []
+    for (id, until) in unsettled.sorted(by: { $0.key < $1.key }) where now >= until {
+      unsettled[id] = nil
+      settled.insert(id)
+      guard let w = windows[id] else { continue }
+      let r = decide(w.info)
+      if r != w.reason {
+        setWindow(WindowState(info: w.info, reason: r))
+        changed.append(id)
+      }
+    }
+    return changed
   }
 
   mutating func setWindow(_ w: WindowState) {

@@ -97,6 +97,17 @@ public struct Engine: Sendable {
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
   var windowsByClient: [ClientID: Set<WindowID>] = [:]
+  /// Windows whose facts are not known yet (created, not mapped), with the time their facts
+  /// count as known anyway (`provisionalLimit` after they appeared).
+  var unsettled: [WindowID: MonotonicTime] = [:]
+  /// Windows never mapped whose facts count as known: `provisionalLimit` passed. Decided by
+  /// the facts the shell has followed since (property changes), like a mapped window.
+  var settled: Set<WindowID> = []
+  /// How long a window that is not mapped may stay provisional (issue 18): the provisional
+  /// shield guards the moment between a new window's MapWindow and the daemon reading its
+  /// facts; an app sets its class and tag before it maps. After this, a window that never
+  /// mapped is decided by the facts it has, and later property changes re-decide it.
+  public static let provisionalLimit = PolicyDuration.seconds(1)
   var nextSessionID = 1
   var lastCapturing = false
   var lastActive = false
@@ -119,6 +130,11 @@ public struct Engine: Sendable {
     switch event {
     case .windowAppeared(let info), .windowChanged(let info):
       let old = windows[info.id]
+      if info.propertiesKnown {
+        unsettled[info.id] = nil
+      } else if old == nil, !settled.contains(info.id) {
+        unsettled[info.id] = now + Self.provisionalLimit
+      }
       let reason = decide(info)
       setWindow(WindowState(info: info, reason: reason))
       let decisionChanged = old.map { $0.reason != reason } ?? reason.isSecure
@@ -154,6 +170,8 @@ public struct Engine: Sendable {
         if w.reason.isSecure { stateChanged = true }
       }
       overrides[id] = nil
+      unsettled[id] = nil
+      settled.remove(id)
       if shielded.remove(id) != nil { stateChanged = true }
 
     case .clientConnected(let id, let identity):
@@ -350,6 +368,11 @@ public struct Engine: Sendable {
     }
 
     expireDeadlines(fx: &fx, all: &all, stateChanged: &stateChanged)
+    let settledNow = settleProvisional()
+    if !settledNow.isEmpty {
+      touched += settledNow
+      stateChanged = true
+    }
 
     // Only a change of `shieldsActive` (or of the policy, a tick, a pause) moves every
     // window's baseline; other events re-decide just the windows they touch, so a client

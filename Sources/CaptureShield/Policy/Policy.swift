@@ -295,6 +295,9 @@ public struct Policy: Sendable, Hashable {
   /// Text drawn on shields so users see why the window went dark.
   public var label: String = "Hidden by CaptureShield"
   public var clipboard = ClipboardPolicy()
+  /// `notify.enabled`: a desktop notification (org.freedesktop.Notifications) when a
+  /// capture starts and secure windows are hidden or censored (`CaptureNotifier`).
+  public var notify: Bool = true
   /// The files this policy was built from, in load order.
   public var sources: [String] = []
 
@@ -302,13 +305,16 @@ public struct Policy: Sendable, Hashable {
 
   /// The standard X11 compositing managers, trusted out of the box as the owner of
   /// `_NET_WM_CM_Sn` when they run a root-owned program from a system directory.
-  public static let defaultCompositors: [Matcher] = {
-    let names = [
-      "xfwm4", "mutter", "gnome-shell", "muffin", "cinnamon", "marco", "metacity", "kwin_x11", "picom", "compton",
-      "compiz",
-    ]
-    return names.map { n in Matcher(exe: try! Pattern.parse("*/" + n), name: "default compositor: \(n)") }
-  }()
+  public static let defaultCompositors: [Matcher] = defaultCompositorNames.map { n in
+    Matcher(exe: try! Pattern.parse("*/" + n), name: "default compositor: \(n)")
+  }
+
+  /// The programs of `defaultCompositors`. The Xorg module's installed snippet trusts the
+  /// same list in /usr/bin (`scripts/install.sh`; `InstallTests` checks they agree).
+  public static let defaultCompositorNames = [
+    "xfwm4", "mutter", "gnome-shell", "muffin", "cinnamon", "marco", "metacity", "kwin_x11", "picom", "compton",
+    "compiz",
+  ]
 
   /// Where a trusted compositor's program must be (prefixes of its executable's path).
   public static let systemDirectories = [

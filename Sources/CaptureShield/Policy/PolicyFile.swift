@@ -15,6 +15,8 @@ public struct PolicyFile: Sendable, Hashable {
   public var shield: Shield
   /// The `clipboard` section.
   public var clipboard: Clipboard
+  /// The `notify` section.
+  public var notify = Notify()
 
   public init(
     path: String, version: Int = 1, secure: [Matcher]? = nil, capture: Capture = Capture(),
@@ -101,6 +103,13 @@ public struct PolicyFile: Sendable, Hashable {
       self.input = input
       self.label = label
     }
+  }
+
+  /// The `notify` section of one file: desktop notifications of capture.
+  public struct Notify: Sendable, Hashable {
+    /// `notify.enabled`.
+    public var enabled: Bool?
+    public init(enabled: Bool? = nil) { self.enabled = enabled }
   }
 
   /// The `clipboard` section of one file.

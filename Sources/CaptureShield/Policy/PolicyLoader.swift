@@ -222,6 +222,7 @@ public enum PolicyLoader {
       if let v = b.clearAfter { policy.clipboard.clearAfter = v }
       if let v = b.maxReads { policy.clipboard.maxReads = v }
       if let v = b.selections { policy.clipboard.selections = v }
+      if let v = file.notify.enabled { policy.notify = v }
     }
     policy.captureKnown = (replaceDefaultKnown ? [] : Policy.defaultKnownCapturers) + known
     policy.compositors = (replaceDefaultCompositors ? [] : Policy.defaultCompositors) + compositors

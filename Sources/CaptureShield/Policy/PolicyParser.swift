@@ -28,7 +28,7 @@ public enum PolicyParser {
     return file
   }
 
-  static let topKeys = ["version", "secure", "capture", "shield", "clipboard"]
+  static let topKeys = ["version", "secure", "capture", "shield", "clipboard", "notify"]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
     "compositors",
@@ -38,6 +38,7 @@ public enum PolicyParser {
   static let clipboardKeys = [
     "enabled", "sources", "readers", "allow", "deny", "clearAfter", "maxReads", "selections",
   ]
+  static let notifyKeys = ["enabled"]
   static let matcherKeys = ["class", "instance", "title", "exe", "comm", "pid", "uid", "name"]
   static let selectionNames = ["CLIPBOARD", "PRIMARY"]
   static let durationForms = "a number followed by ms, s, m or h, e.g. \"250ms\" or \"2s\""
@@ -145,6 +146,10 @@ public enum PolicyParser {
       }
       if let v = f["clipboard"], let m = object(v, what: "'clipboard'") {
         file.clipboard = clipboard(m)
+      }
+      if let v = f["notify"], let m = object(v, what: "'notify'") {
+        let (n, _) = checkKeys(m, allowed: PolicyParser.notifyKeys, context: "in 'notify'")
+        if let e = n["enabled"] { file.notify.enabled = bool(e, key: "enabled") }
       }
       return file
     }

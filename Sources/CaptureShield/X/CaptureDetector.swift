@@ -88,8 +88,10 @@ public final class CaptureDetector {
   /// own) in the records handed out by the last `drain`, while `watchesOwnWindows`.
   public private(set) var lastOwnReads: [(client: ClientID, read: OwnDrawableRead)] = []
   /// What the owner learnt about clients' own drawables (`.pixmap`, `.window(nil)`), so
-  /// that copies toolkits make all the time cost one lookup per drawable. Forgotten when
-  /// the client goes (its resource-id base is handed to the next client).
+  /// that the reads and copies toolkits make all the time cost one lookup per drawable.
+  /// Kept true by the records: a CreateWindow (always recorded) forgets its id, which may
+  /// have been a freed pixmap's; an id cannot become a window any other way. Forgotten
+  /// when the client goes (its resource-id base is handed to the next client).
   public var drawableKinds: [UInt32: DrawableFact] = [:] {
     didSet { if drawableKinds.count > 65536 { drawableKinds = [:] } }
   }
@@ -147,7 +149,7 @@ public final class CaptureDetector {
     // slots. ClientStarted/ClientDied are flags of a range (set on the first one).
     let resolved = catalog.resolved(extensions: majors)
     self.catalog = resolved
-    let core = resolved.coreRanges
+    let core = resolved.recordedCoreRanges
     let ext = resolved.extensionRanges
     var ranges: [xcb_record_range_t] = []
     for i in 0..<max(1, core.count, ext.count) {
@@ -357,6 +359,11 @@ public final class CaptureDetector {
       let data = UnsafeRawBufferPointer(rebasing: bytes[rep.data])
       let consumed = RecordedReply.forEachRequest(in: data, bigEndian: big) { request in
         requestsRecorded += 1
+        if let w = ResolvedCaptureCatalog.createdWindow(request, bigEndian: big) {
+          // The id is a window from now on, whatever it was (see `drawableKinds`).
+          // (CreateWindow's background pixmap is classified below all the same.)
+          if !drawableKinds.isEmpty { drawableKinds[w] = nil }
+        }
         if let c = catalog.classify(
           request, clientBase: rep.idBase, resourceMask: resourceMask, bigEndian: big, isSecure: isSecure)
         {

@@ -182,6 +182,12 @@ final class WatcherLoop {
   var lastForgedCommandAudit: MonotonicTime?
   /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
   var windowWatch = ServerEnforcement.WindowWatch.all
+  /// Each shielded window's window-manager frame (its top-level ancestor; itself when it is
+  /// a top-level), asked once (see `frame(of:)`), and the frames shielded for them.
+  var frameOf: [WindowID: WindowID] = [:]
+  var frameShields: Set<WindowID> = []
+  /// Set when shields or frames may have changed: `syncFrameShields` runs.
+  var frameSyncDue = false
   /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
   let aPolicyTag: xcb_atom_t
   /// `_CAPTURE_SHIELD_PONG`: the answer to a ping (`shieldctl status`) on the manager window.
@@ -193,6 +199,11 @@ final class WatcherLoop {
   var moduleRequestNames: [UInt8: String] = [:]
   /// The module's Trust list, when it reports it.
   var moduleTrustList: [String]?
+  // MARK: Desktop notifications
+  /// When to tell the user that a capture started (`WatcherLoop+Notify`).
+  var notices = CaptureNotifier()
+  /// The session bus's notification sender; nil while `notify.enabled` is false.
+  var notifier: DesktopNotifier?
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)

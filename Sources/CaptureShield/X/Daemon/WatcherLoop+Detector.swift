@@ -144,14 +144,13 @@ extension WatcherLoop {
 
   /// The capture request a read of the client's own drawable amounts to, or nil: asks the
   /// server only for the facts `OwnDrawableRead.verdict` names (a drawable's kind and area,
-  /// the secure windows' areas). Copies use the kinds learnt before; reads ask afresh.
+  /// the secure windows' areas). Kinds learnt before count (the detector keeps them true:
+  /// `CaptureDetector.drawableKinds`); a window's area is asked afresh.
   private func ownWindowCapture(
     _ read: OwnDrawableRead, by c: ClientID, detector d: CaptureDetector, knowWindows: () -> Void
   ) -> CaptureRequest? {
     var facts: [UInt32: DrawableFact] = [:]
-    if read.destination != nil {
-      for id in [read.source, read.destination!] { facts[id] = d.drawableKinds[id] }
-    }
+    for id in [read.source] + (read.destination.map { [$0] } ?? []) { facts[id] = d.drawableKinds[id] }
     var secure: [ScreenRect]?
     let secureAreas = { () -> [ScreenRect] in
       if let secure { return secure }

@@ -51,7 +51,12 @@ extension WatcherLoop {
       default: break
       }
     }
+    if effects.contains(where: { if case .shield = $0 { true } else if case .unshield = $0 { true } else { false } }) {
+      frameSyncDue = true
+    }
+    syncFrameShields()
     syncServerEnforcement()
+    syncNotifications()
   }
 
   /// Carries out one effect, through `ShieldDriver` and `XEffects` (the X writers).
@@ -78,7 +83,7 @@ extension WatcherLoop {
     stateDirty = false
     lastPublish = now
     var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
-    snap.clipboard = clipboard?.status(wallClock: Date().timeIntervalSince1970)  // copied-text guard hook
+    snap.clipboard = clipboard?.status()  // copied-text guard hook
     if let w = detector?.pump?.launchWatch {
       snap.launchWatch = w.path
       if w.programs != nil, !w.programDirectories.isEmpty {

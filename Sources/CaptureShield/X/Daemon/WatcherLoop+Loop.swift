@@ -86,6 +86,7 @@ extension WatcherLoop {
         updatePixmapRecording()
       }
       resolveExpiredUntags()
+      noticesDue()
       drainClipboard()  // copied-text guard hook
       drainEvents(readSockets: false)  // events queued while we waited for replies above
       if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }
@@ -111,6 +112,7 @@ extension WatcherLoop {
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
     wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
     wake(at: pendingUntags.values.map(\.deadline).min())  // a removed tag nobody deleted is put back
+    wake(at: notifier == nil ? nil : notices.nextDeadline)  // a capture notice held back by the rate limit
     return Int32(ms)
   }
 

@@ -161,6 +161,7 @@ extension WatcherLoop {
     {
       performServer(e, module: module)
     }
+    noticeCensored(reader: reader, identity: identity)
   }
 
   private func identityFields(_ c: ClientID) -> [(String, AuditRecord.Value)] {

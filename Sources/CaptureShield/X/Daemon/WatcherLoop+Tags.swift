@@ -21,9 +21,28 @@ extension WatcherLoop {
         recentTagDeletes[w] = (client, now)
       }
     }
-    if tagWatch.hasError {
+    if tagWatch.hasError { replaceTagWatch(tagWatch) }
+  }
+
+  /// The tag watch's RECORD context ended: another client KillClient'ed one of its
+  /// connections (or the server ended the context). A new one takes over at once (the old
+  /// one's connections are closed and stop being excluded as ours), and the kill is audited
+  /// like the shield connection's. A removal read in between is lifted, as without RECORD.
+  func replaceTagWatch(_ old: TagWatch) {
+    let bases = old.ownBases
+    for b in bases { detector?.ownConnectionClosed(b) }
+    tagWatch = nil
+    let lost = "who removes secure tags, while it was down"
+    do {
+      let watch = try TagWatch(display: display, property: aSecure)
+      for b in watch.ownBases { detector?.excludeNewConnection(b) }
+      tagWatch = watch
+      auditKilled(
+        "tag watch", base: bases[0], lost: lost,
+        action: "reconnected as clients " + watch.ownBases.map { ClientID($0).description }.joined(separator: ", "))
+    } catch {
+      auditKilled("tag watch", base: bases[0], lost: lost, action: "not replaced (\(error))")
       log.error("the RECORD context that tells who removes secure tags ended; any client's removal now lifts a tag")
-      self.tagWatch = nil
     }
   }
 

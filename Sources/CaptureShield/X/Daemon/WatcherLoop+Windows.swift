@@ -174,6 +174,7 @@ extension WatcherLoop {
     expectedUntags.remove(w)
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
+    frameGone(w)
     apply(.windowGone(w))
     if detector == nil, let base = info.client?.base {
       windowsPerClient[base, default: 1] -= 1
@@ -210,6 +211,7 @@ extension WatcherLoop {
       track([e.window], initial: false)
     case XCB_REPARENT_NOTIFY:
       let e = raw.load(as: xcb_reparent_notify_event_t.self)
+      forgetFrame(of: e.window)
       if pendingSet.contains(e.window) { trackPending() }  // follow it into a frame
       if e.parent == x.root, e.event == x.root, !isOwn(e.window), !destroyedLater(e.window) {
         track([e.window], initial: false)
