@@ -11,6 +11,11 @@ run=(xvfb x11-apps x11-utils x11-xserver-utils imagemagick)
 tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
        systemd groff-base man-db zsh fish bash-completion desktop-file-utils weston xwayland
        keepassxc zenity)   # the real apps of RealAppTests
+# the real desktops (DesktopTests): their window managers and compositors, each with the
+# pieces it needs to start (marco: MATE's mouse settings schema; kwin: its Breeze
+# decorations; i3: i3bar and i3status), and a session bus of the test's own
+desktops=(xfwm4 marco mate-settings-daemon-common mutter kwin-x11 kwin-style-breeze i3 i3-wm i3status
+          picom openbox dbus-daemon dbus-x11)
 # the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries,
 # openbox (a real window manager framing a secure window)
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
@@ -25,7 +30,8 @@ tools+=(dbus-daemon dbus-bin dunst)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
-  test|bench) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}") ;;
+  test) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}" "${desktops[@]}") ;;
+  bench) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}") ;;
   xorg) want=("${xorg[@]}") ;;
   deb) want=("${build[@]}" "${xorg[@]}" "${deb[@]}") ;;
   *) echo "Error: unknown set '$what' (build, test, demo, bench, xorg, deb)" >&2; exit 64 ;;

@@ -226,6 +226,9 @@ extension WatcherLoop {
     old.stopPump()
     detector = new
     detectorReadsPixmaps = pixmapReads
+    // The loop polls the new detector (or its pump, under quarantine), not the old one's
+    // closed descriptor: poll() would report POLLNVAL at once, forever (a busy loop).
+    updatePump()
     drainDetector()
   }
 }

@@ -24,20 +24,26 @@ extension WatcherLoop {
       candidates.append(w)
       frames.append(w)
     }
-    // Children of top-levels that carry WM_STATE are client windows inside WM frames.
+    // Descendants of top-levels that carry WM_STATE are client windows inside WM frames:
+    // a child of the frame (openbox, xfwm4, mutter) or deeper (kwin: frame, wrapper, client).
+    // Looked for three levels down, not below a window that carries it.
     let wmState = x.atom("WM_STATE")
-    let cookies = frames.map { xcb_query_tree(x.conn, $0) }
-    var inner: [WindowID] = []
-    for ck in cookies {
-      guard let r = xcb_query_tree_reply(x.conn, ck, nil) else { continue }
-      let n = Int(xcb_query_tree_children_length(r))
-      let p = xcb_query_tree_children(r)!
-      for i in 0..<n where !isOwn(p[i]) { inner.append(p[i]) }
-      free(r)
-    }
-    let stateCookies = inner.map { x.propertyCookie($0, wmState, maxBytes: 8) }
-    for (w, ck) in zip(inner, stateCookies) {
-      if let v = x.propertyReply(ck), !v.bytes.isEmpty { candidates.append(w) }
+    var level = frames
+    for _ in 0..<3 where !level.isEmpty {
+      let cookies = level.map { xcb_query_tree(x.conn, $0) }
+      var inner: [WindowID] = []
+      for ck in cookies {
+        guard let r = xcb_query_tree_reply(x.conn, ck, nil) else { continue }
+        let n = Int(xcb_query_tree_children_length(r))
+        let p = xcb_query_tree_children(r)!
+        for i in 0..<n where !isOwn(p[i]) { inner.append(p[i]) }
+        free(r)
+      }
+      let stateCookies = inner.map { x.propertyCookie($0, wmState, maxBytes: 8) }
+      level = []
+      for (w, ck) in zip(inner, stateCookies) {
+        if let v = x.propertyReply(ck), !v.bytes.isEmpty { candidates.append(w) } else { level.append(w) }
+      }
     }
     track(candidates, initial: true, nested: Set(candidates).subtracting(frames))
   }

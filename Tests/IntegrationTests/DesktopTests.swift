@@ -1,0 +1,270 @@
+// The real desktops, tested (issue 18, point 3): Debian's window managers and compositors
+// (xfwm4, marco, mutter, kwin_x11 with compositing on; i3 with picom; openbox) on Xvfb,
+// with the default policy and the release daemon. For each: nobody capturing, the secure
+// window is visible to the user, not shielded, the compositor trusted and `doctor`
+// healthy; xwd and an ffmpeg recording get no secret pixel after the first frame, also
+// while the window is moved, resized, minimised and restored, sent to another workspace
+// and back, and made fullscreen; no window stays provisional; the idle daemon uses no CPU.
+
+import CaptureShield
+import Foundation
+import Glibc
+import ShieldTestSupport
+import Testing
+
+@Suite("The real desktops", .serialized, .timeLimit(.minutes(6)))
+struct DesktopTests {
+  /// The secret: a colour no desktop here draws by itself.
+  static let secret = RGB(0xC8, 0x14, 0x8C)
+  static let rect = PixelRect(x: 160, y: 140, width: 240, height: 180)
+  static let provisional = "provisional (facts not known yet)"
+
+  /// `shieldctl list --json`.
+  static func list(_ server: XvfbServer) async throws -> [DaemonState.WindowRow] {
+    let r = try await Shieldctl.run(["list", "--json"], on: server)
+    guard r.succeeded else { throw ProcessError.failed(r) }
+    return try JSONDecoder().decode([DaemonState.WindowRow].self, from: Data(r.stdoutText.utf8))
+  }
+
+  /// The windows listed as provisional, each with what X says of it (mapped or not).
+  static func provisionalWindows(_ server: XvfbServer) async throws -> [String] {
+    let c = try XClient(display: server.display)
+    return try await list(server).filter { $0.reason == provisional }.map { w in
+      let state = c.mapState(w.id).map { ["unmapped", "unviewable", "viewable"][Int($0)] } ?? "gone"
+      return "\(hex(w.id)) class \(w.class ?? "-") title \(w.title ?? "-") exe \(w.exe ?? "-") \(state)"
+    }
+  }
+
+  /// Waits until the window's content area is where it is on screen, viewable, and
+  /// `condition` holds for it.
+  static func waitGeometry(
+    _ what: String, _ window: TestWindow, timeout: Duration = .seconds(10), _ condition: (WindowGeometry) -> Bool
+  ) async throws {
+    try await waitUntil(what, timeout: timeout) {
+      let g = try window.rootGeometry()
+      return condition(g)
+    }
+  }
+
+  /// Waits until every pixel of the window's content area shows the secret on screen; if
+  /// it does not within 10 s, records the issue (what the screen showed) and goes on.
+  static func expectVisible(_ window: TestWindow, on desktop: RunningDesktop, _ what: String) async throws {
+    var seen = ""
+    do {
+      try await waitUntil("\(what) on \(desktop.kind.name)", timeout: .seconds(10)) {
+        let g = try window.rootGeometry()
+        let image = try desktop.screen(g.rect)
+        seen = "\(g): \(image.dominantColors(limit: 3))"
+        return image.count(of: Self.secret) == g.width * g.height
+      }
+    } catch let error as TestWindowError {
+      Issue.record("\(error); last seen \(seen)")
+    }
+  }
+
+  @Test(
+    "default policy: visible while nobody captures, nothing leaks to xwd or ffmpeg, idle at 0",
+    arguments: DesktopKind.all)
+  func desktop(_ kind: DesktopKind) async throws {
+    let clock = ContinuousClock()
+    let started = clock.now
+    let desktop = try await RunningDesktop.start(kind)
+    let server = desktop.server
+    let ready = clock.now
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.secret, secure: true)
+    // Managed: every one of these window managers puts it in a frame.
+    try await window.waitFor("\(kind.name) reparents the window", timeout: .seconds(10)) { $0.reparentedTo != nil }
+    let daemon = try await Daemon.start(on: server, policy: "{ version: 1 }")
+
+    // Nobody capturing: the compositor is trusted, the window is not shielded and the user sees it.
+    if let name = kind.compositor {
+      try await waitUntil("the daemon trusts \(name)", timeout: .seconds(10)) {
+        try daemon.state()?.compositorTrust?.hasPrefix("trusted (default compositor: \(name)") == true
+      }
+    }
+    do {
+      try await daemon.waitUntilCaughtUp(retitling: window)
+    } catch {
+      throw DesktopError.failed("\(error); state: \(String(describing: try? daemon.state())); \(desktop.log)")
+    }
+    let idle = try #require(try daemon.state())
+    #expect(idle.sessions.isEmpty, "\(kind): sessions with nobody capturing: \(idle.sessions)")
+    let listed = try await Self.list(server).first { $0.id == window.id }
+    #expect(listed?.secure == true && listed?.shielded == false, "\(kind): \(String(describing: listed))")
+    try await Self.expectVisible(window, on: desktop, "the user sees the secure window")
+    let status = try await Shieldctl.run(["status"], on: server)
+    if let name = kind.compositor {
+      #expect(status.stdoutText.contains("trusted (default compositor: \(name)"), "\(kind): \(status.stdoutText)")
+    }
+    let doctor = try await Shieldctl.run(["doctor", "--json"], on: server)
+    let findings = try JSONDecoder().decode([Finding].self, from: Data(doctor.stdoutText.utf8))
+    #expect(doctor.status == .exited(0), "\(kind): \(findings)")
+    #expect(!findings.contains { $0.level == .problem }, "\(kind): \(findings)")
+    let compositorFinding = findings.first { $0.check == "compositor" }
+    if kind.compositor != nil {
+      #expect(
+        compositorFinding?.level == .ok && compositorFinding?.text.contains("trusted") == true,
+        "\(kind): \(String(describing: compositorFinding))")
+    } else {
+      #expect(compositorFinding?.text.hasPrefix("none") == true, "\(kind): \(String(describing: compositorFinding))")
+    }
+    #expect(
+      findings.first { $0.check == "secure windows" }?.text.hasPrefix("visible to you right now") == true,
+      "\(kind): \(findings)")
+
+    // xwd: at most its first frame, then shielded.
+    let first = try await Capture.xwdRoot(on: server).count(of: Self.secret)
+    try await daemon.waitShielded(window.id)
+    let second = try await Capture.xwdRoot(on: server).count(of: Self.secret)
+    #expect(second == 0, "\(kind): xwd frames' secret pixels: \(first), \(second)")
+
+    // ffmpeg records while the window is moved, resized, minimised and restored, sent to
+    // another workspace and back, and made fullscreen.
+    let recording = try Recording(on: server)
+    try await recording.waitForFrames(2)
+    try await daemon.waitShielded(window.id)
+    try await Self.exercise(window, on: desktop) {
+      // Each state the window manager reached is in at least one frame.
+      try await recording.waitForFrames(recording.frameFiles.count + 2)
+    }
+    try await recording.waitForFrames(max(recording.frameFiles.count + 3, 12))
+
+    // No window is provisional once the desktop settled (shields are up: a capture runs).
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    let lingering = try await Self.provisionalWindows(server)
+    #expect(lingering.isEmpty, "\(kind): provisional windows while ffmpeg records: \(lingering)")
+    let counts = try await recording.stop(counting: Self.secret)
+    #expect(counts.count >= 10, "\(kind): \(counts.count) frames")
+    #expect(counts.dropFirst().allSatisfy { $0 == 0 }, "\(kind): secret pixels per ffmpeg frame: \(counts)")
+    let recorded = clock.now
+
+    // The session ends; the window is visible again; the idle daemon uses no CPU.
+    do {
+      try await daemon.waitShielded(window.id, false, timeout: .seconds(20))
+    } catch {
+      Issue.record("\(kind): \(error); sessions: \(String(describing: try? daemon.state()?.sessions))")
+    }
+    try await Self.expectVisible(window, on: desktop, "the user sees the window again")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    // Every X client that connects (this test's state reads included) has the daemon read
+    // RECORD promptly for the next 2 s (`promptRecordsAfterConnect`): idle starts after that.
+    try await Task.sleep(for: .milliseconds(2500))
+    let wm = desktop.processes.map { $0.pid }
+    let before = (cpuTicks(daemon.process.pid), wm.map(cpuTicks))
+    try await Task.sleep(for: .seconds(3))
+    let after = (cpuTicks(daemon.process.pid), wm.map(cpuTicks))
+    let daemonTicks = (after.0 ?? -1) - (before.0 ?? 0)
+    let wmTicks = zip(before.1, after.1).map { ($1 ?? -1) - ($0 ?? 0) }
+    #expect(daemonTicks == 0, "\(kind): the idle daemon used \(daemonTicks) ticks in 3 s (window manager: \(wmTicks))")
+    #expect(desktop.isRunning, "\(kind): \(desktop.log)")
+
+    print(
+      "desktop \(kind.name): ready in \(ready - started), recorded by \(recorded - started), total \(clock.now - started);"
+        + " xwd secret pixels \(first), \(second); ffmpeg \(counts.count) frames, secret pixels in the first"
+        + " \(counts.first ?? 0), after it \(counts.dropFirst().reduce(0, +)); idle 3 s: daemon \(daemonTicks) ticks,"
+        + " \(kind.commands.map { $0[0] }) \(wmTicks) ticks")
+    await daemon.stop()
+    window.close()
+    await desktop.stop()
+  }
+
+  /// Moves, resizes, minimises and restores `window`, switches workspace and back, and
+  /// makes it fullscreen and back, waiting for the window manager to carry out each.
+  /// `recorded` runs after each step, once the window manager has carried it out.
+  static func exercise(
+    _ window: TestWindow, on desktop: RunningDesktop, recorded: () async throws -> Void
+  ) async throws {
+    let kind = desktop.kind
+    let screen = PixelRect(x: 0, y: 0, width: desktop.server.width, height: desktop.server.height)
+    if kind.floating {
+      for (i, target) in [(420, 300), (90, 80), (300, 200)].enumerated() {
+        try window.move(x: target.0, y: target.1)
+        try await waitGeometry("move \(i) of \(kind.name)", window) { g in
+          abs(g.x - target.0) < 64 && abs(g.y - target.1) < 64
+        }
+        try await recorded()
+      }
+      for (i, size) in [(400, 300), (180, 120), (320, 240)].enumerated() {
+        try window.resize(width: size.0, height: size.1)
+        try await waitGeometry("resize \(i) of \(kind.name)", window) { $0.width == size.0 && $0.height == size.1 }
+        try await recorded()
+      }
+    } else {
+      // i3 tiles: the user floats the window, moves and resizes it, and tiles it again.
+      let criteria = "[id=\(window.id)] "
+      try await desktop.i3(criteria + "floating enable")
+      try await desktop.i3(criteria + "move position 300 200")
+      try await waitGeometry("i3 moves the floating window", window) { abs($0.x - 300) < 64 && abs($0.y - 200) < 64 }
+      try await recorded()
+      try await desktop.i3(criteria + "resize set 400 300")
+      try await waitGeometry("i3 resizes the floating window", window) { abs($0.width - 400) < 16 }
+      try await recorded()
+      try await desktop.i3(criteria + "floating disable")
+      try await waitGeometry("i3 tiles the window again", window) { $0.width > 600 }
+      try await recorded()
+    }
+    if kind.minimises {
+      // ICCCM's WM_STATE says iconic (3) or normal (1): mutter keeps a minimised window
+      // mapped (it composites it away), the others unmap it.
+      try desktop.iconify(window.id)
+      try await waitUntil("\(kind.name) minimises the window", timeout: .seconds(10)) {
+        try desktop.wmState(window.id) == 3
+      }
+      try await recorded()
+      if window.events.isMapped {
+        // Still mapped (mutter): a taskbar restores it with _NET_ACTIVE_WINDOW.
+        try desktop.sendRootMessage("_NET_ACTIVE_WINDOW", window: window.id, [2, 0, 0])
+      } else {
+        try await window.map(timeout: .seconds(10))  // ICCCM: the app maps it again
+      }
+      try await waitUntil("\(kind.name) restores the window", timeout: .seconds(10)) {
+        try desktop.wmState(window.id) == 1 && window.rootGeometry().isViewable
+      }
+      try await recorded()
+    }
+    // Another workspace and back.
+    if kind.floating {
+      if try (desktop.workspaces().count ?? 0) < 2 {
+        // A single workspace (kwin's default): ask for two, as a pager does.
+        let c = try desktop.server.connect()
+        defer { c.disconnect() }
+        try desktop.sendRootMessage("_NET_NUMBER_OF_DESKTOPS", window: c.root, [2])
+        try await waitUntil("\(kind.name) has two workspaces", timeout: .seconds(10)) {
+          try (desktop.workspaces().count ?? 0) >= 2
+        }
+      }
+      let current = try desktop.workspaces().current ?? 0
+      let other = current == 0 ? 1 : 0
+      // Compositing managers (kwin, mutter) keep the windows of other workspaces mapped:
+      // the root's _NET_CURRENT_DESKTOP says when the switch is done.
+      try desktop.switchWorkspace(other)
+      try await waitUntil("\(kind.name) switches to workspace \(other)", timeout: .seconds(10)) {
+        try desktop.workspaces().current == other
+      }
+      try await recorded()
+      try desktop.switchWorkspace(current)
+      try await waitUntil("\(kind.name) switches back", timeout: .seconds(10)) {
+        try desktop.workspaces().current == current
+      }
+      try await waitGeometry("the window shows again on \(kind.name)", window) { $0.isViewable }
+      try await recorded()
+    } else {
+      try await desktop.i3("workspace number 2")
+      try await waitUntil("i3 switches to workspace 2", timeout: .seconds(10)) { try desktop.workspaces().current == 1 }
+      try await recorded()
+      try await desktop.i3("workspace number 1")
+      try await waitUntil("i3 switches back", timeout: .seconds(10)) { try desktop.workspaces().current == 0 }
+      try await waitGeometry("the window shows again on i3", window) { $0.isViewable }
+      try await recorded()
+    }
+    // Fullscreen and back.
+    try desktop.setFullscreen(window.id, true)
+    try await waitGeometry("\(kind.name) makes the window fullscreen", window) {
+      $0.rect.x == screen.x && $0.rect.y == screen.y && $0.width == screen.width && $0.height == screen.height
+    }
+    try await recorded()
+    try desktop.setFullscreen(window.id, false)
+    try await waitGeometry("\(kind.name) ends fullscreen", window) { $0.width < screen.width && $0.isViewable }
+    try await recorded()
+  }
+}
