@@ -91,3 +91,36 @@ func anUntrustedCompositorCountsAsCapturing(_ exe: String, _ ownsSelection: Bool
   let fx = e.handle(.captureRequest(comp, CaptureRequest(kind: "GetImage", target: 1)), now: .seconds(3))
   #expect(fx.contains(.shield(w)))
 }
+
+/// mutter talks to X over two connections of one process: the one that owns the selection,
+/// and one that reads pixmaps (GLX, MIT-SHM), sometimes before the selection is taken.
+@Test func anotherConnectionOfTheTrustedCompositorsProcessIsTrustedToo() {
+  let sibling = ClientID(0xe0_0000)
+  let stranger = ClientID(0x100_0000)
+  var e = Engine(policy: Policy())
+  _ = e.handle(.windowAppeared(WindowInfo(id: w, client: app, tag: .secure)), now: .seconds(0))
+  _ = e.handle(.clientConnected(sibling, id("/usr/bin/mutter")), now: .seconds(1))
+  var other = id("/usr/bin/mutter")
+  other.pid = 10  // the same program, another process
+  _ = e.handle(.clientConnected(stranger, other), now: .seconds(1))
+  // The second connection reads first: a session, shields up.
+  let early = e.handle(.captureRequest(sibling, CaptureRequest(kind: "GLX CreatePixmap", target: w)), now: .seconds(1))
+  #expect(early.contains(.shield(w)))
+  // The first connection takes the selection: trusted, and its sibling's session ends.
+  _ = e.handle(.clientConnected(comp, id("/usr/bin/mutter")), now: .seconds(2))
+  let taken = e.handle(.compositorChanged(comp, ownsSelection: true), now: .seconds(2))
+  #expect(e.isTrustedCompositor(comp) && e.isTrustedCompositor(sibling))
+  #expect(taken.contains(.unshield(w)), "\(taken)")
+  #expect(e.sessions.isEmpty)
+  // Its later reads start nothing; another process of the same program is not trusted.
+  #expect(
+    !e.handle(.captureRequest(sibling, CaptureRequest(kind: "MIT-SHM ShmGetImage", target: 1)), now: .seconds(3))
+      .contains(.shield(w)))
+  #expect(!e.isTrustedCompositor(stranger))
+  #expect(
+    e.handle(.captureRequest(stranger, CaptureRequest(kind: "GetImage", target: 1)), now: .seconds(3)).contains(
+      .shield(w)))
+  // The selection gone, neither is trusted.
+  _ = e.handle(.compositorChanged(nil), now: .seconds(4))
+  #expect(!e.isTrustedCompositor(sibling))
+}

@@ -149,6 +149,7 @@ extension Engine {
     if compositor == id && cls != .allowed && !isTrustedCompositor(id) {
       startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
     }
+    if compositor == id { endTrustedCompositorSiblingSessions(fx: &fx) }
   }
 
   /// Whether a client is the daemon's own program (`shieldctl`) running only its own code:
@@ -166,6 +167,33 @@ extension Engine {
   }
 
   /// Whether `id` is the compositor, owns `_NET_WM_CM_Sn` and `capture.compositors` trusts
-  /// it: it reads windows without starting a capture session, like an allowed client.
-  public func isTrustedCompositor(_ id: ClientID) -> Bool { compositorTrust(id).isTrusted }
+  /// it, or is another connection of that same process: it reads windows without starting
+  /// a capture session, like an allowed client. (mutter talks to X over two connections:
+  /// only one owns the selection, the other reads pixmaps with GLX and MIT-SHM.)
+  public func isTrustedCompositor(_ id: ClientID) -> Bool {
+    if compositorTrust(id).isTrusted { return true }
+    guard let c = compositor, c != id else { return false }
+    return isSameProcess(id, c) && compositorTrust(c).isTrusted
+  }
+
+  /// Whether two clients are connections of one process: the same pid (the compositor's
+  /// process is alive while its connection is, so no other process has its pid) and the
+  /// same program, both identified.
+  func isSameProcess(_ a: ClientID, _ b: ClientID) -> Bool {
+    guard let x = clients[a]?.identity, x.isKnown, let y = clients[b]?.identity, y.isKnown, let pid = x.pid,
+      pid == y.pid, let exe = x.exe, exe == y.exe
+    else { return false }
+    return true
+  }
+
+  /// The compositor became trusted (or its identity arrived): the sessions of the other
+  /// connections of its process end (a connection that read before the selection was
+  /// taken, mutter's second one).
+  mutating func endTrustedCompositorSiblingSessions(fx: inout [Effect]) {
+    guard let c = compositor, compositorTrust(c).isTrusted else { return }
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key })
+    where s.client != c && !s.bypass && !s.detached && s.kind != .quarantine && isSameProcess(s.client, c) {
+      endSession(sid, fx: &fx, why: "trusted compositor's own process")
+    }
+  }
 }

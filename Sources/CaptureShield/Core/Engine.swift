@@ -305,6 +305,7 @@ public struct Engine: Sendable {
         if cls != .allowed && !isTrustedCompositor(id) {
           startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
         }
+        endTrustedCompositorSiblingSessions(fx: &fx)
       }
       all = true
 
