@@ -71,7 +71,16 @@ struct SelfExclusionTests {
     try await waitUntil("the daemon is stopped", timeout: .seconds(5)) { processState(daemon.process.pid) == "T" }
     try attacker.check(xcb_kill_client_checked(attacker.raw, resource), "KillClient")
     if twice { try attacker.check(xcb_kill_client_checked(attacker.raw, resource), "KillClient (retained)") }
-    let next = try server.connect()
+    // The server hands out the lowest free client slot: a lower one freed earlier (a
+    // short-lived connection, ours or the daemon's) is taken first. Those are filled and
+    // held until a connection gets the killed base.
+    var fillers: [XConnection] = []
+    defer { for f in fillers { f.disconnect() } }
+    var next = try server.connect()
+    while next.generateID() & ~resourceMask(next) != killedBase, fillers.count < 64 {
+      fillers.append(next)
+      next = try server.connect()
+    }
     let base = next.generateID() & ~resourceMask(next)
     #expect(base == killedBase, "the next client got base \(hex(base)), not the killed \(hex(killedBase))")
     daemon.signal(SIGCONT)
