@@ -207,6 +207,8 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
  * screen's DestroyWindow first (cs_forget_window, from region.c). */
 static XID cs_last_src_id;
 static WindowPtr cs_last_src;
+/* cs_gen when cs_last_src was found clear (cs_win_clear), 0: not found clear. */
+static unsigned long cs_last_src_clear;
 
 void
 cs_forget_window(WindowPtr win)
@@ -214,6 +216,7 @@ cs_forget_window(WindowPtr win)
     if (win == cs_last_src) {
         cs_last_src = NULL;
         cs_last_src_id = 0;
+        cs_last_src_clear = 0;
     }
 }
 
@@ -234,10 +237,16 @@ cs_ProcCopy(ClientPtr c)
     DrawablePtr src;
     RegionRec secret;
 
-    if (c->req_len < 7 || !cs_secure_count() || !cs_rule_on(CS_RULE_COPYAREA) ||
-        cs_client_trusted(c))
+    if (c->req_len < 7)
         return cs_call_orig(c);
     src_id = g32(c, 4);
+    /* the same source again, and nothing moved since it was found clear: the copy can
+     * read nothing secret, whoever asks (the common case: a client copying inside its own
+     * window, a terminal scrolling) */
+    if (src_id == cs_last_src_id && cs_last_src && cs_last_src_clear == cs_gen)
+        return cs_call_orig(c);
+    if (!cs_secure_count() || !cs_rule_on(CS_RULE_COPYAREA) || cs_client_trusted(c))
+        return cs_call_orig(c);
     if (src_id == cs_last_src_id && cs_last_src) {
         src = &cs_last_src->drawable;
     } else {
@@ -246,7 +255,12 @@ cs_ProcCopy(ClientPtr c)
             return cs_call_orig(c);
         cs_last_src_id = src_id;
         cs_last_src = p;
+        cs_last_src_clear = 0;
         src = p;
+    }
+    if (cs_win_clear(cs_last_src)) {
+        cs_last_src_clear = cs_gen;
+        return cs_call_orig(c);
     }
     dst_id = g32(c, 8);
     gc_id = g32(c, 12);

@@ -108,6 +108,10 @@ int cs_secure_count(void);
 /* The secret part of the box (x,y,w,h) in drawable coordinates of a read by client.
  * Returns 0 (out left empty) when nothing secret; 1 when out holds the secret part in
  * drawable coordinates. */
+/* Bumped whenever the secret area may have changed (region.c). */
+extern unsigned long cs_gen;
+/* 1: no read from win returns a secret pixel to anyone while cs_gen stays the same. */
+int cs_win_clear(WindowPtr win);
 int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
                        RegionPtr out);
 int cs_pixmap_tainted(PixmapPtr pix);

@@ -31,6 +31,18 @@ struct cs_window {
                                  * that window), 0: none */
 };
 
+/* Every change that can move the secret area goes through here: the cached region is
+ * computed again at its next use, and cs_gen moves on, so what cs_win_clear said no
+ * longer counts. */
+unsigned long cs_gen = 1;
+
+static inline void
+cs_set_dirty(struct cs_screen *cs)
+{
+    cs->dirty = TRUE;
+    cs_gen++;
+}
+
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
@@ -299,7 +311,7 @@ cs_mark_dirty(void)
 
     for (i = 0; i < screenInfo.numScreens; i++)
         if (cs_screens[i])
-            cs_screens[i]->dirty = TRUE;
+            cs_set_dirty(cs_screens[i]);
 }
 
 /* Walks a subtree from the top of the stacking order down, collecting the part of each
@@ -373,6 +385,33 @@ cs_domain(WindowPtr win)
         if (win->redirectDraw != RedirectDrawNone)
             return win;
     return win;
+}
+
+/* No read from `win` can return a secret pixel, to any client, for as long as cs_gen
+ * stays what it is now: the window is drawn into the framebuffer (no redirected
+ * ancestor), lies inside no secure window, and all of its inside misses the visible
+ * secure area. A read from a window never goes outside its inside (CopyArea clips its
+ * source to the window's clip list, or to its inside with IncludeInferiors). Anything
+ * that could change one of these marks the screen dirty, which moves cs_gen on. */
+int
+cs_win_clear(WindowPtr win)
+{
+    struct cs_screen *cs = SCR(win->drawable.pScreen);
+    WindowPtr dom = cs_domain(win);
+    BoxRec inside;
+
+    if (dom->parent || cs_win_in_secure(win))
+        return 0;
+    if (cs->dirty) {
+        cs_compute(dom, &cs->secret, NULL);
+        cs->dirty = FALSE;
+    }
+    /* a window's far edge can lie past the coordinate range (but then off every screen) */
+    inside.x1 = win->drawable.x;
+    inside.y1 = win->drawable.y;
+    inside.x2 = min(inside.x1 + (int) win->drawable.width, MAXSHORT);
+    inside.y2 = min(inside.y1 + (int) win->drawable.height, MAXSHORT);
+    return !RegionNotEmpty(&cs->secret) || RegionContainsRect(&cs->secret, &inside) == rgnOUT;
 }
 
 int
@@ -462,7 +501,7 @@ cs_ClipNotify(WindowPtr win, int dx, int dy)
     ScreenPtr s = win->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
 
-    cs->dirty = TRUE;
+    cs_set_dirty(cs);
     if (cs->ClipNotify) {
         s->ClipNotify = cs->ClipNotify;
         s->ClipNotify(win, dx, dy);
@@ -479,7 +518,7 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
     Bool r;
 
-    cs->dirty = TRUE;
+    cs_set_dirty(cs);
     s->PositionWindow = cs->PositionWindow;
     r = s->PositionWindow(win, x, y);
     cs->PositionWindow = s->PositionWindow;
@@ -498,7 +537,7 @@ cs_RealizeWindow(WindowPtr win)
     struct cs_screen *cs = SCR(s);
     Bool r;
 
-    cs->dirty = TRUE;
+    cs_set_dirty(cs);
     s->RealizeWindow = cs->RealizeWindow;
     r = s->RealizeWindow(win);
     cs->RealizeWindow = s->RealizeWindow;
@@ -513,7 +552,7 @@ cs_UnrealizeWindow(WindowPtr win)
     struct cs_screen *cs = SCR(s);
     Bool r;
 
-    cs->dirty = TRUE;
+    cs_set_dirty(cs);
     s->UnrealizeWindow = cs->UnrealizeWindow;
     r = s->UnrealizeWindow(win);
     cs->UnrealizeWindow = s->UnrealizeWindow;
@@ -530,7 +569,7 @@ cs_DestroyWindow(WindowPtr win)
 
     cs_set_win_secure(win, 0);
     cs_forget_window(win);
-    cs->dirty = TRUE;
+    cs_set_dirty(cs);
     s->DestroyWindow = cs->DestroyWindow;
     r = s->DestroyWindow(win);
     cs->DestroyWindow = s->DestroyWindow;
@@ -548,7 +587,7 @@ cs_ReparentWindow(WindowPtr win, WindowPtr prior)
     struct cs_screen *cs = SCR(s);
     WindowPtr top = win;
 
-    cs->dirty = TRUE;
+    cs_set_dirty(cs);
     while (top->parent && top->parent->parent)
         top = top->parent;
     if (top != win && top->parent && cs_reparenting && cs_client_is_wm(cs_reparenting)) {
@@ -622,7 +661,7 @@ cs_region_init(void)
         if (!cs)
             return FALSE;
         RegionNull(&cs->secret);
-        cs->dirty = TRUE;
+        cs_set_dirty(cs);
         cs->ClipNotify = s->ClipNotify;
         s->ClipNotify = cs_ClipNotify;
         cs->PositionWindow = s->PositionWindow;

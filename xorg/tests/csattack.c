@@ -30,7 +30,7 @@ attack(int argc, char **argv)
     struct stats st = { 0 };
 
     if (argc < 2)
-        die("attack over|over-change|under|reparent S | attack tile|copy|picture PIXMAP | "
+        die("attack over|over-change|under|reparent|copy-cache S | attack tile|copy|picture PIXMAP | "
             "attack untag S | attack mixed S N | attack reuse-id S | attack dbe-resize BUF S");
     kind = argv[0];
     s = strtoul(argv[1], NULL, 0);
@@ -119,6 +119,34 @@ attack(int argc, char **argv)
             refused(&st);
         else
             getimage(&st, own, 0, 0, 100, 100);
+    } else if (!strcmp(kind, "copy-cache")) {
+        /* the module lets copies from a source it found clear of secret pixels through
+         * unchecked until something moves: a copy from an own window away from S makes it
+         * clear, then S is brought inside it (reparented; unmapped, the window found clear
+         * again, and mapped there again): each copy after that, IncludeInferiors, must be
+         * censored */
+        xcb_pixmap_t own = xcb_generate_id(c);
+        xcb_gcontext_t gc = xcb_generate_id(c);
+        uint32_t inf = XCB_SUBWINDOW_MODE_INCLUDE_INFERIORS;
+        p = mkwin(root, 400, 300, 300, 250, BLUE, 0);
+        xcb_map_window(c, p);
+        wait_mapped(p);
+        xcb_create_pixmap(c, scr->root_depth, own, root, 300, 250);
+        xcb_create_gc(c, gc, own, XCB_GC_SUBWINDOW_MODE, &inf);
+        xcb_copy_area(c, p, own, gc, 0, 0, 0, 0, 300, 250);
+        xcb_reparent_window(c, s, p, 10, 10);
+        sync_();
+        xcb_copy_area(c, p, own, gc, 0, 0, 0, 0, 300, 250);
+        getimage(&st, own, 0, 0, 300, 250);
+        xcb_unmap_window(c, s);
+        sync_();
+        xcb_copy_area(c, p, own, gc, 0, 0, 0, 0, 300, 250);
+        xcb_map_window(c, s);
+        sync_();
+        xcb_copy_area(c, p, own, gc, 0, 0, 0, 0, 300, 250);
+        getimage(&st, own, 0, 0, 300, 250);
+        xcb_reparent_window(c, s, root, 100, 100);
+        sync_();
     } else if (!strcmp(kind, "under")) {
         uint32_t below = XCB_STACK_MODE_BELOW;
         p = mkwin(root, 100, 100, 200, 200, 0, 1);

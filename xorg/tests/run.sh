@@ -286,6 +286,7 @@ out=$("$PROBE" attack over-change "$V_S"); expect "attack: own window set to bac
 out=$("$PROBE" attack reuse-id "$V_S"); expect "copy source destroyed, its id reused for a window inside the secure one: censored" "$out" frames -eq 1 red_max -eq 0 black_min -eq 10000
 out=$("$PROBE" attack under "$V_S"); expect "attack: own bg-None window under, secure window moved away" "$out" red_max -eq 0
 out=$("$PROBE" attack reparent "$V_S"); expect "attack: secure window reparented into an own bg-None window" "$out" red_max -eq 0
+out=$("$PROBE" attack copy-cache "$V_S"); expect "attack: copies from an own window found clear, then the secure window reparented and mapped inside it: censored" "$out" frames -eq 2 red_max -eq 0
 out=$("$PROBE" attack untag "$V_S"); expect "attack: untag by another client" "$out" delete_err -eq 10 change_err -eq 10 tag -eq 1
 stop_victim
 start_victim --name-pixmap
