@@ -318,13 +318,18 @@ cs_mark_dirty(void)
  * secure window (with its descendants) that no window above it covers. Secure windows
  * owned by `exclude` are not secret to it but still cover what lies below them.
  * Windows owned by the server (the Composite overlay window, painted by the trusted
- * compositor) and depth-32 windows (translucent under a compositor) cover nothing. */
+ * compositor), the windows inside them (`inert`: mutter's, kwin's and xfwm4's GL output
+ * window is a child of the overlay window, and shows the secure window's pixels where
+ * it covers it) and depth-32 windows (translucent under a compositor) cover nothing.
+ * Any client may put windows into the overlay window: they then only make more of the
+ * screen secret, never less. */
 static void
-cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude)
+cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
+         int inert)
 {
     RegionRec mine, inner;
     WindowPtr c;
-    int occludes, secure, hide;
+    int occludes, secure, hide, server_owned;
 
     RegionNull(&mine);
     RegionIntersect(&mine, &win->borderSize, clip);
@@ -332,7 +337,8 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
         RegionUninit(&mine);
         return;
     }
-    occludes = CLIENT_ID(win->drawable.id) != 0 && win->drawable.depth != 32;
+    server_owned = CLIENT_ID(win->drawable.id) == 0;
+    occludes = !inert && !server_owned && win->drawable.depth != 32;
     secure = cs_win_secure(win);
     hide = secure && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index);
     if (!secure && cs_win_frames_secure(win, exclude))
@@ -353,7 +359,8 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     RegionIntersect(&inner, &win->winSize, clip);
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
-            cs_visit(c, &inner, covered, secret, exclude);
+            cs_visit(c, &inner, covered, secret, exclude,
+                     inert || (server_owned && win->parent));
     RegionUninit(&inner);
     if (occludes)
         RegionUnion(covered, covered, &mine);
@@ -371,7 +378,7 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude)
     RegionNull(&covered);
     RegionNull(&clip);
     RegionCopy(&clip, &top->borderSize);
-    cs_visit(top, &clip, &covered, secret, exclude);
+    cs_visit(top, &clip, &covered, secret, exclude, 0);
     RegionUninit(&covered);
     RegionUninit(&clip);
 }
