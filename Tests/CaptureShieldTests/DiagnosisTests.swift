@@ -73,3 +73,32 @@ func diagnosis(_ c: DiagnosisCase) {
   let p = f.first { $0.check == "policy" }
   #expect(p?.level == .problem && p?.text.contains("/etc/x.json5:2:3: error: unknown key 'alow'") == true, "\(f)")
 }
+
+/// What `doctor` says of the secure windows, by the daemon's state: client-side shields
+/// hide them from the user while a capture runs; under the module the user always sees
+/// them and untrusted captures never do, whatever `shield.when` says.
+@Test(arguments: [
+  ("client-side, nobody capturing", "client", false, false, "visible to you right now: nobody captures"),
+  ("client-side, a capture runs", "client", true, false, "hidden right now while these capture: /usr/bin/xwd"),
+  ("client-side, paused", "client", true, true, "shown to every capture: shielding is paused"),
+  ("server, nobody capturing", "server", false, false, "visible to you; black in every capture"),
+  ("server, a capture runs", "server", true, false, "visible to you; black in every capture"),
+  ("server, paused", "server", false, true, "shown to every capture: shielding is paused"),
+])
+func secureWindowsFinding(_ name: String, _ kind: String, _ capturing: Bool, _ paused: Bool, _ prefix: String) {
+  var s = emptyState()
+  s.enforcement = DaemonState.Enforcement(kind: kind)
+  s.paused = paused
+  if kind == "server" { s.policy.when = .always }
+  if capturing {
+    s.sessions = [
+      DaemonState.SessionRow(
+        id: 1, client: ClientID(0x40_0000), kind: .request, pid: 7, exe: "/usr/bin/xwd", firstRequest: "GetImage",
+        requests: 1, ageSeconds: 0.1, endsIn: 1)
+    ]
+  }
+  let f = Diagnosis.findings(facts: healthy, policyFiles: [], policy: .success(Policy()), daemon: .running(s))
+  let finding = f.first { $0.check == "secure windows" }
+  #expect(finding?.text.hasPrefix(prefix) == true, "\(name): \(String(describing: finding))")
+  #expect(finding?.level != .problem, "\(name)")
+}

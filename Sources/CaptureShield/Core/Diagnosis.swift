@@ -185,6 +185,14 @@ public enum Diagnosis {
         out.append(
           Finding(
             "secure windows", .note, "shown to every capture: shielding is paused", fix: "shieldctl resume"))
+      } else if s.enforcement?.kind == "server" {
+        // The module censors every untrusted read, captures or not, and never hides a
+        // window from the screen: the daemon's `shield.when` and sessions change neither.
+        out.append(
+          Finding(
+            "secure windows", .ok,
+            "visible to you; black in every capture by a program the Xorg module does not trust (it censors them inside the X server)"
+          ))
       } else if !live.isEmpty {
         out.append(
           Finding(
