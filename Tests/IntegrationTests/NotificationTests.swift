@@ -215,28 +215,17 @@ struct NotificationTests {
     await bus.stop()
   }
 
-  /// Where `make xorg-module` puts the module (`$CAPTURESHIELD_XORG_MODULE_DIR` overrides).
-  static let moduleDirectory =
-    ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"]
-    ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().path + "/.build/xorg"
-
   @Test("under the Xorg module: a censored xwd reaches dunst as censored, with its pid and the window count")
   func censoredNotificationArrives() async throws {
     #expect(
-      FileManager.default.fileExists(atPath: Self.moduleDirectory + "/libcaptureshield.so"),
+      XorgModule.isBuilt,
       "build the module first: make xorg-module")
     let runtime = try makeTemporaryDirectory(prefix: "captureshield-runtime")
     defer { removeTree(runtime) }
     chmod(runtime, 0o700)
     let bus = try await PrivateSessionBus.start()
-    let daemonPath =
-      realpath(Shieldctl.path, nil).map { p in
-        defer { free(p) }
-        return String(cString: p)
-      } ?? Shieldctl.path
     let server = try await XvfbServer.startXorg(
-      moduleDirectory: Self.moduleDirectory, moduleOptions: ["Option \"Trust\" \"\(daemonPath)\""],
+      moduleDirectory: XorgModule.directory, moduleOptions: [XorgModule.trustOption([XorgModule.daemon])],
       environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
     let dunst = try server.startBackground("dunst")
     try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {

@@ -10,24 +10,6 @@ import Glibc
 import ShieldTestSupport
 import Testing
 
-/// The package's root (this file is Tests/IntegrationTests/ServerEnforcementTests.swift).
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-  .deletingLastPathComponent().path
-
-/// Where `make xorg-module` puts the module (`$CAPTURESHIELD_XORG_MODULE_DIR` overrides).
-private let moduleDirectory =
-  ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"] ?? packageRoot + "/.build/xorg"
-
-/// `path` with symlinks resolved (the module compares /proc/PID/exe, which is resolved).
-private func realPath(_ path: String) -> String {
-  guard let p = realpath(path, nil) else { return path }
-  defer { free(p) }
-  return String(cString: p)
-}
-
-/// This test process's executable: the user's trusted capture runs in it.
-private let testExecutable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
-
 @Suite("Server enforcement (Xorg module + daemon)", .serialized, .timeLimit(.minutes(6)))
 struct ServerEnforcementTests {
   static let red = RGB.red
@@ -37,11 +19,11 @@ struct ServerEnforcementTests {
   /// A headless Xorg with the module, trusting the daemon's binary and this test process.
   static func startServer() async throws -> XvfbServer {
     #expect(
-      FileManager.default.fileExists(atPath: moduleDirectory + "/libcaptureshield.so"),
+      XorgModule.isBuilt,
       "build the module first: make xorg-module")
     return try await XvfbServer.startXorg(
-      moduleDirectory: moduleDirectory,
-      moduleOptions: ["Option \"Trust\" \"\(realPath(Shieldctl.path)):\(testExecutable)\""])
+      moduleDirectory: XorgModule.directory,
+      moduleOptions: [XorgModule.trustOption([XorgModule.daemon, XorgModule.testExecutable])])
   }
 
   /// Red pixels of `rect` in `image` (a root capture).

@@ -1,5 +1,5 @@
-// The real desktops of Debian on a private Xvfb (issue 18, point 3): their window managers
-// and compositors, started as each desktop ships them, each with a private session bus
+// The real desktops of Debian on a private Xvfb, or a headless Xorg with the module (issue
+// 18, point 3): their window managers and compositors, started as each desktop ships them, each with a private session bus
 // and home; the screen as the user sees it (Xvfb's framebuffer file, read without any X
 // request); the window manager's requests sent as a pager or taskbar sends them; ffmpeg
 // recording in the background; a process's CPU time.
@@ -26,6 +26,10 @@ struct DesktopKind: Sendable, CustomStringConvertible {
   let minimises: Bool
   /// Files put into the fresh home first (path in the home, file copied there).
   var homeFiles: [String: String] = [:]
+  /// Whether its compositor animates windows (minimising, restoring, switching workspace,
+  /// leaving full screen): it then draws the window away from where X says it is, where
+  /// the Xorg module does not black it out (docs/security.md, "Known limitations").
+  var animates = false
 
   var description: String { name }
 
@@ -40,7 +44,7 @@ struct DesktopKind: Sendable, CustomStringConvertible {
       floating: true, minimises: true),
     DesktopKind(
       name: "mutter", commands: [["mutter", "--x11", "--sm-disable"]], compositor: "mutter",
-      floating: true, minimises: true),
+      floating: true, minimises: true, animates: true),
     DesktopKind(
       name: "kwin_x11", commands: [["kwin_x11"]], compositor: "kwin_x11", floating: true,
       minimises: true),
@@ -65,10 +69,23 @@ enum DesktopError: Error, CustomStringConvertible {
   }
 }
 
-/// A running desktop: its Xvfb (with the framebuffer in a file), its session bus, its
-/// window manager and compositor. `stop()` ends them in reverse order.
+/// Where a desktop runs, and so which enforcement the daemon uses there.
+enum DesktopServer: String, Sendable, CustomStringConvertible {
+  /// Xvfb: the daemon's client-side shields.
+  case xvfb
+  /// A headless Xorg (dummy driver) with the CaptureShield module, trusting what the
+  /// installed snippet trusts (the daemon and the default compositors, `XorgModule`) and
+  /// this test process, whose reads are what the user sees: the module censors.
+  case xorgModule = "Xorg with the module"
+
+  var description: String { rawValue }
+}
+
+/// A running desktop: its X server, its session bus, its window manager and compositor.
+/// `stop()` ends them in reverse order.
 final class RunningDesktop: @unchecked Sendable {
   let kind: DesktopKind
+  let where_: DesktopServer
   let server: XvfbServer
   /// The environment of the desktop's programs: the display, the private session bus, a
   /// fresh home and runtime directory.
@@ -81,19 +98,23 @@ final class RunningDesktop: @unchecked Sendable {
   var framebufferPath: String { directory + "/fb/Xvfb_screen0" }
 
   private init(
-    kind: DesktopKind, server: XvfbServer, environment: [String: String], directory: String, bus: BackgroundProcess
+    kind: DesktopKind, where_: DesktopServer, server: XvfbServer, environment: [String: String], directory: String,
+    bus: BackgroundProcess
   ) {
     self.kind = kind
+    self.where_ = where_
     self.server = server
     self.environment = environment
     self.directory = directory
     self.bus = bus
   }
 
-  /// Starts Xvfb, a private `dbus-daemon --session`, and the desktop's programs; returns
-  /// once the window manager maps windows and the compositor (if any) owns `_NET_WM_CM_S0`
-  /// and has redirected the screen.
-  static func start(_ kind: DesktopKind, timeout: Duration = .seconds(30)) async throws -> RunningDesktop {
+  /// Starts the X server (`where_`), a private `dbus-daemon --session`, and the desktop's
+  /// programs; returns once the window manager maps windows and the compositor (if any)
+  /// owns `_NET_WM_CM_S0` and has redirected the screen.
+  static func start(_ kind: DesktopKind, on where_: DesktopServer = .xvfb, timeout: Duration = .seconds(30))
+    async throws -> RunningDesktop
+  {
     let directory = try makeTemporaryDirectory(prefix: "captureshield-desktop")
     for sub in ["fb", "home", "runtime"] {
       try FileManager.default.createDirectory(atPath: directory + "/" + sub, withIntermediateDirectories: true)
@@ -101,7 +122,18 @@ final class RunningDesktop: @unchecked Sendable {
     chmod(directory + "/runtime", 0o700)
     let server: XvfbServer
     do {
-      server = try await XvfbServer.start(extraArguments: ["-fbdir", directory + "/fb"])
+      switch where_ {
+      case .xvfb:
+        server = try await XvfbServer.start(extraArguments: ["-fbdir", directory + "/fb"])
+      case .xorgModule:
+        guard XorgModule.isBuilt else {
+          throw DesktopError.failed("no module in \(XorgModule.directory): build it first (make xorg-module)")
+        }
+        let trusted = [XorgModule.daemon] + XorgModule.defaultCompositors + [XorgModule.testExecutable]
+        server = try await XvfbServer.startXorg(
+          moduleDirectory: XorgModule.directory, moduleOptions: [XorgModule.trustOption(trusted)], width: 1024,
+          height: 768)
+      }
     } catch {
       removeTree(directory)
       throw error
@@ -136,7 +168,8 @@ final class RunningDesktop: @unchecked Sendable {
       if address.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
     }
     env["DBUS_SESSION_BUS_ADDRESS"] = address
-    let desktop = RunningDesktop(kind: kind, server: server, environment: env, directory: directory, bus: bus)
+    let desktop = RunningDesktop(
+      kind: kind, where_: where_, server: server, environment: env, directory: directory, bus: bus)
     do {
       try await desktop.launch(deadline: deadline)
     } catch {
@@ -229,10 +262,17 @@ final class RunningDesktop: @unchecked Sendable {
 
   // MARK: What the user sees
 
-  /// `rect` of the screen now (the whole screen if nil), from Xvfb's framebuffer file (an
-  /// XWD image that Xvfb keeps mapped): what the user sees, the compositor's output
-  /// included, read without any X request, so no capture in the daemon's eyes.
+  /// `rect` of the screen now (the whole screen if nil), the compositor's output included:
+  /// what the user sees. On Xvfb from its framebuffer file (an XWD image that Xvfb keeps
+  /// mapped), read without any X request, so no capture in the daemon's eyes; under the
+  /// module a GetImage of the root by this process, which the module trusts.
   func screen(_ rect: PixelRect? = nil) throws -> RGBImage {
+    if where_ == .xorgModule {
+      let all = PixelRect(x: 0, y: 0, width: server.width, height: server.height)
+      let connection = try server.connect()
+      defer { connection.disconnect() }
+      return try connection.getImage(of: connection.root, rect: rect?.intersection(all) ?? all)
+    }
     guard let data = FileManager.default.contents(atPath: framebufferPath) else {
       throw DesktopError.failed("cannot read \(framebufferPath)")
     }

@@ -1,0 +1,42 @@
+// The CaptureShield Xorg module as the integration tests load it: where `make xorg-module`
+// put it, and the programs a test's headless Xorg trusts (the module compares resolved paths).
+
+import CaptureShield
+import Foundation
+import Glibc
+import ShieldTestSupport
+
+enum XorgModule {
+  /// Where `make xorg-module` puts the module (`$CAPTURESHIELD_XORG_MODULE_DIR` overrides).
+  static let directory =
+    ProcessInfo.processInfo.environment["CAPTURESHIELD_XORG_MODULE_DIR"]
+    ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent().path + "/.build/xorg"
+
+  /// Whether the module is built (the test command builds it before the tests).
+  static var isBuilt: Bool { FileManager.default.fileExists(atPath: directory + "/libcaptureshield.so") }
+
+  /// `path` with symlinks resolved: the module compares /proc/PID/exe, which is resolved.
+  static func realPath(_ path: String) -> String {
+    guard let p = realpath(path, nil) else { return path }
+    defer { free(p) }
+    return String(cString: p)
+  }
+
+  /// This test process's executable (a test that reads what the user sees trusts it).
+  static let testExecutable =
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+
+  /// The daemon the tests run (`Shieldctl.path`), resolved.
+  static var daemon: String { realPath(Shieldctl.path) }
+
+  /// The compositors the installed snippet trusts besides the daemon (`make
+  /// install-xorg-module`; `InstallTests` and scripts/test-install-xorg.sh check that its
+  /// Trust line is exactly `$(PREFIX)/bin/shieldctl` and these).
+  static let defaultCompositors = Policy.defaultCompositorNames.map { "/usr/bin/" + $0 }
+
+  /// The `Option "Trust"` line of a `SubSection "captureshield"` trusting `programs`.
+  static func trustOption(_ programs: [String]) -> String {
+    "Option \"Trust\" \"\(programs.joined(separator: ":"))\""
+  }
+}
