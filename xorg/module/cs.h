@@ -68,6 +68,8 @@ struct cs_config {
     char **trust;               /* absolute paths of trusted programs */
     int ntrust;
     int paused;                 /* SetProtection 0: reads of secure windows are not censored */
+    int trail_ms;               /* how long a compositor may still show a secure window
+                                 * where it was (Option "TrailMs", region.c) */
 };
 
 extern struct cs_config cs_cfg;
@@ -105,6 +107,9 @@ int cs_win_frames_secure(WindowPtr top, ClientPtr reader);
 int cs_win_title_secret(WindowPtr win, ClientPtr reader);
 void cs_mark_dirty(void);
 int cs_secure_count(void);
+/* A secure window's state changed in a way a compositor animates: the whole screen is
+ * secret for TrailMs (region.c, "the trail"). */
+void cs_settle(void);
 /* The secret part of the box (x,y,w,h) in drawable coordinates of a read by client.
  * Returns 0 (out left empty) when nothing secret; 1 when out holds the secret part in
  * drawable coordinates. */

@@ -12,6 +12,7 @@ static int (*cs_orig_sarmed[256])(ClientPtr);
 static int (*cs_orig_create_window)(ClientPtr);
 static int (*cs_orig_screate_window)(ClientPtr);
 static Atom cs_title_atoms[6];  /* WM_NAME, WM_ICON_NAME, _NET_WM_NAME and the like */
+static Atom cs_wm_state, cs_net_wm_state, cs_net_current_desktop;
 static int cs_hook_refs;        /* reasons the resource hook is armed, see cs_hook_hold */
 
 static inline CARD32
@@ -219,6 +220,11 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !rec->ppProp || !(prop = *rec->ppProp))
         return;
+    if ((rec->access_mode & (DixWriteAccess | DixCreateAccess | DixDestroyAccess)) &&
+        (((prop->propertyName == cs_wm_state || prop->propertyName == cs_net_wm_state) &&
+          cs_win_title_secret(rec->pWin, serverClient)) ||
+         (prop->propertyName == cs_net_current_desktop && !rec->pWin->parent)))
+        cs_settle();            /* the compositor may animate it: region.c, "the trail" */
     if (cs_root_property_refused(rec->client, rec->pWin, prop->propertyName,
                                  rec->access_mode)) {
         rec->client->errorValue = prop->propertyName;
@@ -323,6 +329,10 @@ cs_hooks_init(void)
             "_NET_WM_VISIBLE_NAME", "_NET_WM_ICON_NAME", "_NET_WM_VISIBLE_ICON_NAME" };
         for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
             cs_title_atoms[i] = MakeAtom(names[i], strlen(names[i]), TRUE);
+        cs_wm_state = MakeAtom("WM_STATE", strlen("WM_STATE"), TRUE);
+        cs_net_wm_state = MakeAtom("_NET_WM_STATE", strlen("_NET_WM_STATE"), TRUE);
+        cs_net_current_desktop = MakeAtom("_NET_CURRENT_DESKTOP",
+                                          strlen("_NET_CURRENT_DESKTOP"), TRUE);
     }
     cs_orig_create_window = ProcVector[X_CreateWindow];
     cs_orig_screate_window = SwappedProcVector[X_CreateWindow];

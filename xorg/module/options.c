@@ -78,8 +78,19 @@ cs_parse_options(void *opts)
     const char *v;
 
     cs_cfg.mode = CS_MODE_CENSOR;
+    cs_cfg.trail_ms = 1000;
     if (!opts)
         return;
+    v = xf86FindOptionValue(opts, "TrailMs");
+    if (v) {
+        char *end;
+        long ms = strtol(v, &end, 10);
+        if (*v && !*end && ms >= 0 && ms <= 60000)
+            cs_cfg.trail_ms = (int) ms;
+        else
+            LogMessageVerb(X_WARNING, 0,
+                           "CAPTURESHIELD: TrailMs \"%s\" is not 0..60000, using 1000\n", v);
+    }
     v = xf86FindOptionValue(opts, "Mode");
     if (v && !strcasecmp(v, "deny"))
         cs_cfg.mode = CS_MODE_DENY;

@@ -7,8 +7,11 @@
 #define CS_POLICY_NAME "_CAPTURE_SHIELD_POLICY"
 
 struct cs_screen {
-    RegionRec secret;           /* visible secure area in screen coordinates */
+    RegionRec secret;           /* visible secure area in screen coordinates, with `trail` */
     Bool dirty;
+    RegionRec drawn;            /* the part of it a compositor draws (manual redirection) */
+    RegionRec trail;            /* where a compositor may still show a secure window */
+    OsTimerPtr trail_timer;     /* empties `trail` TrailMs after it last grew */
     ClipNotifyProcPtr ClipNotify;
     PositionWindowProcPtr PositionWindow;
     RealizeWindowProcPtr RealizeWindow;
@@ -325,7 +328,7 @@ cs_mark_dirty(void)
  * screen secret, never less. */
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
-         int inert)
+         int inert, RegionPtr drawn, int manual)
 {
     RegionRec mine, inner;
     WindowPtr c;
@@ -349,6 +352,8 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
             RegionNull(&vis);
             RegionSubtract(&vis, &mine, covered);
             RegionUnion(secret, secret, &vis);
+            if (drawn && (manual || win->redirectDraw == RedirectDrawManual))
+                RegionUnion(drawn, drawn, &vis);
             RegionUninit(&vis);
         }
         RegionUnion(covered, covered, &mine);
@@ -360,27 +365,104 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             cs_visit(c, &inner, covered, secret, exclude,
-                     inert || (server_owned && win->parent));
+                     inert || (server_owned && win->parent), drawn,
+                     manual || win->redirectDraw == RedirectDrawManual);
     RegionUninit(&inner);
     if (occludes)
         RegionUnion(covered, covered, &mine);
     RegionUninit(&mine);
 }
 
+/* `drawn`, when given, gets the part of `secret` that a compositor draws. */
 static void
-cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude)
+cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
 {
     RegionRec covered, clip;
 
     RegionEmpty(secret);
+    if (drawn)
+        RegionEmpty(drawn);
     if (!top->realized)
         return;
     RegionNull(&covered);
     RegionNull(&clip);
     RegionCopy(&clip, &top->borderSize);
-    cs_visit(top, &clip, &covered, secret, exclude, 0);
+    cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
     RegionUninit(&clip);
+}
+
+/* ---- the trail: where a compositor may still show a secure window ----
+ *
+ * A compositor draws a window from its pixmap wherever and whenever it likes, not where
+ * X says the window is: mutter animates minimising, restoring and workspace switches
+ * (the window flies toward a corner or slides off the screen), and shows the old,
+ * full-screen image for a moment after a window left full screen. So for TrailMs after
+ * a change, an untrusted read also finds black where the compositor may still show it:
+ * the box around the secure area a compositor drew before and after a change of its
+ * geometry, and the whole screen after a change that starts such an animation (a secure
+ * window's WM_STATE or _NET_WM_STATE, the root's _NET_CURRENT_DESKTOP: cs_settle).
+ * Where X draws the window itself (no compositor) there is no trail. */
+static Bool cs_compositing;     /* a secure window was seen under manual redirection */
+
+static CARD32
+cs_trail_expire(OsTimerPtr timer, CARD32 now, void *arg)
+{
+    struct cs_screen *cs = arg;
+
+    RegionEmpty(&cs->trail);
+    cs_set_dirty(cs);
+    return 0;
+}
+
+static void
+cs_trail_add(struct cs_screen *cs, BoxPtr box)
+{
+    RegionRec r;
+
+    if (cs_cfg.trail_ms <= 0 || box->x1 >= box->x2 || box->y1 >= box->y2)
+        return;
+    RegionInit(&r, box, 1);
+    RegionUnion(&cs->trail, &cs->trail, &r);
+    RegionUninit(&r);
+    cs->trail_timer = TimerSet(cs->trail_timer, 0, cs_cfg.trail_ms, cs_trail_expire, cs);
+    cs_set_dirty(cs);
+}
+
+void
+cs_settle(void)
+{
+    int i;
+
+    if (!cs_compositing || !cs_nsecure)
+        return;
+    for (i = 0; i < screenInfo.numScreens; i++)
+        if (cs_screens[i]) {
+            WindowPtr root = screenInfo.screens[i]->root;
+            if (root)
+                cs_trail_add(cs_screens[i], RegionExtents(&root->winSize));
+        }
+}
+
+/* Computes the screen's secret area again (`root`: its root window), with the trail. */
+static void
+cs_refresh(struct cs_screen *cs, WindowPtr root)
+{
+    RegionRec old;
+
+    RegionNull(&old);
+    RegionCopy(&old, &cs->drawn);
+    cs_compute(root, &cs->secret, NULL, &cs->drawn);
+    if (RegionNotEmpty(&cs->drawn))
+        cs_compositing = TRUE;
+    if (RegionNotEmpty(&old) && !RegionEqual(&old, &cs->drawn)) {
+        RegionUnion(&old, &old, &cs->drawn);
+        cs_trail_add(cs, RegionExtents(&old));
+    }
+    RegionUninit(&old);
+    if (RegionNotEmpty(&cs->trail))
+        RegionUnion(&cs->secret, &cs->secret, &cs->trail);
+    cs->dirty = FALSE;
 }
 
 /* The window whose pixels a read of `win` returns: the nearest redirected ancestor (its
@@ -409,10 +491,8 @@ cs_win_clear(WindowPtr win)
 
     if (dom->parent || cs_win_in_secure(win))
         return 0;
-    if (cs->dirty) {
-        cs_compute(dom, &cs->secret, NULL);
-        cs->dirty = FALSE;
-    }
+    if (cs->dirty)
+        cs_refresh(cs, dom);
     /* a window's far edge can lie past the coordinate range (but then off every screen) */
     inside.x1 = win->drawable.x;
     inside.y1 = win->drawable.y;
@@ -473,13 +553,15 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     }
     RegionNull(&tmp);
     if (dom->parent || cs_client_owns_secure(client)) {
-        cs_compute(dom, &tmp, client);
+        if (!dom->parent && cs->dirty)
+            cs_refresh(cs, dom);        /* the trail counts for this client too */
+        cs_compute(dom, &tmp, client, NULL);
+        if (!dom->parent && RegionNotEmpty(&cs->trail))
+            RegionUnion(&tmp, &tmp, &cs->trail);
         src = &tmp;
     } else {
-        if (cs->dirty) {
-            cs_compute(dom, &cs->secret, NULL);
-            cs->dirty = FALSE;
-        }
+        if (cs->dirty)
+            cs_refresh(cs, dom);
         src = &cs->secret;
     }
     /* fast exit: the read box misses the secret area's extents */
@@ -668,6 +750,8 @@ cs_region_init(void)
         if (!cs)
             return FALSE;
         RegionNull(&cs->secret);
+        RegionNull(&cs->drawn);
+        RegionNull(&cs->trail);
         cs_set_dirty(cs);
         cs->ClipNotify = s->ClipNotify;
         s->ClipNotify = cs_ClipNotify;

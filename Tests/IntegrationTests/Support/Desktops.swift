@@ -26,10 +26,6 @@ struct DesktopKind: Sendable, CustomStringConvertible {
   let minimises: Bool
   /// Files put into the fresh home first (path in the home, file copied there).
   var homeFiles: [String: String] = [:]
-  /// Whether its compositor animates windows (minimising, restoring, switching workspace,
-  /// leaving full screen): it then draws the window away from where X says it is, where
-  /// the Xorg module does not black it out (docs/security.md, "Known limitations").
-  var animates = false
 
   var description: String { name }
 
@@ -44,7 +40,7 @@ struct DesktopKind: Sendable, CustomStringConvertible {
       floating: true, minimises: true),
     DesktopKind(
       name: "mutter", commands: [["mutter", "--x11", "--sm-disable"]], compositor: "mutter",
-      floating: true, minimises: true, animates: true),
+      floating: true, minimises: true),
     DesktopKind(
       name: "kwin_x11", commands: [["kwin_x11"]], compositor: "kwin_x11", floating: true,
       minimises: true),
