@@ -3,6 +3,8 @@
 // inside the window does not cover. While a window is shielded, its frame gets a shield
 // too: the same tiled, override-redirect child (see `ShieldDriver`), created in the frame
 // and stacked above the frame's other children, so the title bar and borders are covered.
+// A frame shield that another client tampers with is repaired by the driver like a
+// window's, put back at once if it was destroyed, and audited (`shieldLost`).
 
 extension WatcherLoop {
   /// The window-manager frame of `w`: its top-level ancestor (a child of the root); nil
@@ -57,5 +59,21 @@ extension WatcherLoop {
       now.insert(f)
     }
     frameShields = now
+  }
+
+  /// The driver repaired a shield another client tampered with (`ShieldDriver.Report.lost`).
+  /// A window's shield goes to the engine (it re-creates and audits it). A frame's shield
+  /// (the engine does not shield frames) is put back here at once, if it was destroyed,
+  /// before the engine writes its audit record (`Engine.Event.frameShieldLost`, naming the
+  /// frame and the shielded window in it).
+  func shieldLost(_ target: WindowID, how: String) {
+    guard frameShields.contains(target), !engine.shielded.contains(target) else {
+      apply(.shieldLost(target, how: how))
+      return
+    }
+    frameSyncDue = true
+    syncFrameShields()
+    let inside = frameOf.filter { $0.value == target && engine.shielded.contains($0.key) }.keys.sorted()
+    if let w = inside.first { apply(.frameShieldLost(frame: target, window: w, how: how)) }
   }
 }
