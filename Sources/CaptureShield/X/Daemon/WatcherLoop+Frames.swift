@@ -41,7 +41,8 @@ extension WatcherLoop {
 
   /// Puts a shield in the frame of every shielded window, and takes the shields of frames
   /// no shielded window is in any more. Re-asserts: a frame shield that is missing (its
-  /// connection was replaced, the frame was gone) is created again. Client-side mode only;
+  /// connection was replaced, the frame was gone) is created again, one that is down is
+  /// put up again. Client-side mode only;
   /// a frame the engine shields itself is left to the engine.
   func syncFrameShields() {
     guard frameSyncDue else { return }
@@ -52,7 +53,9 @@ extension WatcherLoop {
     for f in frameShields.subtracting(wanted).sorted() where !engine.shielded.contains(f) { driver.unshield(f) }
     var now: Set<WindowID> = []
     for f in wanted.sorted() {
-      if driver.shields[f] == nil, !driver.shield(f) {
+      // Not up: missing, or down (a frame the engine shielded itself while its facts were
+      // not known, `shieldAtOnce`, and unshielded once they were, is wanted here now).
+      if !driver.table.isUp(f), !driver.shield(f) {
         for (w, g) in frameOf where g == f { frameOf[w] = nil }  // gone: asked again next time
         continue
       }
