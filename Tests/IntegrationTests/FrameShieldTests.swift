@@ -306,4 +306,38 @@ struct FrameShieldTests {
     attacker.disconnect()
     await s.stop()
   }
+
+  @Test("a secure window opened during a capture: the frame openbox makes for it is covered too")
+  func frameMadeDuringCapture() async throws {
+    let server = try await XvfbServer.start()
+    let windowManager = try await server.startWindowManager()
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"600s\"}}")
+    _ = try await Capture.xwdRoot(on: server)
+    try await waitUntil("capturing", timeout: .seconds(10)) { (try? daemon.state())??.capturing == true }
+    // The frame is created while the shields are up: the daemon shields it as a window of
+    // unknown facts first, and unshields it as a window once openbox has mapped it.
+    let window = try await TestWindow.open(
+      on: server, color: .red, title: "vault.kdbx - KeePassXC", secure: true)
+    try await window.waitFor("openbox to reparent the window") { $0.reparentedTo != nil }
+    let observer = try server.connect()
+    let frame = try Self.frame(of: window.id, observer)
+    try await daemon.waitShielded(window.id)
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    try? await waitUntil("the frame's shield is on top", timeout: .seconds(10)) {
+      Self.shieldOnTop(of: frame, observer) != nil
+    }
+    let image = try await Capture.xwdRoot(on: server)
+    let leaked = Self.unshieldedPixels(
+      image, frame: try observer.geometry(of: frame).rect, client: try observer.geometry(of: window.id).rect)
+    print(
+      "FrameShieldTests opened during a capture: \(leaked) frame pixels not covered, secret \(image.count(of: .red))")
+    #expect(Self.shieldOnTop(of: frame, observer) != nil, "frame \(hex(frame))")
+    #expect(leaked == 0)
+    #expect(image.count(of: .red) == 0)
+    observer.disconnect()
+    await daemon.stop()
+    window.close()
+    await windowManager.stop()
+    await server.stop()
+  }
 }
