@@ -42,8 +42,8 @@ extension WatcherLoop {
   /// Puts a shield in the frame of every shielded window, and takes the shields of frames
   /// no shielded window is in any more. Re-asserts: a frame shield that is missing (its
   /// connection was replaced, the frame was gone) is created again, one that is down is
-  /// put up again. Client-side mode only;
-  /// a frame the engine shields itself is left to the engine.
+  /// put up again. Client-side mode only; a frame the engine shields itself is left to the
+  /// engine.
   func syncFrameShields() {
     guard frameSyncDue else { return }
     frameSyncDue = false
