@@ -71,7 +71,7 @@ private let desk: [Engine.Event] = [.windowAppeared(secureWindow), .windowAppear
 /// Audit fields shown in effect descriptions (identity fields are checked separately).
 private let keyFields: Set<String> = [
   "window", "secure", "reason", "class", "session", "kind", "client", "request", "trigger", "why",
-  "by", "how", "error", "rules", "when",
+  "by", "how", "error", "rules", "when", "frame-of",
 ]
 
 private func show(_ v: AuditRecord.Value) -> String {
@@ -717,6 +717,18 @@ private let controlScenarios: [Scenario] = [
         ],
         shielded: [w1]),
       Step(2, .shieldLost(w2, how: "unmapped"), [], shielded: [w1]),
+    ]),
+  Scenario(
+    name: "a lost frame shield is audited while the window in the frame is shielded (the shell repairs it)",
+    policy: policy(when: .always), setup: desk,
+    steps: [
+      Step(
+        1, .frameShieldLost(frame: w4, window: w1, how: "unmapped by another client"),
+        ["audit shield-tampered window=0x103 how='unmapped by another client' frame-of=0x100"], shielded: [w1]),
+      // The window in the frame is not shielded: nothing to audit (a frame shield is down then).
+      Step(2, .frameShieldLost(frame: w3, window: w2, how: "unmapped by another client"), [], shielded: [w1]),
+      // A frame the engine shields as a window of its own goes through `shieldLost`.
+      Step(3, .frameShieldLost(frame: w1, window: w1, how: "moved"), [], shielded: [w1]),
     ]),
   Scenario(
     name: "policy reload re-evaluates windows; a rejected reload keeps the old policy",

@@ -46,6 +46,10 @@ public struct Engine: Sendable {
     case manualOverride(WindowID, shielded: Bool, by: String)
     /// Another client unmapped or destroyed a shield we had up.
     case shieldLost(WindowID, how: String)
+    /// Another client tampered with the shield the shell keeps in `frame`, the window
+    /// manager's frame of the shielded `window` (repaired by the shell already: the engine
+    /// does not shield frames, see `WatcherLoop.syncFrameShields`).
+    case frameShieldLost(frame: WindowID, window: WindowID, how: String)
   }
 
   /// What the shell must do. Exactly these, in order.
@@ -380,6 +384,20 @@ public struct Engine: Sendable {
             AuditRecord(
               "shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
         touched.append(id)
+      }
+
+    case .frameShieldLost(let frame, let id, let how):
+      // Audited like a window's shield while the window in the frame is shielded; a frame
+      // the engine shields itself is a window of its own (`shieldLost`).
+      if shielded.contains(id), !shielded.contains(frame) {
+        fx.append(
+          .audit(
+            AuditRecord(
+              "shield-tampered",
+              [
+                ("window", .string(hex(frame))), ("how", .string(how)), ("action", "re-created"),
+                ("frame-of", .string(hex(id))),
+              ])))
       }
     }
 

@@ -143,7 +143,7 @@ extension WatcherLoop {
     {
       // A redirected shield paints nothing: replaced by a new one (not redirected).
       // (`redirected` does nothing unless `w` is one of our shields.)
-      apply(.shieldLost(t, how: how))
+      shieldLost(t, how: how)
     }
   }
 

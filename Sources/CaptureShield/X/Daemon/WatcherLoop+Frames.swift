@@ -3,6 +3,8 @@
 // inside the window does not cover. While a window is shielded, its frame gets a shield
 // too: the same tiled, override-redirect child (see `ShieldDriver`), created in the frame
 // and stacked above the frame's other children, so the title bar and borders are covered.
+// A frame shield that another client tampers with is repaired by the driver like a
+// window's, put back at once if it was destroyed, and audited (`shieldLost`).
 
 extension WatcherLoop {
   /// The window-manager frame of `w`: its top-level ancestor (a child of the root); nil
@@ -39,8 +41,9 @@ extension WatcherLoop {
 
   /// Puts a shield in the frame of every shielded window, and takes the shields of frames
   /// no shielded window is in any more. Re-asserts: a frame shield that is missing (its
-  /// connection was replaced, the frame was gone) is created again. Client-side mode only;
-  /// a frame the engine shields itself is left to the engine.
+  /// connection was replaced, the frame was gone) is created again, one that is down is
+  /// put up again. Client-side mode only; a frame the engine shields itself is left to the
+  /// engine.
   func syncFrameShields() {
     guard frameSyncDue else { return }
     frameSyncDue = false
@@ -50,12 +53,30 @@ extension WatcherLoop {
     for f in frameShields.subtracting(wanted).sorted() where !engine.shielded.contains(f) { driver.unshield(f) }
     var now: Set<WindowID> = []
     for f in wanted.sorted() {
-      if driver.shields[f] == nil, !driver.shield(f) {
+      // Not up: missing, or down (a frame the engine shielded itself while its facts were
+      // not known, `shieldAtOnce`, and unshielded once they were, is wanted here now).
+      if !driver.table.isUp(f), !driver.shield(f) {
         for (w, g) in frameOf where g == f { frameOf[w] = nil }  // gone: asked again next time
         continue
       }
       now.insert(f)
     }
     frameShields = now
+  }
+
+  /// The driver repaired a shield another client tampered with (`ShieldDriver.Report.lost`).
+  /// A window's shield goes to the engine (it re-creates and audits it). A frame's shield
+  /// (the engine does not shield frames) is put back here at once, if it was destroyed,
+  /// before the engine writes its audit record (`Engine.Event.frameShieldLost`, naming the
+  /// frame and the shielded window in it).
+  func shieldLost(_ target: WindowID, how: String) {
+    guard frameShields.contains(target), !engine.shielded.contains(target) else {
+      apply(.shieldLost(target, how: how))
+      return
+    }
+    frameSyncDue = true
+    syncFrameShields()
+    let inside = frameOf.filter { $0.value == target && engine.shielded.contains($0.key) }.keys.sorted()
+    if let w = inside.first { apply(.frameShieldLost(frame: target, window: w, how: how)) }
   }
 }

@@ -222,7 +222,7 @@ extension WatcherLoop {
         }
         if let event = ShieldEvent(ev, shapeEvent: driver.shapeEvent), let report = driver.handle(event) {
           switch report {
-          case .lost(let t, let how): apply(.shieldLost(t, how: how))
+          case .lost(let t, let how): shieldLost(t, how: how)
           }
         }
         free(ev)
