@@ -46,6 +46,7 @@ enum cs_rule {
     CS_RULE_DBE = 1 << 9,              /* DOUBLE-BUFFER back buffers of secure windows */
     CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
     CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
+    CS_RULE_OVERLAY = 1 << 12,         /* windows in the Composite overlay window cover nothing */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */

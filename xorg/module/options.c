@@ -16,6 +16,7 @@ static const struct {
     {"pixmap", CS_RULE_PIXMAP}, {"forcedbg", CS_RULE_FORCEDBG},
     {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
     {"dbe", CS_RULE_DBE}, {"frame", CS_RULE_FRAME}, {"title", CS_RULE_TITLE},
+    {"overlay", CS_RULE_OVERLAY},
 };
 
 const char *

@@ -365,7 +365,7 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             cs_visit(c, &inner, covered, secret, exclude,
-                     inert || (server_owned && win->parent), drawn,
+                     inert || (server_owned && win->parent && cs_rule_on(CS_RULE_OVERLAY)), drawn,
                      manual || win->redirectDraw == RedirectDrawManual);
     RegionUninit(&inner);
     if (occludes)

@@ -416,3 +416,61 @@ session(void)
     return 0;
 }
 
+
+/* ---- a compositor of our own ----
+ * compositor S A: redirects the root's subwindows manually, paints into a window of its
+ * own inside the Composite overlay window (as mutter, kwin and xfwm4 do) the images of
+ * the victim's secure window S and of A above it, each where X says it is; prints
+ * "painted". On a line "move" from stdin it moves S away and paints nothing (its image
+ * stays where S was, as a compositor's animation or stale image does) and prints
+ * "moved"; it exits at end of input. Run trusted (it names S's pixmap). */
+int
+compositor(int argc, char **argv)
+{
+    xcb_window_t win[2], cow, out;
+    xcb_gcontext_t gc;
+    char line[64];
+    int i;
+
+    if (argc < 2)
+        die("compositor S A");
+    win[0] = strtoul(argv[0], NULL, 0);
+    win[1] = strtoul(argv[1], NULL, 0);
+    conn();
+    xcb_composite_query_version_reply_t *v =
+        xcb_composite_query_version_reply(c, xcb_composite_query_version(c, 0, 4), NULL);
+    free(v);
+    xcb_composite_redirect_subwindows(c, root, XCB_COMPOSITE_REDIRECT_MANUAL);
+    xcb_composite_get_overlay_window_reply_t *o =
+        xcb_composite_get_overlay_window_reply(c, xcb_composite_get_overlay_window(c, root), NULL);
+    if (!o)
+        die("compositor: no overlay window");
+    cow = o->overlay_win;
+    free(o);
+    out = mkwin(cow, 0, 0, SW, SH, GREEN, 0);
+    xcb_map_window(c, out);
+    wait_mapped(out);
+    gc = xcb_generate_id(c);
+    xcb_create_gc(c, gc, out, 0, NULL);
+    for (i = 0; i < 2; i++) {         /* bottom (S) to top (A) */
+        xcb_pixmap_t pix = xcb_generate_id(c);
+        xcb_get_geometry_reply_t *g =
+            xcb_get_geometry_reply(c, xcb_get_geometry(c, win[i]), NULL);
+        if (!g || check(xcb_composite_name_window_pixmap_checked(c, win[i], pix)))
+            die("compositor: cannot name a window's pixmap");
+        xcb_copy_area(c, pix, out, gc, 0, 0, g->x, g->y, g->width, g->height);
+        free(g);
+    }
+    sync_();
+    printf("painted\n");
+    fflush(stdout);
+    while (fgets(line, sizeof(line), stdin)) {
+        if (!strncmp(line, "move", 4)) {
+            move(win[0], 450, 350);
+            sync_();
+            printf("moved\n");
+            fflush(stdout);
+        }
+    }
+    return 0;
+}

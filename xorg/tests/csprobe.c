@@ -276,7 +276,7 @@ main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2)
-        die("usage: csprobe victim|capture|attack|proto|listen|policy|frame|session ...");
+        die("usage: csprobe victim|capture|attack|proto|listen|policy|frame|session|compositor ...");
     if (!strcmp(argv[1], "victim"))
         return victim(argc - 2, argv + 2);
     if (!strcmp(argv[1], "capture"))
@@ -293,6 +293,8 @@ main(int argc, char **argv)
         return policy(argc - 2, argv + 2);
     if (!strcmp(argv[1], "frame"))
         return frame_cmd(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "compositor"))
+        return compositor(argc - 2, argv + 2);
     if (!strcmp(argv[1], "session"))
         return session();
     die("unknown command");

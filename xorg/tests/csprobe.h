@@ -63,5 +63,6 @@ int policy(int argc, char **argv);
 void policy_try(xcb_window_t w);
 int framed(void);
 int frame_cmd(int argc, char **argv);
+int compositor(int argc, char **argv);
 
 #endif

@@ -48,6 +48,29 @@ start_victim() {
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/V_/')"
 }
 stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || true; }
+# comp_run: the victim on $DISPLAY painted by a compositor of our own (trusted) from a
+# window inside the overlay window; an untrusted GetImage of the root while it shows the
+# victim in place, and again after the secure window moved away with its image left where
+# it was. Prints "painted_red=N moved_red=M".
+comp_run() {
+  local fifo="$TMP/comp.in" outf="$TMP/comp.out" p1 p2 cp i
+  rm -f "$fifo" "$outf"
+  mkfifo "$fifo"
+  start_victim
+  "$TPROBE" compositor "$V_S" "$V_A" <"$fifo" >"$outf" 2>&1 &
+  cp=$!
+  BG_PIDS+=("$cp")
+  exec 7>"$fifo"
+  for i in $(seq 100); do grep -q painted "$outf" && break; sleep 0.1; done
+  p1=$("$PROBE" capture getimage 1)
+  echo move >&7
+  for i in $(seq 100); do grep -q moved "$outf" && break; sleep 0.1; done
+  p2=$("$PROBE" capture getimage 1)
+  exec 7>&-
+  wait "$cp" 2>/dev/null || true
+  stop_victim
+  echo "painted_red=$(fld "$p1" red_max) moved_red=$(fld "$p2" red_max) compositor=$(tr '\n' ',' <"$outf")"
+}
 # the last "resource hook armed|disarmed" of server A (the hook is registered only while
 # a guarded extension request runs or a secret pixmap exists)
 hook_state() { grep "CAPTURESHIELD: resource hook" "$LOG_A" | tail -1 | sed 's/.*resource hook //'; }
@@ -94,14 +117,18 @@ for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
 done
 
 # Servers: A censor (default mode), D deny, C censor with the attack rules off,
-# B without the module (shows each path leaks when nothing stops it).
+# B without the module (shows each path leaks when nothing stops it), K and M censor with
+# a long trail and none (a compositor of ours paints the screen there).
 TRUST="Option \"Trust\" \"$TPROBE:/nonexistent/picom\""
 # server A trusts the probe through a symlink: the module resolves it (/proc/PID/exe is resolved)
 ln -s "$TPROBE" "$TMP/trusted-link"
 write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TMP/trusted-link:/nonexistent/picom\""
 write_conf "$TMP/D.conf" 1 "$TRUST" 'Option "Mode" "deny"'
-write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon,frame,title"'
+write_conf "$TMP/C.conf" 1 "$TRUST" 'Option "DisableRules" "forcedbg,property,pixmap,namewindowpixmap,dbe,daemon,frame,title,overlay"'
 write_conf "$TMP/B.conf" 0
+# K: a trail long enough for any machine's pace; M: no trail (both: a compositor of ours)
+write_conf "$TMP/K.conf" 1 "$TRUST" 'Option "TrailMs" "60000"'
+write_conf "$TMP/M.conf" 1 "$TRUST" 'Option "TrailMs" "0"'
 # A logs at verbosity 5: the module's "resource hook armed/disarmed" lines. A runs without
 # the SECURITY extension, whose resource callback is otherwise always registered: there the
 # module's arming creates and deletes the XACE callback list itself (the others keep it)
@@ -109,6 +136,8 @@ start_xorg A "$TMP/A.conf" -logverbose 5 -extension SECURITY
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
 start_xorg B "$TMP/B.conf"
+start_xorg K "$TMP/K.conf"
+start_xorg M "$TMP/M.conf"
 
 echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules-off $XDISPLAY_C, no module $XDISPLAY_B"
 grep -q "CAPTURESHIELD: active, mode censor" "$LOG_A" && ok "log line: active, mode censor" || bad "log line (censor)"
@@ -496,6 +525,17 @@ start_victim --framed
 out=$("$PROBE" frame shot "$V_T1"); expect "deny: GetImage of the secure window's title bar refused" "$out" err -eq 10
 out=$("$PROBE" frame shot "$V_F2"); expect "deny: GetImage of the plain window's frame works" "$out" err -eq 0 cyan -eq $CYANPX blue -eq $BLUEPX
 stop_victim
+
+########## under a compositor of our own (GL compositors paint inside the overlay window) ##########
+export DISPLAY=$XDISPLAY_K
+out=$(comp_run)
+expect "compositor: its window inside the overlay window covers nothing; the image it keeps where the secure window was stays black (trail)" "$out" painted_red -eq 0 moved_red -eq 0
+export DISPLAY=$XDISPLAY_M
+out=$(comp_run)
+expect "TrailMs 0: the compositor's image where the secure window was leaks" "$out" painted_red -eq 0 moved_red -gt 0
+export DISPLAY=$XDISPLAY_C
+out=$(comp_run)
+expect "rule overlay off: the compositor's window covers the secure one, which leaks" "$out" painted_red -gt 0
 
 ########## without the module every path leaks (the tests above would fail) ##########
 export DISPLAY=$XDISPLAY_B
