@@ -26,33 +26,9 @@ private func propertyValue(_ x: XConnection, _ window: xcb_window_t, _ property:
 /// A reader converting CLIPBOARD (UTF8_STRING) into a window of its own, focused: the
 /// text, or nil when refused.
 private func focusedRead(display: String) throws -> String? {
-  let x = try XConnection(display: display)
-  defer { x.disconnect() }
-  let w = x.generateID()
-  let values: [UInt32] = [1]
-  try x.check(
-    xcb_create_window_checked(
-      x.raw, UInt8(XCB_COPY_FROM_PARENT), w, x.root, 200, 10, 40, 40, 0,
-      UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), x.rootVisual, XCB_CW_OVERRIDE_REDIRECT.rawValue, values),
-    "CreateWindow")
-  xcb_map_window(x.raw, w)
-  xcb_set_input_focus(x.raw, UInt8(XCB_INPUT_FOCUS_POINTER_ROOT.rawValue), w, 0)
-  let prop = try x.internAtom("CS_TEST_LEGIT")
-  xcb_convert_selection(x.raw, w, try x.internAtom("CLIPBOARD"), try x.internAtom("UTF8_STRING"), prop, 0)
-  x.flush()
-  let deadline = ContinuousClock.now + .seconds(10)
-  while ContinuousClock.now < deadline {
-    while let ev = xcb_poll_for_event(x.raw) {
-      defer { free(ev) }
-      guard ev.pointee.response_type & 0x7f == XCB_SELECTION_NOTIFY else { continue }
-      let e = UnsafeRawPointer(ev).load(as: xcb_selection_notify_event_t.self)
-      guard e.property != 0 else { return nil }
-      return try propertyValue(x, w, prop).map { String(decoding: $0, as: UTF8.self) }
-    }
-    var fds = [pollfd(fd: xcb_get_file_descriptor(x.raw), events: Int16(POLLIN), revents: 0)]
-    _ = poll(&fds, 1, 20)
-  }
-  return nil
+  let reader = try PasteTarget(display: display, x: 200, y: 10)
+  defer { reader.close() }
+  return try reader.read()
 }
 
 @Suite("Copied-text guard against a spoofed requestor", .serialized, .timeLimit(.minutes(3)))

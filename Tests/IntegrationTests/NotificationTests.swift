@@ -72,6 +72,19 @@ struct NotificationTests {
 
   /// The notifications dunst has shown (moved to its history first), as `dunstctl history`
   /// prints them (JSON).
+  /// Starts dunst on `server` (with the server's environment: the test's bus) and waits
+  /// until it answers `dunstctl`.
+  static func startDunst(on server: XvfbServer) async throws -> BackgroundProcess {
+    let dunst = try server.startBackground("dunst")
+    try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {
+      guard dunst.isRunning else {
+        throw TestWindowError.timedOut("dunst exited: \(String(decoding: dunst.stderr, as: UTF8.self))")
+      }
+      return try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10)).succeeded
+    }
+    return dunst
+  }
+
   static func dunstHistory(_ server: XvfbServer) async throws -> String {
     _ = try await server.run("dunstctl", ["close-all"], timeout: .seconds(10))
     let r = try await server.run("dunstctl", ["history"], timeout: .seconds(10))
@@ -85,13 +98,7 @@ struct NotificationTests {
     chmod(runtime, 0o700)
     let bus = try await PrivateSessionBus.start()
     let server = try await XvfbServer.start(environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
-    let dunst = try server.startBackground("dunst")
-    try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {
-      guard dunst.isRunning else {
-        throw TestWindowError.timedOut("dunst exited: \(String(decoding: dunst.stderr, as: UTF8.self))")
-      }
-      return try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10)).succeeded
-    }
+    let dunst = try await Self.startDunst(on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
     let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"3s\"}}")
     // The daemon's start-up probe found the server.
@@ -163,13 +170,7 @@ struct NotificationTests {
     chmod(runtime, 0o700)
     let bus = try await PrivateSessionBus.start()
     let server = try await XvfbServer.start(environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
-    let dunst = try server.startBackground("dunst")
-    try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {
-      guard dunst.isRunning else {
-        throw TestWindowError.timedOut("dunst exited: \(String(decoding: dunst.stderr, as: UTF8.self))")
-      }
-      return try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10)).succeeded
-    }
+    let dunst = try await Self.startDunst(on: server)
     // Everything said to the notification server (the test's own bus lets it eavesdrop).
     let monitor = try server.startBackground(
       "dbus-monitor",
@@ -227,13 +228,7 @@ struct NotificationTests {
     let server = try await XvfbServer.startXorg(
       moduleDirectory: XorgModule.directory, moduleOptions: [XorgModule.trustOption([XorgModule.daemon])],
       environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
-    let dunst = try server.startBackground("dunst")
-    try await waitUntil("dunst answers on the test's bus", timeout: .seconds(15)) {
-      guard dunst.isRunning else {
-        throw TestWindowError.timedOut("dunst exited: \(String(decoding: dunst.stderr, as: UTF8.self))")
-      }
-      return try await server.run("dunstctl", ["count", "displayed"], timeout: .seconds(10)).succeeded
-    }
+    let dunst = try await Self.startDunst(on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
     let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
     #expect(try daemon.state()?.enforcement?.kind == "server")

@@ -193,23 +193,9 @@ final class RunningDesktop: @unchecked Sendable {
           && connection.resourceTypes(ofClientOwning: owner)["CompositeClientSubwindows", default: 0] > 0
       }
     }
-    // A window manager sets its properties before it handles MapRequests (openbox some
-    // 30 ms before, mutter and kwin longer): a probe window is mapped (again every 250 ms)
-    // until the window manager maps it.
-    let probe = try await TestWindow.open(
-      on: server, rect: PixelRect(x: 0, y: 0, width: 8, height: 8), color: .black,
-      title: "CaptureShield window-manager probe", instance: "captureshield-wm-probe",
-      className: "CaptureShieldProbe", map: false)
-    while true {
-      do {
-        try await probe.map(timeout: .milliseconds(250))
-        break
-      } catch TestWindowError.timedOut(let what) {
-        try checkRunning("mapping a probe window (\(what))")
-        if ContinuousClock.now >= deadline { throw DesktopError.failed("\(kind.name) never mapped a probe window") }
-      }
+    try await server.waitUntilTheWindowManagerMaps(deadline: deadline) { what in
+      try checkRunning("mapping a probe window (\(what))")
     }
-    try await probe.closeAndWaitUntilGone()
     // Xvfb draws the pointer into the framebuffer (a software cursor), at the screen's
     // centre at first: into a corner with it, away from the windows the tests look at.
     try connection.check(

@@ -17,6 +17,25 @@ extension XvfbServer {
     try await waitForHelper("openbox to set _NET_SUPPORTING_WM_CHECK", timeout: timeout, process: process) {
       try connection.windowProperty("_NET_SUPPORTING_WM_CHECK", of: connection.root) != nil
     }
+    do {
+      try await waitUntilTheWindowManagerMaps(deadline: deadline) { what in
+        if !process.isRunning { throw ProcessError.io("openbox exited (\(what))") }
+      }
+    } catch {
+      let result = await process.stop()
+      throw ProcessError.io("openbox does not map windows (\(error)): \(result)")
+    }
+    return process
+  }
+
+  /// A window manager sets its properties before it handles MapRequests (openbox some
+  /// 30 ms before, mutter and kwin longer), and a MapRequest sent in between is lost for
+  /// good: a probe window is mapped (again every 250 ms) until the window manager maps it,
+  /// then closed. `check` runs after each try (it throws when the window manager is gone);
+  /// past `deadline` this throws.
+  func waitUntilTheWindowManagerMaps(
+    deadline: ContinuousClock.Instant, check: (String) throws -> Void
+  ) async throws {
     let probe = try await TestWindow.open(
       on: self, rect: PixelRect(x: 0, y: 0, width: 8, height: 8), color: .black,
       title: "CaptureShield window-manager probe", instance: "captureshield-wm-probe",
@@ -26,14 +45,11 @@ extension XvfbServer {
         try await probe.map(timeout: .milliseconds(250))
         break
       } catch TestWindowError.timedOut(let what) {
-        if !process.isRunning || ContinuousClock.now >= deadline {
-          let result = await process.stop()
-          throw ProcessError.io("openbox does not map windows (\(what)): \(result)")
-        }
+        try check(what)
+        if ContinuousClock.now >= deadline { throw TestWindowError.timedOut("the window manager maps a probe window") }
       }
     }
     try await probe.closeAndWaitUntilGone()
-    return process
   }
 
   /// Starts picom (xrender backend, no fading, no config file) and waits until it owns
