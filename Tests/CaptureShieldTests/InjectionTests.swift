@@ -112,3 +112,26 @@ func allowRulesRefuseInjectedProcesses(_ c: AllowCase) {
     #expect(fx.contains(.shield(w)) == (injection != nil))
   }
 }
+
+/// `LD_LIBRARY_PATH` entries an allow rule must not trust: any a non-root user could put
+/// a library into (`ProcessInfoReader.unsafeLoaderDirectory`).
+@Test(
+  arguments: [
+    ("/usr/lib", nil),
+    ("/usr/lib:/lib", nil),
+    ("/usr/lib::/lib", "an empty entry (the working directory)"),
+    (":/usr/lib", "an empty entry (the working directory)"),
+    ("lib", "lib (relative to the working directory)"),
+    ("/usr/lib:/home/u/lib", "/home/u/lib (not root's, or writable by others)"),
+  ] as [(String, String?)])
+func unsafeLoaderDirectory(_ value: String, _ expected: String?) {
+  let safe: Set<String> = ["/usr/lib", "/lib"]
+  #expect(ProcessInfoReader.unsafeLoaderDirectory(value, isSafe: { safe.contains($0) }) == expected)
+}
+
+/// Root's system directories only root can change; /tmp (others may write) and a missing
+/// directory do not count.
+@Test(arguments: [("/usr/lib", true), ("/", true), ("/tmp", false), ("/nonexistent-captureshield", false)])
+func rootOnlyDirectories(_ path: String, _ expected: Bool) {
+  #expect(ProcessInfoReader.rootOnly(path) == expected)
+}

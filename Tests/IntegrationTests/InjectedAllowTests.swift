@@ -1,6 +1,7 @@
 // An allowed program with code injected into it (issue 17, finding 10): an allow rule on
 // `exe` trusts whatever runs inside that program. A library preloaded into an allowed
-// capture tool, or a tracer that can write code into it, captured with the program's trust
+// capture tool (or found first in a directory others can write, LD_LIBRARY_PATH), or a
+// tracer that can write code into it, captured with the program's trust
 // and started no capture session. By default (`capture.allowInjected: false`) the allow
 // rule no longer counts for such a process: the capture starts a session as any other
 // client's would, and an `allow-refused` record names the reason.
@@ -42,8 +43,8 @@ struct InjectedAllowTests {
   }
 
   @Test(
-    "an allowed xwd started with LD_PRELOAD, or traced, is not allowed: its capture starts a session, audited",
-    arguments: ["LD_PRELOAD", "ptrace"])
+    "an allowed xwd started with LD_PRELOAD, traced, or with LD_LIBRARY_PATH naming a directory others can write, is not allowed: its capture starts a session, audited",
+    arguments: ["LD_PRELOAD", "ptrace", "LD_LIBRARY_PATH"])
   func injectedAllowedToolIsNotAllowed(_ how: String) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
@@ -57,11 +58,31 @@ struct InjectedAllowTests {
     try await daemon.waitUntilCaughtUp(retitling: window)
     #expect(daemon.auditEvents("session-start").isEmpty)
     #expect(daemon.auditEvents("allow-refused").isEmpty)
+    // A library path of root's own directories is no injection.
+    let systemLibraries = "/usr/lib:/lib"
+    if how == "LD_LIBRARY_PATH" {
+      #expect(try await Self.xwdRoot(["env", "LD_LIBRARY_PATH=" + systemLibraries], on: server) == 200 * 150)
+      try await waitUntil("the daemon audits that run's capture request", timeout: .seconds(10)) {
+        daemon.auditEvents("capture-request").count >= 2
+      }
+      try await daemon.waitUntilCaughtUp(retitling: window)
+      #expect(daemon.auditEvents("session-start").isEmpty)
+      #expect(daemon.auditEvents("allow-refused").isEmpty)
+    }
 
     // With injection: a capture session starts at its request (the first frame races the
     // shields, as for any client without quarantine: not asserted), audited.
     let library = try await Self.harmlessLibrary()
-    let prefix = how == "LD_PRELOAD" ? ["env", "LD_PRELOAD=" + library] : ["strace", "-f", "-qq", "-o", "/dev/null"]
+    // A directory anyone may write a libxcb into (left empty here: xwd loads its own).
+    let writable = try makeTemporaryDirectory(prefix: "captureshield-libs")
+    defer { removeTree(writable) }
+    chmod(writable, 0o777)
+    let prefix =
+      switch how {
+      case "LD_PRELOAD": ["env", "LD_PRELOAD=" + library]
+      case "LD_LIBRARY_PATH": ["env", "LD_LIBRARY_PATH=" + writable + ":/usr/lib"]
+      default: ["strace", "-f", "-qq", "-o", "/dev/null"]
+      }
     let leaked = try await Self.xwdRoot(prefix, on: server)
     print("injected allowed xwd (\(how)): read \(leaked) of \(200 * 150) secret pixels (its first frame)")
     try await waitUntil("the daemon starts a session for the injected xwd", timeout: .seconds(10)) {
@@ -74,6 +95,8 @@ struct InjectedAllowTests {
     let why = refused.first?["why"] as? String ?? ""
     if how == "LD_PRELOAD" {
       #expect(why == "LD_PRELOAD=" + library, "\(refused)")
+    } else if how == "LD_LIBRARY_PATH" {
+      #expect(why == "LD_LIBRARY_PATH names \(writable) (not root's, or writable by others)", "\(refused)")
     } else {
       #expect(why.hasPrefix("traced by PID "), "\(refused)")
     }

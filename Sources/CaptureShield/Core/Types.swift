@@ -110,8 +110,9 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// resolution: /proc's start time is in clock ticks).
   public var processAge: Double?
   /// Why the process may run code that is not its program's: `LD_PRELOAD=...` or
-  /// `LD_AUDIT=...` in its environment, `traced by PID n`, or `environment unreadable`
-  /// (nil: none of these). An allow rule on `exe` trusts whatever runs inside that
+  /// `LD_AUDIT=...` in its environment, `LD_LIBRARY_PATH names DIR` (a directory others
+  /// than root can write), `traced by PID n`, or `environment unreadable` (nil: none of
+  /// these). An allow rule on `exe` trusts whatever runs inside that
   /// program; `capture.allowInjected` decides whether it still does then.
   public var injection: String?
   /// Whether the program file (`/proc/PID/exe`) is owned by root and writable by nobody

@@ -283,8 +283,9 @@ public struct Policy: Sendable, Hashable {
   /// instead of at its connection.
   public var quarantineOnLaunch: Bool = true
   /// Whether `captureAllow` still trusts a program whose process may run code that is not
-  /// its own: started with `LD_PRELOAD` or `LD_AUDIT`, or traced (ptrace) by another
-  /// process (`ClientIdentity.injection`). Off by default: such a client is not allowed.
+  /// its own: started with `LD_PRELOAD` or `LD_AUDIT`, with `LD_LIBRARY_PATH` naming a
+  /// directory others than root can write, or traced (ptrace) by another process
+  /// (`ClientIdentity.injection`). Off by default: such a client is not allowed.
   public var allowInjected: Bool = false
   /// Compositing managers trusted as the compositor (`capture.compositors`, appended to
   /// `defaultCompositors` unless `capture.replaceDefaultCompositors`): see `compositorTrust`.

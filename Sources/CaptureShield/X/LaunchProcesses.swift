@@ -83,6 +83,34 @@ extension ProcessInfoReader {
     return nil
   }
 
+  /// The first directory of an `LD_LIBRARY_PATH` value that someone other than root could
+  /// put a library into, described (nil: none). Empty and relative entries (the working
+  /// directory), directories `isSafe` refuses (not root's, writable by others, missing)
+  /// count. With such a directory the loader may load another program's libxcb into an
+  /// allowed program: an allow rule must not trust it then (`ClientIdentity.injection`).
+  static func unsafeLoaderDirectory(_ value: String, isSafe: (String) -> Bool) -> String? {
+    for entry in value.split(separator: ":", omittingEmptySubsequences: false).map(String.init) {
+      let dir = entry.trimmingCharacters(in: .whitespaces)
+      if dir.isEmpty { return "an empty entry (the working directory)" }
+      if !dir.hasPrefix("/") { return "\(dir) (relative to the working directory)" }
+      if !isSafe(dir) { return "\(dir) (not root's, or writable by others)" }
+    }
+    return nil
+  }
+
+  /// Whether only root can change `path`: it and its parent directories exist, belong to
+  /// root and are writable by nobody else.
+  static func rootOnly(_ path: String) -> Bool {
+    var p = path
+    while true {
+      var st = stat()
+      guard stat(p, &st) == 0, st.st_uid == 0, st.st_mode & 0o022 == 0 else { return false }
+      if p == "/" { return true }
+      p = (p as NSString).deletingLastPathComponent
+      if p.isEmpty { return true }
+    }
+  }
+
   /// `LD_LIBRARY_PATH=...` when the environment sets it to something: the loader may take
   /// a library from another directory (`ClientIdentity.loaderPath`).
   static func loaderPath(environ: [UInt8]) -> String? {

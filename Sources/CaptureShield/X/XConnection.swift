@@ -228,6 +228,11 @@ enum ProcessInfoReader {
       let environ = readSmallFile(base + "/environ", limit: 256 * 1024)
       id.injection = injection(environ: environ, status: status)
       id.loaderPath = environ.flatMap { loaderPath(environ: $0) }
+      if id.injection == nil, let environ, let value = environment(environ, "LD_LIBRARY_PATH"),
+        let dir = unsafeLoaderDirectory(value, isSafe: rootOnly)
+      {
+        id.injection = "LD_LIBRARY_PATH names \(dir)"
+      }
       var st = stat()
       if stat(base + "/exe", &st) == 0 { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
     }
