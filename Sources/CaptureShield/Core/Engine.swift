@@ -111,8 +111,9 @@ public struct Engine: Sendable {
   var secureByClient: [ClientID: Set<WindowID>] = [:]
   var windowsByClient: [ClientID: Set<WindowID>] = [:]
   /// Windows whose facts are not known yet (created, not mapped), with the time their facts
-  /// count as known anyway (`provisionalLimit` after they appeared).
-  var unsettled: [WindowID: MonotonicTime] = [:]
+  /// count as known anyway (`provisionalLimit` after they appeared), the earliest at hand
+  /// (`nextDeadline` asks for it on every turn of the loop).
+  var unsettled = DeadlineQueue<WindowID>()
   /// Windows never mapped whose facts count as known: `provisionalLimit` passed. Decided by
   /// the facts the shell has followed since (property changes), like a mapped window.
   var settled: Set<WindowID> = []
