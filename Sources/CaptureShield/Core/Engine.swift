@@ -122,6 +122,8 @@ public struct Engine: Sendable {
   /// facts; an app sets its class and tag before it maps. After this, a window that never
   /// mapped is decided by the facts it has, and later property changes re-decide it.
   public static let provisionalLimit = PolicyDuration.seconds(1)
+  /// The id of the next session: ids are handed out in order and never reused, so a session
+  /// started since this was last read when it changed (`CaptureNotifier.sync`).
   var nextSessionID = 1
   var lastCapturing = false
   var lastActive = false
