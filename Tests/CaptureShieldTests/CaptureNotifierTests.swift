@@ -172,6 +172,29 @@ private var quarantinePolicy: Policy {
       ],
       expected: ["t=1 ffmpeg 7 1 censored known +0"]),
     NoticeCase(
+      name: "a capture that started while nothing was protected: no notice when a window becomes secure later",
+      steps: [
+        NoticeStep(at: 1, events: capture(0x80_0000, "/usr/bin/xwd", pid: 100)),
+        NoticeStep(at: 2, events: [secureWindow()]),
+        NoticeStep(
+          at: 3,
+          events: [
+            .windowAppeared(WindowInfo(id: secret2, client: app, propertiesKnown: true, mapped: true)),
+            .windowChanged(WindowInfo(id: secret2, client: app, tag: .secure, propertiesKnown: true, mapped: true)),
+          ]),
+        NoticeStep(at: 4, events: [.captureRequest(ClientID(0x80_0000), CaptureRequest(kind: "GetImage")), .tick]),
+      ],
+      expected: []),
+    NoticeCase(
+      name: "... and its next capture, a new session, is news",
+      steps: [
+        NoticeStep(at: 1, events: capture(0x80_0000, "/usr/bin/xwd", pid: 100)),
+        NoticeStep(at: 2, events: [secureWindow(), .clientGone(ClientID(0x80_0000))]),
+        NoticeStep(at: 10, events: [.tick]),
+        NoticeStep(at: 11, events: capture(0xa0_0000, "/usr/bin/xwd", pid: 101)),
+      ],
+      expected: ["t=11 xwd 101 1 hidden request +0"]),
+    NoticeCase(
       name: "an unidentified capturer is named by its client",
       steps: [
         NoticeStep(at: 0, events: [secureWindow()]),
@@ -183,6 +206,43 @@ private var quarantinePolicy: Policy {
   @Test(arguments: CaptureNotifierTests.cases)
   func notices(_ c: NoticeCase) {
     #expect(run(c) == c.expected)
+  }
+
+  /// `sync` after every event, as the daemon calls it, walks the sessions only when one
+  /// started: a notice once per new session, and for the other events neither a notice nor
+  /// a walk (and a notice the rate limit held back still comes when due).
+  @Test func syncWalksTheSessionsOnlyWhenOneStarted() {
+    var engine = Engine(policy: Policy())
+    var notifier = CaptureNotifier()
+    var log: [String] = []
+    var walks = 0
+    func step(_ at: Double, _ events: [Engine.Event]) {
+      for e in events {
+        _ = engine.handle(e, now: .seconds(at))
+        for n in notifier.sync(engine: engine, serverEnforced: false) { log.append("t=\(Int(at)) \(n.program)") }
+        if notifier.walks != walks {
+          log.append("t=\(Int(at)) walk")
+          walks = notifier.walks
+        }
+      }
+    }
+    step(0, [secureWindow(), secureWindow(secret2), .tick])  // the first sync walks (no session)
+    step(1, [.clientConnected(ClientID(0x80_0000), identity("/usr/bin/xwd", pid: 100))])
+    step(1, [.captureRequest(ClientID(0x80_0000), CaptureRequest(kind: "GetImage", target: 0x100))])
+    step(
+      2,
+      Array(repeating: .captureRequest(ClientID(0x80_0000), CaptureRequest(kind: "GetImage")), count: 20) + [
+        .tick, .windowGone(secret2), .windowAppeared(WindowInfo(id: 0x40_0009, client: app, propertiesKnown: true)),
+      ])
+    step(3, capture(0xa0_0000, "/usr/bin/import", pid: 101))  // held back until 6
+    step(4, [.clientGone(ClientID(0x80_0000)), .tick])
+    step(6, [.tick])
+    step(7, [.tick])
+    step(11, [.clientConnected(ClientID(0xc0_0000), identity("/usr/bin/ffmpeg", pid: 102))])
+    #expect(
+      log == [
+        "t=0 walk", "t=1 xwd", "t=1 walk", "t=3 walk", "t=6 import", "t=11 ffmpeg", "t=11 walk",
+      ])
   }
 
   /// Reads the Xorg module censored: one notice per program per minute.

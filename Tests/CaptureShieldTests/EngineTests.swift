@@ -1,4 +1,5 @@
 import Foundation
+import ShieldTestSupport
 import Testing
 
 @testable import CaptureShield
@@ -1431,6 +1432,74 @@ private let provisionalScenarios: [Scenario] = [
     _ = e.handle(.tick, now: t(11))
     #expect(e.nextDeadline == nil)
     #expect(e.sessions.isEmpty)
+  }
+
+  /// Provisional windows' deadlines (`provisionalLimit`, 1 s): `w3` appears at 0 (due at 1),
+  /// `w4` at 0.5 (due at 1.5); then these events, each `(time, event)`.
+  static let provisionalDeadlineCases: [(name: String, events: [(Double, Engine.Event)], deadline: Double?)] = [
+    ("nothing else: the earliest", [], 1),
+    ("the earliest is destroyed: the later one's", [(0.6, .windowGone(w3))], 1.5),
+    ("the earliest is mapped (its facts known): the later one's", [(0.6, .windowChanged(window(w3)))], 1.5),
+    ("the later one is destroyed: still the earliest", [(0.6, .windowGone(w4))], 1),
+    ("the earliest settles at its deadline: the later one's", [(1, .tick)], 1.5),
+    ("both go", [(0.6, .windowGone(w3)), (0.7, .windowChanged(window(w4)))], nil),
+    ("both settle", [(1.5, .tick)], nil),
+    (
+      "the earliest is destroyed and its id comes back unmapped: behind the later one",
+      [(0.6, .windowGone(w3)), (0.7, .windowAppeared(window(w3, known: false)))], 1.5
+    ),
+    (
+      "the later one is destroyed and its id comes back: the earliest, then the new one",
+      [(0.6, .windowGone(w4)), (0.7, .windowAppeared(window(w4, known: false))), (1, .tick)], 1.7
+    ),
+  ]
+
+  @Test(arguments: provisionalDeadlineCases)
+  func nextDeadlineFollowsTheProvisionalWindows(
+    name: String, events: [(Double, Engine.Event)], deadline: Double?
+  ) {
+    var e = Engine(policy: policy())
+    _ = e.handle(.windowAppeared(window(w3, known: false)), now: t(0))
+    _ = e.handle(.windowAppeared(window(w4, known: false)), now: t(0.5))
+    for (at, event) in events { _ = e.handle(event, now: t(at)) }
+    #expect(e.nextDeadline == deadline.map(t), "\(name)")
+    // The deadline is what the loop wakes for: a tick then settles what is due, and the
+    // next deadline is a later one (never the same, never in the past).
+    if let d = deadline {
+      _ = e.handle(.tick, now: t(d))
+      if let next = e.nextDeadline { #expect(next > t(d), "\(name)") }
+    }
+  }
+
+  /// `DeadlineQueue`: the earliest deadline at every step, against the minimum over a
+  /// plain dictionary, for keys set, replaced, removed and taken when due in any order.
+  @Test(arguments: [UInt64(1), 2, 3, 4, 5, 6, 7, 8])
+  func deadlineQueueKeepsTheEarliest(seed: UInt64) {
+    var rng = SplitMix64(seed: seed)
+    var q = DeadlineQueue<UInt32>()
+    var plain: [UInt32: MonotonicTime] = [:]
+    var now = 10.0
+    for step in 0..<2000 {
+      let key = UInt32(rng.next() % 12)
+      switch rng.next() % 4 {
+      case 0, 1:
+        // Mostly in time order (as the engine sets them), sometimes earlier.
+        let at = t(now + (rng.next() % 5 == 0 ? -0.5 : 1))
+        q[key] = at
+        plain[key] = at
+      case 2:
+        q[key] = nil
+        plain[key] = nil
+      default:
+        now += 0.1
+        let due = plain.filter { $0.value <= t(now) }.keys.sorted()
+        #expect(q.removeDue(at: t(now)) == due, "step \(step)")
+        for k in due { plain[k] = nil }
+      }
+      #expect(q.earliest == plain.values.min(), "step \(step)")
+      #expect(q.count == plain.count)
+      #expect(q[key] == plain[key])
+    }
   }
 
   @Test func pauseAuditsItsLength() {

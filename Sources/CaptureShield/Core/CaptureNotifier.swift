@@ -4,8 +4,9 @@
 // shell (`X/DesktopNotifier`) sends it on the session bus from a thread of its own.
 
 /// Decides the desktop notices of capture. No I/O: the shell calls `sync(engine:)` after
-/// every engine event and `censored(...)` for every read the Xorg module censored, carries
-/// the notices out, and wakes for `nextDeadline` (then calls `due(now:)`).
+/// every engine event (it walks the sessions only when one started: O(1) otherwise) and
+/// `censored(...)` for every read the Xorg module censored, carries the notices out, and
+/// wakes for `nextDeadline` (then calls `due(now:)`). One notifier follows one engine.
 ///
 /// - **When.** A capture session starts (`Engine.Session`, kinds `request`, `known`,
 ///   `compositor`; never `quarantine`, which is a precaution, not a capture) or, under
@@ -91,6 +92,11 @@ public struct CaptureNotifier: Sendable {
 
   /// Sessions already considered (their ids are never reused).
   private var seenSessions: Set<Int> = []
+  /// The engine's next session id when `sync` last walked the sessions: while it is the
+  /// same, no session started since (ids are handed out in order), and nothing is new.
+  private var walkedBefore: Int?
+  /// How often `sync` walked the sessions (for tests).
+  private(set) var walks = 0
   private var lastShown: MonotonicTime?
   private var lastByProgram: [String: MonotonicTime] = [:]
   /// A notice waiting for `minInterval` to pass, and the program key it names.
@@ -107,9 +113,14 @@ public struct CaptureNotifier: Sendable {
   }
 
   /// The notices for the capture sessions that started since the last call. Under server
-  /// enforcement (`serverEnforced`) the windows count as censored.
+  /// enforcement (`serverEnforced`) the windows count as censored. What is protected counts
+  /// only when a session starts (nothing is said about a session that started while
+  /// nothing was protected), so the sessions are walked only when one started.
   public mutating func sync(engine: Engine, serverEnforced: Bool) -> [Notice] {
     let now = engine.now
+    guard engine.nextSessionID != walkedBefore else { return due(now: now) }
+    walkedBefore = engine.nextSessionID
+    walks += 1
     var out: [Notice] = []
     let fresh = engine.sessions.values.filter { !seenSessions.contains($0.id) }.sorted { $0.id < $1.id }
     guard !fresh.isEmpty else { return due(now: now) }

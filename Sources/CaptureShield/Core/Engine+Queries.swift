@@ -31,7 +31,7 @@ extension Engine {
     }
     if case .some(.some(let until)) = pausedUntil, d == nil || until < d! { d = until }
     if let l = launches.map(\.until).min(), d == nil || l < d! { d = l }
-    if let u = unsettled.values.min(), d == nil || u < d! { d = u }
+    if let u = unsettled.earliest, d == nil || u < d! { d = u }
     return d
   }
 

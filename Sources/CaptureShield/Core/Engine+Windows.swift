@@ -25,10 +25,9 @@ extension Engine {
   /// Windows that reached `provisionalLimit` without being mapped: their facts count as
   /// known from now on (`settled`); returns those whose decision changed.
   mutating func settleProvisional() -> [WindowID] {
-    guard let first = unsettled.values.min(), now >= first else { return [] }
+    guard let first = unsettled.earliest, now >= first else { return [] }
     var changed: [WindowID] = []
-    for (id, until) in unsettled.sorted(by: { $0.key < $1.key }) where now >= until {
-      unsettled[id] = nil
+    for id in unsettled.removeDue(at: now) {
       settled.insert(id)
       guard let w = windows[id] else { continue }
       let r = decide(w.info)

@@ -111,8 +111,9 @@ public struct Engine: Sendable {
   var secureByClient: [ClientID: Set<WindowID>] = [:]
   var windowsByClient: [ClientID: Set<WindowID>] = [:]
   /// Windows whose facts are not known yet (created, not mapped), with the time their facts
-  /// count as known anyway (`provisionalLimit` after they appeared).
-  var unsettled: [WindowID: MonotonicTime] = [:]
+  /// count as known anyway (`provisionalLimit` after they appeared), the earliest at hand
+  /// (`nextDeadline` asks for it on every turn of the loop).
+  var unsettled = DeadlineQueue<WindowID>()
   /// Windows never mapped whose facts count as known: `provisionalLimit` passed. Decided by
   /// the facts the shell has followed since (property changes), like a mapped window.
   var settled: Set<WindowID> = []
@@ -121,6 +122,8 @@ public struct Engine: Sendable {
   /// facts; an app sets its class and tag before it maps. After this, a window that never
   /// mapped is decided by the facts it has, and later property changes re-decide it.
   public static let provisionalLimit = PolicyDuration.seconds(1)
+  /// The id of the next session: ids are handed out in order and never reused, so a session
+  /// started since this was last read when it changed (`CaptureNotifier.sync`).
   var nextSessionID = 1
   var lastCapturing = false
   var lastActive = false

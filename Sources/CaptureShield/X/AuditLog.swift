@@ -12,17 +12,29 @@ import Foundation
 /// The socket is `/dev/log`, or `$CAPTURESHIELD_SYSLOG_SOCKET` when set (tests use a
 /// socket of their own). When it cannot be reached, one warning goes to stderr and the
 /// records go to stderr only.
-final class AuditLog {
+///
+/// Thread-safe: one lock around each record's writes, so the daemon's threads (the loop,
+/// the notification queue) share one log and its lines never interleave (a line longer
+/// than a pipe's atomic write, `PIPE_BUF`, would otherwise tear when two threads write).
+final class AuditLog: @unchecked Sendable {
   let format: AuditFormat
   let syslog: Bool
+  /// Set in `init` only.
   private var sink: SyslogSocket?
+  /// Where the lines go: stderr, or the descriptor `init` was given (tests).
+  private let output: FileHandle
+  /// Held while one record is written (to `output` and to `sink`, whose descriptor it guards).
+  private let lock = NSLock()
+  /// Only with `CAPTURESHIELD_DEBUG=1` in the environment.
+  private let debugEnabled = ProcessInfo.processInfo.environment["CAPTURESHIELD_DEBUG"] == "1"
 
   init(
     format: AuditFormat, syslog: Bool,
-    environment: [String: String] = ProcessInfo.processInfo.environment
+    environment: [String: String] = ProcessInfo.processInfo.environment, output: Int32 = STDERR_FILENO
   ) {
     self.format = format
     self.syslog = syslog
+    self.output = output == STDERR_FILENO ? .standardError : FileHandle(fileDescriptor: output, closeOnDealloc: false)
     guard syslog else { return }
     let path = environment[SyslogSocket.pathVariable].flatMap { $0.isEmpty ? nil : $0 } ?? SyslogSocket.defaultPath
     switch SyslogSocket.connect(path: path) {
@@ -36,17 +48,17 @@ final class AuditLog {
 
   func write(_ r: AuditRecord) {
     let now = Date()
-    writeStderr(r, time: now)
-    if let sink {
-      sink.send(
-        Syslog5424.format(
-          r, time: now, hostname: Syslog5424.hostname, pid: Int(getpid())))
-    }
+    let line = Data((format.format(r, time: now) + "\n").utf8)
+    let message = sink.map { _ in Syslog5424.format(r, time: now, hostname: Syslog5424.hostname, pid: Int(getpid())) }
+    lock.lock()
+    defer { lock.unlock() }
+    output.write(line)
+    if let sink, let message { sink.send(message) }
   }
 
+  /// In `init` only (before the log is shared).
   private func writeStderr(_ r: AuditRecord, time: Date = Date()) {
-    let line = format.format(r, time: time) + "\n"
-    FileHandle.standardError.write(Data(line.utf8))
+    output.write(Data((format.format(r, time: time) + "\n").utf8))
   }
 
   func error(_ message: String) {
@@ -60,7 +72,6 @@ final class AuditLog {
     guard debugEnabled else { return }
     write(AuditRecord("debug", [("message", .string(message))]))
   }
-  private lazy var debugEnabled = ProcessInfo.processInfo.environment["CAPTURESHIELD_DEBUG"] == "1"
 }
 
 /// A connected, non-blocking `SOCK_DGRAM` unix socket to the syslog daemon.

@@ -388,36 +388,15 @@ public final class CaptureDetector {
     drawableKinds = drawableKinds.filter { $0.key & ~resourceMask != base }
   }
 
-  /// Blocks until StartOfData (the first reply) arrives on the data connection. Replies
-  /// read after it stay queued in libxcb: `moreAvailable` tells the caller to drain at once.
+  /// Blocks until StartOfData (the first reply) arrives on the data connection; the replies
+  /// before it are kept (`stashed`, handed out by the first `drain`). Replies read after it
+  /// stay queued in libxcb: `moreAvailable` tells the caller to drain at once.
   private func waitForStart(timeout: Duration) throws(XError) {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-      var reply: UnsafeMutableRawPointer? = nil
-      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
-      if pollForReply(data.conn, enableSequence, &reply, &error) != 0 {
-        guard let reply else {
-          let code = error?.pointee.error_code ?? 0
-          free(error)
-          throw .failed("RECORD EnableContext failed (X error \(code))")
-        }
-        let bytes = Self.replyBytes(reply)
-        let isStart = bytes.count >= 2 && bytes[1] == RecordedReply.Category.startOfData.rawValue
-        if !isStart { stashed.append(Array(bytes)) }
-        free(reply)
-        if isStart {
-          moreAvailable = true
-          return
-        }
-        guard stashed.count < 4096 else { throw .failed("RECORD EnableContext: no StartOfData") }
-        continue
-      }
-      if data.hasError { throw .failed("lost the RECORD data connection to \(data.displayName)") }
-      let left = deadline - ContinuousClock.now
-      if left <= .zero { throw .failed("RECORD EnableContext: no StartOfData within \(timeout)") }
-      var pfd = pollfd(fd: data.fileDescriptor, events: Int16(POLLIN), revents: 0)
-      let ms = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-      _ = poll(&pfd, 1, ms)
+    try RecordStream.waitForStart(data: data, enableSequence: enableSequence, timeout: timeout) {
+      (reply: [UInt8]) throws(XError) in
+      stashed.append(reply)
+      guard stashed.count < 4096 else { throw .failed("RECORD EnableContext: no StartOfData") }
     }
+    moreAvailable = true
   }
 }

@@ -23,7 +23,7 @@ final class DesktopNotifier: @unchecked Sendable {
 
   private let queue = DispatchQueue(label: "captureshield-notify")
   private let address: String?
-  /// Its own log: `AuditLog` belongs to the thread that uses it.
+  /// The daemon's log, shared with the loop (`AuditLog` is thread-safe: one lock).
   private let log: AuditLog
   private let queued = Locked(0)
   // Only on `queue`:
@@ -33,7 +33,7 @@ final class DesktopNotifier: @unchecked Sendable {
   /// What the last `notifications` record said (nil: nothing yet).
   private var reported: String?
 
-  /// `environment` decides the bus (`busAddress`); `log` is a new log of the same format.
+  /// `environment` decides the bus (`busAddress`); `log` is the daemon's.
   init(environment: [String: String], log: AuditLog) {
     address = Self.busAddress(environment)
     self.log = log

@@ -1,6 +1,7 @@
 // One small RECORD context of core requests, read without blocking: what the copied-text
 // guard's SelectionRecorder and the TagWatch share. (The capture detector keeps its own:
-// it has extension ranges, a pump thread and client start/death records.)
+// it has extension ranges, a pump thread and client start/death records; it shares only
+// the wait for StartOfData, `RecordStream.waitForStart`.)
 //
 // RECORD needs two connections: `control` creates the context, `data` enables it and only
 // receives (its EnableContext reply stream never ends while the context lives).
@@ -91,27 +92,80 @@ final class RecordStream {
     }
   }
 
-  /// Blocks until StartOfData arrives (nothing is recorded before it).
+  /// Blocks until StartOfData arrives (nothing is recorded before it); the replies before
+  /// it (none expected) are dropped.
   private func waitForStart(timeout: Duration) throws(XError) {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-      var reply: UnsafeMutableRawPointer? = nil
-      var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
-      if xcb_poll_for_reply(data.conn, enableSequence, &reply, &error) != 0 {
+    try Self.waitForStart(data: data, enableSequence: enableSequence, timeout: timeout)
+  }
+
+  /// One look at EnableContext's reply stream (`waitForStart`).
+  enum StartPoll: Sendable, Equatable {
+    /// A reply, copied.
+    case reply([UInt8])
+    /// An error reply (its X error code; 0 when libxcb gave none): the context is not enabled.
+    case failed(errorCode: UInt8)
+    /// Nothing available now.
+    case nothing
+  }
+
+  /// Blocks until StartOfData, the first reply of EnableContext (`enableSequence` on `data`),
+  /// arrives: every request the server executes afterwards is recorded. Each reply before
+  /// it (none expected) goes to `other`, which keeps it (the capture detector) or not (the
+  /// default) and may throw to give up. Throws when EnableContext fails, `data` breaks or
+  /// `timeout` passes first. The one wait of every RECORD context here: `RecordStream`'s and
+  /// `CaptureDetector`'s.
+  static func waitForStart(
+    data: XConnection, enableSequence: UInt32, timeout: Duration,
+    other: ([UInt8]) throws(XError) -> Void = { _ in }
+  ) throws(XError) {
+    try waitForStart(
+      timeout: timeout,
+      poll: {
+        var reply: UnsafeMutableRawPointer? = nil
+        var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
+        guard xcb_poll_for_reply(data.conn, enableSequence, &reply, &error) != 0 else { return .nothing }
         guard let reply else {
           let code = error?.pointee.error_code ?? 0
           free(error)
-          throw .failed("RECORD EnableContext failed (X error \(code))")
+          return .failed(errorCode: code)
         }
-        let isStart = reply.load(fromByteOffset: 1, as: UInt8.self) == RecordedReply.Category.startOfData.rawValue
-        free(reply)
-        if isStart { return }
+        defer { free(reply) }
+        let words = reply.load(fromByteOffset: 4, as: UInt32.self)
+        return .reply(Array(UnsafeRawBufferPointer(start: reply, count: 32 + Int(words) * 4)))
+      },
+      broken: { data.hasError ? "lost the RECORD data connection to \(data.displayName)" : nil },
+      waitReadable: { left in
+        var pfd = pollfd(fd: data.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        let ms = Int32(
+          clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+        _ = poll(&pfd, 1, ms)
+      },
+      other: other)
+  }
+
+  /// `waitForStart`'s loop over any reply source: `poll` looks once without blocking,
+  /// `broken` says why the connection is lost (nil: it is not), `waitReadable` waits at most
+  /// the time left for more to arrive. (Tests drive it with a list of replies.)
+  static func waitForStart(
+    timeout: Duration, poll: () -> StartPoll, broken: () -> String?, waitReadable: (Duration) -> Void,
+    other: ([UInt8]) throws(XError) -> Void
+  ) throws(XError) {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      switch poll() {
+      case .reply(let bytes):
+        if bytes.count >= 2 && bytes[1] == RecordedReply.Category.startOfData.rawValue { return }
+        try other(bytes)
         continue
+      case .failed(let code):
+        throw .failed("RECORD EnableContext failed (X error \(code))")
+      case .nothing:
+        break
       }
-      if data.hasError { throw .failed("lost the RECORD data connection to \(data.displayName)") }
-      if ContinuousClock.now >= deadline { throw .failed("RECORD EnableContext: no StartOfData within \(timeout)") }
-      var pfd = pollfd(fd: data.fileDescriptor, events: Int16(POLLIN), revents: 0)
-      _ = poll(&pfd, 1, 20)
+      if let why = broken() { throw .failed(why) }
+      let left = deadline - ContinuousClock.now
+      if left <= .zero { throw .failed("RECORD EnableContext: no StartOfData within \(timeout)") }
+      waitReadable(left)
     }
   }
 }

@@ -9,8 +9,8 @@ extension WatcherLoop {
   func syncNotifications() {
     if engine.policy.notify != (notifier != nil) {
       if engine.policy.notify {
-        let n = DesktopNotifier(
-          environment: ProcessInfo.processInfo.environment, log: AuditLog(format: log.format, syslog: log.syslog))
+        // The daemon's own log: its lock keeps the queue's records and the loop's whole.
+        let n = DesktopNotifier(environment: ProcessInfo.processInfo.environment, log: log)
         n.probe()
         notifier = n
       } else {
