@@ -111,13 +111,7 @@ private final class PasswordManager {
       return answer != nil
     }
     guard let a = answer, a.property != 0 else { return nil }
-    let r = try x.ownedReply("GetProperty") { err in
-      xcb_get_property_reply(x.raw, xcb_get_property(x.raw, 1, window, prop, 0, 0, 1 << 20), err)
-    }
-    defer { free(r) }
-    let n = Int(xcb_get_property_value_length(r))
-    guard n > 0, let p = xcb_get_property_value(r) else { return "" }
-    return String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self)
+    return try x.takeText(window, prop)
   }
 }
 

@@ -11,42 +11,6 @@ import Glibc
 import ShieldTestSupport
 import Testing
 
-/// One way to displace the shield in a frame, and the words its audit record's `how` has.
-enum FrameTamper: String, CaseIterable, CustomTestStringConvertible, Sendable {
-  case move, unmap, lower, destroy
-
-  var testDescription: String { rawValue }
-
-  var audited: String {
-    switch self {
-    case .move: "moved or resized"
-    case .unmap: "unmapped by another client"
-    case .lower: "restacked"
-    case .destroy: "destroyed by another client"
-    }
-  }
-
-  /// Sends the attack on `attacker`'s connection and waits for the server's answer.
-  func send(_ attacker: XConnection, shield: UInt32) throws {
-    let raw = attacker.raw
-    switch self {
-    case .move:
-      var v: [UInt32] = [30000, 30000]
-      let mask = UInt16(XCB_CONFIG_WINDOW_X.rawValue | XCB_CONFIG_WINDOW_Y.rawValue)
-      try attacker.check(xcb_configure_window_checked(raw, shield, mask, &v), "ConfigureWindow(x, y)")
-    case .unmap:
-      try attacker.check(xcb_unmap_window_checked(raw, shield), "UnmapWindow")
-    case .lower:
-      var v: [UInt32] = [UInt32(XCB_STACK_MODE_BELOW.rawValue)]
-      try attacker.check(
-        xcb_configure_window_checked(raw, shield, UInt16(XCB_CONFIG_WINDOW_STACK_MODE.rawValue), &v),
-        "ConfigureWindow(Below)")
-    case .destroy:
-      try attacker.check(xcb_destroy_window_checked(raw, shield), "DestroyWindow")
-    }
-  }
-}
-
 @Suite("Window-manager frames of shielded windows", .serialized, .timeLimit(.minutes(2)))
 struct FrameShieldTests {
   /// The colours a shield shows: the two greys of its tile and its label.
@@ -201,8 +165,8 @@ struct FrameShieldTests {
 
   @Test(
     "an attacker displaces the frame's shield during a capture: it is back on top at once, audited as the frame's",
-    arguments: FrameTamper.allCases)
-  func tamperedFrameShield(_ attack: FrameTamper) async throws {
+    arguments: [ShieldTamper.move, .unmap, .lower, .destroy])
+  func tamperedFrameShield(_ attack: ShieldTamper) async throws {
     let s = try await Self.shieldedFrame()
     let (server, window, observer, frame, daemon) = (s.server, s.window, s.observer, s.frame, s.daemon)
     let frameRect = try observer.geometry(of: frame).rect

@@ -52,13 +52,7 @@ final class PasteTarget {
         guard ev.pointee.response_type & 0x7f == XCB_SELECTION_NOTIFY else { continue }
         let e = UnsafeRawPointer(ev).load(as: xcb_selection_notify_event_t.self)
         guard e.property != 0 else { return nil }
-        let r = try x.ownedReply("GetProperty") { err in
-          xcb_get_property_reply(x.raw, xcb_get_property(x.raw, 1, window, prop, 0, 0, 1 << 20), err)
-        }
-        defer { free(r) }
-        let n = Int(xcb_get_property_value_length(r))
-        guard n > 0, let p = xcb_get_property_value(r) else { return "" }
-        return String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self)
+        return try x.takeText(window, prop)
       }
       var fds = [pollfd(fd: xcb_get_file_descriptor(x.raw), events: Int16(POLLIN), revents: 0)]
       _ = poll(&fds, 1, 20)
@@ -71,4 +65,18 @@ final class PasteTarget {
 
 extension PasteTarget {
   convenience init(_ server: XvfbServer) throws { try self.init(display: server.display) }
+}
+
+extension XConnection {
+  /// The text in `property` of `window` (as UTF-8; "" when empty or missing), deleting the
+  /// property as a selection's requestor does after reading the answer.
+  func takeText(_ window: xcb_window_t, _ property: xcb_atom_t) throws -> String {
+    let r = try ownedReply("GetProperty") { err in
+      xcb_get_property_reply(raw, xcb_get_property(raw, 1, window, property, 0, 0, 1 << 20), err)
+    }
+    defer { free(r) }
+    let n = Int(xcb_get_property_value_length(r))
+    guard n > 0, let p = xcb_get_property_value(r) else { return "" }
+    return String(decoding: UnsafeRawBufferPointer(start: p, count: n), as: UTF8.self)
+  }
 }
