@@ -205,7 +205,12 @@ struct DesktopTests {
     let after = (cpuTicks(daemon.process.pid), wm.map(cpuTicks))
     let daemonTicks = (after.0 ?? -1) - (before.0 ?? 0)
     let wmTicks = zip(before.1, after.1).map { ($1 ?? -1) - ($0 ?? 0) }
-    #expect(daemonTicks == 0, "\(name): the idle daemon used \(daemonTicks) ticks in 3 s (window manager: \(wmTicks))")
+    // The check is for a loop that spins (the bug these desktops found used 185 to 282
+    // ticks in 3 s). The daemon itself wakes for nothing when idle (bench row 2: 0
+    // wake-ups), but the desktop may draw: i3bar redraws when i3status updates (every 5 s),
+    // its copies are recorded, and the daemon's few microseconds for them are charged a
+    // whole 10 ms tick when the kernel's tick lands in them (1 tick, once, in a clean run).
+    #expect(daemonTicks <= 2, "\(name): the idle daemon used \(daemonTicks) ticks in 3 s (window manager: \(wmTicks))")
     #expect(desktop.isRunning, "\(name): \(desktop.log)")
 
     print(
