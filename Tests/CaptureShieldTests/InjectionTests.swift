@@ -38,6 +38,15 @@ private let injectionCases: [InjectionCase] = [
   InjectionCase(
     name: "unreadable environment (another user's process)", environ: nil, status: plainStatus,
     expected: "environment unreadable"),
+  InjectionCase(
+    name: "LD_LIBRARY_PATH of root's directories", environ: "LD_LIBRARY_PATH=/usr/lib:/lib\0", status: plainStatus,
+    expected: nil),
+  InjectionCase(
+    name: "LD_LIBRARY_PATH naming a directory others can write", environ: "LD_LIBRARY_PATH=/usr/lib:/tmp\0",
+    status: plainStatus, expected: "LD_LIBRARY_PATH names /tmp (not root's, or writable by others)"),
+  InjectionCase(
+    name: "LD_PRELOAD wins over LD_LIBRARY_PATH", environ: "LD_LIBRARY_PATH=/tmp\0LD_PRELOAD=/x.so\0",
+    status: plainStatus, expected: "LD_PRELOAD=/x.so"),
 ]
 
 @Test(arguments: injectionCases)

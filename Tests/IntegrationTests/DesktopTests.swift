@@ -229,14 +229,7 @@ struct DesktopTests {
   static func frameRect(of window: TestWindow, on server: XvfbServer) throws -> PixelRect {
     let x = try server.connect()
     defer { x.disconnect() }
-    var top = window.id
-    while true {
-      let tree = try #require(xcb_query_tree_reply(x.raw, xcb_query_tree(x.raw, top), nil))
-      let parent = tree.pointee.parent
-      free(tree)
-      if parent == x.root || parent == 0 { break }
-      top = parent
-    }
+    let top = try FrameShieldTests.frame(of: window.id, x)
     let g = try #require(xcb_get_geometry_reply(x.raw, xcb_get_geometry(x.raw, top), nil))
     defer { free(g) }
     let b = Int(g.pointee.border_width)

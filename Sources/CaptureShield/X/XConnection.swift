@@ -228,11 +228,6 @@ enum ProcessInfoReader {
       let environ = readSmallFile(base + "/environ", limit: 256 * 1024)
       id.injection = injection(environ: environ, status: status)
       id.loaderPath = environ.flatMap { loaderPath(environ: $0) }
-      if id.injection == nil, let environ, let value = environment(environ, "LD_LIBRARY_PATH"),
-        let dir = unsafeLoaderDirectory(value, isSafe: rootOnly)
-      {
-        id.injection = "LD_LIBRARY_PATH names \(dir)"
-      }
       var st = stat()
       if stat(base + "/exe", &st) == 0 { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
     }
@@ -246,10 +241,13 @@ enum ProcessInfoReader {
   }
 
   /// Why a process may run code that is not its program's (`ClientIdentity.injection`):
-  /// the dynamic loader's injection variables in its initial environment (`/proc/PID/environ`,
+  /// the dynamic loader's injection variables in its initial environment (`/proc/PID/environ`;
+  /// an `LD_LIBRARY_PATH` counts when a directory of it fails `isSafeDirectory`,
   /// nil: unreadable, another user's process), or a tracer (`TracerPid` in
   /// `/proc/PID/status`). Nil when none.
-  static func injection(environ: [UInt8]?, status: [UInt8]?) -> String? {
+  static func injection(
+    environ: [UInt8]?, status: [UInt8]?, isSafeDirectory: (String) -> Bool = rootOnly
+  ) -> String? {
     if let status {
       for line in status.split(separator: UInt8(ascii: "\n")) where line.starts(with: Array("TracerPid:".utf8)) {
         let v = String(decoding: line.dropFirst(10), as: UTF8.self).trimmingCharacters(in: .whitespaces)
@@ -258,6 +256,7 @@ enum ProcessInfoReader {
       }
     }
     guard let environ else { return "environment unreadable" }
+    var libraryPath: String?
     for entry in environ.split(separator: 0) {
       for name in ["LD_PRELOAD=", "LD_AUDIT="] where entry.starts(with: Array(name.utf8)) {
         let value = entry.dropFirst(name.utf8.count)
@@ -265,8 +264,13 @@ enum ProcessInfoReader {
           return String(decoding: entry.prefix(256), as: UTF8.self)
         }
       }
+      if entry.starts(with: Array("LD_LIBRARY_PATH=".utf8)) {
+        libraryPath = String(decoding: entry.dropFirst(16), as: UTF8.self)
+      }
     }
-    return nil
+    // A library path others can write: the loader would take libxcb from there.
+    return libraryPath.flatMap { unsafeLoaderDirectory($0, isSafe: isSafeDirectory) }
+      .map { "LD_LIBRARY_PATH names \($0)" }
   }
 
   /// Whether the process is stopped (state `T` or `t` in `/proc/PID/stat`: SIGSTOP, a
