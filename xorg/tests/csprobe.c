@@ -271,6 +271,7 @@ root_format(void)
 }
 
 
+#ifndef CSPROBE_LIB
 int
 main(int argc, char **argv)
 {
@@ -300,3 +301,4 @@ main(int argc, char **argv)
     die("unknown command");
     return 2;
 }
+#endif

@@ -1,0 +1,55 @@
+# CaptureShield Xorg tests: what each adversary suite (tests/t-*.sh) shares. Sourced after
+# `set -euo pipefail`; needs OUT. Gives TMP, PROBE, TPROBE, COUNT, ok/bad/expect/fld,
+# start_victim/stop_victim, write_conf/start_xorg (xorg-lib.sh) and summary (the closing
+# "N passed, N failed" line; exit status 1 on a failure).
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=${OUT:-$here/../../.build/xorg}
+TMP=$(mktemp -d /tmp/csxorg.XXXXXX)
+chmod 755 "$TMP"                # an attacker run as another uid reads its files
+PROBE=$OUT/csprobe
+TPROBE=$OUT/csprobe-trusted
+COUNT=$OUT/cscount
+. "$here/xorg-lib.sh"
+BG_PIDS=()
+cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  stop_all_xorg
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+start=$(date +%s)
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   - $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $*"; }
+fld() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+# expect NAME OUTPUT key OP value [key OP value ...]
+expect() {
+  local name=$1 out=$2 k op v got; shift 2
+  while [ $# -gt 0 ]; do
+    k=$1 op=$2 v=$3; shift 3
+    got=$(fld "$out" "$k")
+    if [ -z "$got" ] || ! [ "$got" "$op" "$v" ]; then
+      bad "$name: $k=$got, wanted $op $v  [$out]"
+      return
+    fi
+  done
+  ok "$name  [$out]"
+}
+# start_victim [ARGS]: the 200x200 red secure window (csprobe victim); sets V_S V_A V_PIX V_BASE
+start_victim() {
+  local line
+  coproc VICTIM { exec "$PROBE" victim "$@"; }
+  BG_PIDS+=("$VICTIM_PID")
+  VPID=$VICTIM_PID
+  read -r -t 10 line <&"${VICTIM[0]}" || { echo "Error: victim did not start" >&2; exit 1; }
+  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/V_/')"
+}
+stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || true; }
+# as_nobody CMD...: runs CMD as uid nobody (another user of the display)
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+summary() {
+  echo "# $(basename "$0") took $(( $(date +%s) - start )) s"
+  echo "$pass passed, $fail failed"
+  [ "$fail" -eq 0 ]
+}
