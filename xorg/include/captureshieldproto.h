@@ -33,6 +33,10 @@
 /* since 1.2, to clients that selected CaptureShieldSecureMask: a window's tag was written
  * (reader = the window's owner, drawable = the window, request = the tagging request) */
 #define CaptureShieldKindSecure 6
+/* since 1.2 (secure input): an untrusted client was refused the keys of a focused secure
+ * window, or input into one (reader = the offender, drawable = the secure window); at most
+ * one per client per focus period */
+#define CaptureShieldKindInput 7
 
 typedef struct {
     CARD8 reqType;

@@ -47,6 +47,7 @@ enum cs_rule {
     CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
     CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
     CS_RULE_OVERLAY = 1 << 12,         /* windows in the Composite overlay window cover nothing */
+    CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -61,6 +62,7 @@ enum cs_trust {
 enum cs_kind {
     CS_KIND_CENSORED = 0, CS_KIND_DENIED = 1,
     CS_KIND_SELECTION = 2, CS_KIND_KILL = 3, CS_KIND_PROPERTY = 4, CS_KIND_COMMAND = 5,
+    CS_KIND_INPUT = 7,          /* (6: a window became secure) */
 };
 
 struct cs_config {
@@ -144,5 +146,8 @@ Bool cs_ext_init(void);
 void cs_report(ClientPtr reader, XID drawable, int kind);
 int cs_report_once(ClientPtr client);   /* one report per request (trust.c) */
 void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written */
+
+/* input.c */
+Bool cs_input_init(void);
 
 #endif

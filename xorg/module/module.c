@@ -9,7 +9,8 @@ static void
 cs_extension_init(void)
 {
     if (!cs_trust_init() || !cs_region_init() || !cs_hooks_init() ||
-        !cs_censor_init() || !cs_defences_init() || !cs_ext_init()) {
+        !cs_censor_init() || !cs_defences_init() || !cs_ext_init() ||
+        !cs_input_init()) {
         LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: initialisation failed, NOT active\n");
         return;
     }

@@ -1,0 +1,520 @@
+/* CaptureShield Xorg module: secure input. While a secure window (or a window inside one)
+ * has the keyboard focus, key events reach only that window's clients and trusted
+ * clients; untrusted clients can neither read the key state, take the keys with a grab,
+ * nor type or click into a secure window with XTEST or SendEvent. */
+#include "cs.h"
+#include "inputstr.h"
+#include "dix.h"
+#include <string.h>
+#include <X11/extensions/XI.h>
+#include <X11/extensions/XIproto.h>
+#include <X11/extensions/XI2.h>
+#include <X11/extensions/XI2proto.h>
+
+/* Per X client: the focus period of its last report (at most one report per period). */
+struct cs_input_client {
+    unsigned long reported_period;      /* period + 1; 0: none */
+};
+
+static DevPrivateKeyRec cs_input_key_rec;
+static unsigned long cs_period;         /* bumped whenever the secure focus may change */
+static XID cs_last_secure;              /* the secure window that had the focus last time */
+static int cs_xi_major, cs_xi_event;    /* XInputExtension major opcode, event base (0: none) */
+static int cs_xi_known;
+
+/* XInputExtension's numbers, once it is initialised (it may come after this module). */
+static void
+cs_input_ext(void)
+{
+    ExtensionEntry *ext;
+
+    if (cs_xi_known)
+        return;
+    ext = CheckExtension("XInputExtension");
+    if (!ext)
+        return;
+    cs_xi_major = ext->base;
+    cs_xi_event = ext->eventBase;
+    cs_xi_known = 1;
+}
+
+/* ---- where the keys go ---- */
+
+/* The window key events from `dev` go to now (NULL: nowhere / unknown). */
+static WindowPtr
+cs_key_window(DeviceIntPtr dev)
+{
+    WindowPtr focus, sprite = NULL;
+
+    if (!dev || !dev->focus)
+        return NULL;
+    focus = dev->focus->win;
+    if (focus == FollowKeyboardWin)
+        focus = inputInfo.keyboard && inputInfo.keyboard->focus ?
+            inputInfo.keyboard->focus->win : NoneWin;
+    if (focus == NoneWin || focus == FollowKeyboardWin)
+        return NULL;
+    if (dev->spriteInfo && dev->spriteInfo->sprite)
+        sprite = dev->spriteInfo->sprite->win;
+    if (focus == PointerRootWin)
+        return sprite;
+    /* the core delivers to the window under the pointer when it is inside the focus */
+    if (sprite && (sprite == focus || IsParent(focus, sprite)))
+        return sprite;
+    return focus;
+}
+
+/* The secure window `win` is or lies in (the innermost one), or NULL. */
+static WindowPtr
+cs_secure_of(WindowPtr win)
+{
+    for (; win; win = win->parent)
+        if (cs_win_secure(win))
+            return win;
+    return NULL;
+}
+
+/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
+ * window the keys go to. */
+static WindowPtr
+cs_focus_secure(WindowPtr *keywin)
+{
+    DeviceIntPtr d;
+    WindowPtr w, s;
+
+    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
+        return NULL;
+    for (d = inputInfo.devices; d; d = d->next) {
+        if (!IsMaster(d) || !d->key || !d->focus)
+            continue;
+        w = cs_key_window(d);
+        s = cs_secure_of(w);
+        if (s) {
+            if (keywin)
+                *keywin = w;
+            if (s->drawable.id != cs_last_secure) {
+                cs_last_secure = s->drawable.id;
+                cs_period++;
+            }
+            return s;
+        }
+    }
+    if (cs_last_secure) {
+        cs_last_secure = 0;
+        cs_period++;
+    }
+    return NULL;
+}
+
+/* The secure window under a master pointer now (NULL: none). */
+static WindowPtr
+cs_pointer_secure(void)
+{
+    DeviceIntPtr d;
+    WindowPtr s;
+
+    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
+        return NULL;
+    for (d = inputInfo.devices; d; d = d->next) {
+        if (!IsMaster(d) || !d->button || !d->spriteInfo || !d->spriteInfo->sprite)
+            continue;
+        s = cs_secure_of(d->spriteInfo->sprite->win);
+        if (s)
+            return s;
+    }
+    return NULL;
+}
+
+static ClientPtr
+cs_owner(WindowPtr win)
+{
+    int idx = win ? CLIENT_ID(win->drawable.id) : 0;
+
+    return idx > 0 && idx < currentMaxClients ? clients[idx] : NULL;
+}
+
+/* May `client` see the keys typed into `secure` (keys going to `keywin`)? */
+static int
+cs_key_reader_ok(ClientPtr client, WindowPtr secure, WindowPtr keywin)
+{
+    if (!client || client == serverClient)
+        return 1;
+    if (client == cs_owner(secure) || (keywin && client == cs_owner(keywin)))
+        return 1;
+    return cs_client_trusted(client);
+}
+
+/* One report per client per focus period. */
+static void
+cs_input_report(ClientPtr client, XID what)
+{
+    struct cs_input_client *st;
+
+    if (!client || client == serverClient)
+        return;
+    st = dixLookupPrivate(&client->devPrivates, &cs_input_key_rec);
+    if (st->reported_period == cs_period + 1)
+        return;
+    st->reported_period = cs_period + 1;
+    LogMessageVerb(X_INFO, 1, "CAPTURESHIELD: input refused to client %d (pid %d), window 0x%lx\n",
+                   client->index, (int) GetClientPid(client), (unsigned long) what);
+    cs_report(client, what, CS_KIND_INPUT);
+}
+
+/* ---- which events carry keys ---- */
+
+static int
+cs_is_key_event(const xEvent *ev)
+{
+    int type = ev->u.u.type & 0x7f;
+
+    if (type == KeyPress || type == KeyRelease || type == KeymapNotify)
+        return 1;
+    if (type == GenericEvent) {
+        const xGenericEvent *ge = (const xGenericEvent *) ev;
+
+        return cs_xi_major && ge->extension == cs_xi_major &&
+            (ge->evtype == XI_KeyPress || ge->evtype == XI_KeyRelease ||
+             ge->evtype == XI_RawKeyPress || ge->evtype == XI_RawKeyRelease);
+    }
+    if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS) {
+        int t = type - cs_xi_event;
+
+        return t == XI_DeviceKeyPress || t == XI_DeviceKeyRelease ||
+            t == XI_DeviceStateNotify || t == XI_DeviceKeystateNotify;
+    }
+    return 0;
+}
+
+/* Events a client may not send into a secure window (SendEvent). */
+static int
+cs_is_input_event(const xEvent *ev)
+{
+    int type = ev->u.u.type & 0x7f;
+
+    if (type >= KeyPress && type <= MotionNotify)
+        return 1;
+    if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS) {
+        int t = type - cs_xi_event;
+
+        return t >= XI_DeviceKeyPress && t <= XI_DeviceMotionNotify;
+    }
+    return 0;
+}
+
+/* ---- 1. delivery of key events ---- */
+
+static void
+cs_receive_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceReceiveAccessRec *rec = call;
+    WindowPtr secure, keywin = NULL;
+    int i;
+
+    (void) list;
+    (void) data;
+    if (rec->status != Success || !rec->client || !cs_secure_count())
+        return;
+    cs_input_ext();
+    for (i = 0; i < rec->count; i++)
+        if (cs_is_key_event(&rec->events[i]))
+            break;
+    if (i == rec->count)
+        return;
+    secure = cs_focus_secure(&keywin);
+    if (!secure || cs_key_reader_ok(rec->client, secure, keywin))
+        return;
+    rec->status = BadAccess;
+    cs_input_report(rec->client, secure->drawable.id);
+}
+
+/* ---- 2. grabs; QueryKeymap / QueryDeviceState; focus periods ---- */
+
+static int
+cs_request_is(ClientPtr client, int major, int minor)
+{
+    return client->majorOp == major && (minor < 0 || client->minorOp == minor);
+}
+
+static void
+cs_device_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceDeviceAccessRec *rec = call;
+    WindowPtr secure, keywin = NULL;
+    ClientPtr client = rec->client;
+    int grab, read;
+
+    (void) list;
+    (void) data;
+    if (rec->access_mode & DixSetFocusAccess)
+        cs_period++;            /* the focus may move: a new period for reports */
+    if (rec->status != Success || !client || client == serverClient || !rec->dev ||
+        !rec->dev->key || !cs_secure_count())
+        return;
+    cs_input_ext();
+    /* active keyboard grabs (core GrabKeyboard, XI GrabDevice, XI2 XIGrabDevice) */
+    grab = (rec->access_mode & DixGrabAccess) &&
+        (cs_request_is(client, X_GrabKeyboard, -1) ||
+         (cs_xi_major && (cs_request_is(client, cs_xi_major, X_GrabDevice) ||
+                          cs_request_is(client, cs_xi_major, X_XIGrabDevice))));
+    /* the key state: core QueryKeymap (answered "no key down" on BadAccess), XI
+     * QueryDeviceState */
+    read = (rec->access_mode & DixReadAccess) &&
+        (cs_request_is(client, X_QueryKeymap, -1) ||
+         (cs_xi_major && cs_request_is(client, cs_xi_major, X_QueryDeviceState)));
+    if (!grab && !read)
+        return;
+    secure = cs_focus_secure(&keywin);
+    if (!secure || cs_key_reader_ok(client, secure, keywin))
+        return;
+    rec->status = BadAccess;
+    cs_input_report(client, secure->drawable.id);
+}
+
+/* Passive key grabs. The core activates a passive grab before any delivery hook runs and
+ * hands it the key directly, so a grab that must not activate is hidden from the match
+ * for the one key event: its type is cleared just before the core checks the grabs
+ * (XACE_KEY_AVAIL) and restored before anything else can look at it (the next key event,
+ * the next request, the block handler, a client leaving). A grab taken back is found
+ * again through its window's XID and the window's grab list, so a grab or window freed
+ * meanwhile is never touched. */
+#define CS_MAX_HIDDEN 64
+static struct {
+    GrabPtr grab;
+    WindowPtr win;
+    XID wid;
+    CARD8 type;
+} cs_hidden[CS_MAX_HIDDEN];
+static int cs_nhidden;
+
+static void
+cs_restore_grabs(void)
+{
+    int i;
+
+    for (i = 0; i < cs_nhidden; i++) {
+        void *p = NULL;
+        GrabPtr g;
+
+        if (dixLookupResourceByType(&p, cs_hidden[i].wid, RT_WINDOW, NullClient,
+                                    DixUnknownAccess) != Success || p != cs_hidden[i].win)
+            continue;
+        for (g = wPassiveGrabs(cs_hidden[i].win); g; g = g->next)
+            if (g == cs_hidden[i].grab && g->type == 0) {
+                g->type = cs_hidden[i].type;
+                break;
+            }
+    }
+    cs_nhidden = 0;
+}
+
+/* A window manager's shortcut: one key with a fixed set of modifiers holding Control,
+ * Mod1 (Alt) or Mod4 (Super). Text is typed without those; AnyKey or AnyModifier grabs
+ * would take every key. */
+static int
+cs_grab_is_shortcut(GrabPtr g)
+{
+    unsigned any = g->grabtype == XI2 ? (unsigned) XIAnyModifier : (unsigned) AnyModifier;
+
+    if (g->detail.exact == AnyKey || g->modifiersDetail.exact == any ||
+        g->modifiersDetail.pMask)
+        return 0;
+    return (g->modifiersDetail.exact & (ControlMask | Mod1Mask | Mod4Mask)) != 0;
+}
+
+static int
+cs_grab_is_key(GrabPtr g)
+{
+    switch (g->grabtype) {
+    case CORE:
+        return g->type == KeyPress;
+    case XI2:
+        return g->type == XI_KeyPress;
+    case XI:
+        return cs_xi_event && g->type == cs_xi_event + XI_DeviceKeyPress;
+    default:
+        return 0;
+    }
+}
+
+static void
+cs_hide_grabs_on(WindowPtr win, WindowPtr secure, WindowPtr keywin)
+{
+    GrabPtr g;
+
+    for (g = wPassiveGrabs(win); g; g = g->next) {
+        ClientPtr owner;
+
+        if (!cs_grab_is_key(g) || cs_grab_is_shortcut(g))
+            continue;
+        owner = clients[CLIENT_ID(g->resource)];
+        if (!owner || cs_key_reader_ok(owner, secure, keywin))
+            continue;
+        if (cs_nhidden == CS_MAX_HIDDEN) {
+            /* never leave a grab able to take the key: refuse it for good */
+            LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: too many passive grabs to hide; "
+                           "grab 0x%lx disabled\n", (unsigned long) g->resource);
+            g->type = 0;
+            continue;
+        }
+        cs_hidden[cs_nhidden].grab = g;
+        cs_hidden[cs_nhidden].win = win;
+        cs_hidden[cs_nhidden].wid = win->drawable.id;
+        cs_hidden[cs_nhidden].type = g->type;
+        cs_nhidden++;
+        g->type = 0;
+        cs_input_report(owner, secure->drawable.id);
+    }
+}
+
+static void
+cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceKeyAvailRec *rec = call;
+    DeviceIntPtr dev = rec->keybd;
+    WindowPtr secure, keywin = NULL;
+    int i;
+
+    (void) list;
+    (void) data;
+    cs_restore_grabs();
+    if (!rec->event || (rec->event->u.u.type & 0x7f) != KeyPress || !dev ||
+        dev->deviceGrab.grab || !cs_secure_count())
+        return;
+    secure = cs_focus_secure(&keywin);
+    if (!secure)
+        return;
+    cs_input_ext();
+    /* the windows CheckDeviceGrabs looks at: the focus trace, then the sprite trace */
+    if (dev->focus)
+        for (i = 0; i < dev->focus->traceGood; i++)
+            cs_hide_grabs_on(dev->focus->trace[i], secure, keywin);
+    if (dev->spriteInfo && dev->spriteInfo->sprite)
+        for (i = 0; i < dev->spriteInfo->sprite->spriteTraceGood; i++)
+            cs_hide_grabs_on(dev->spriteInfo->sprite->spriteTrace[i], secure, keywin);
+}
+
+static void
+cs_input_block(void *data, void *timeout)
+{
+    (void) data;
+    (void) timeout;
+    if (cs_nhidden)
+        cs_restore_grabs();
+}
+
+static void
+cs_input_wakeup(void *data, int result)
+{
+    (void) data;
+    (void) result;
+}
+
+static void
+cs_input_client_cb(CallbackListPtr *list, void *data, void *call)
+{
+    (void) list;
+    (void) data;
+    (void) call;
+    if (cs_nhidden)
+        cs_restore_grabs();
+}
+
+/* ---- 3. XTEST into a secure window; every request first restores hidden grabs ---- */
+
+static void
+cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceExtAccessRec *rec = call;
+    ClientPtr client = rec->client;
+    const xReq *req;
+    WindowPtr secure = NULL;
+    int type;
+
+    (void) list;
+    (void) data;
+    if (cs_nhidden)
+        cs_restore_grabs();
+    if (rec->status != Success || !rec->ext || !client || !cs_secure_count() ||
+        strcmp(rec->ext->name, "XTEST") || client->req_len < 2 + sizeof(xEvent) / 4)
+        return;
+    cs_input_ext();
+    req = (const xReq *) client->requestBuffer;
+    if (req->data != 2 /* X_XTestFakeInput */)
+        return;
+    type = ((const xEvent *) (req + 1))->u.u.type & 0x7f;
+    if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS)
+        type = type - cs_xi_event - XI_DeviceKeyPress + KeyPress;
+    if (type == KeyPress || type == KeyRelease) {
+        WindowPtr keywin = NULL;
+
+        secure = cs_focus_secure(&keywin);
+        if (secure && cs_key_reader_ok(client, secure, keywin))
+            secure = NULL;
+    }
+    if (!secure && (type == ButtonPress || type == ButtonRelease)) {
+        secure = cs_pointer_secure();
+        if (secure && cs_key_reader_ok(client, secure, NULL))
+            secure = NULL;
+    }
+    if (!secure)
+        return;
+    rec->status = BadAccess;
+    cs_input_report(client, secure->drawable.id);
+}
+
+static void
+cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call)
+{
+    (void) list;
+    (void) data;
+    (void) call;
+    if (cs_nhidden)
+        cs_restore_grabs();
+}
+
+/* SendEvent (core and XI) of input events into a secure window */
+static void
+cs_input_send_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceSendAccessRec *rec = call;
+    WindowPtr secure;
+    int i;
+
+    (void) list;
+    (void) data;
+    if (rec->status != Success || !rec->client || !rec->pWin || !cs_secure_count() ||
+        !cs_rule_on(CS_RULE_INPUT))
+        return;
+    cs_input_ext();
+    for (i = 0; i < rec->count; i++)
+        if (cs_is_input_event(&rec->events[i]))
+            break;
+    if (i == rec->count)
+        return;
+    secure = cs_secure_of(rec->pWin);
+    if (!secure || cs_key_reader_ok(rec->client, secure, rec->pWin))
+        return;
+    rec->status = BadAccess;
+    cs_input_report(rec->client, secure->drawable.id);
+}
+
+Bool
+cs_input_init(void)
+{
+    cs_nhidden = 0;
+    cs_last_secure = 0;
+    cs_xi_known = cs_xi_major = cs_xi_event = 0;
+    cs_input_ext();
+    if (!dixRegisterPrivateKey(&cs_input_key_rec, PRIVATE_CLIENT,
+                               sizeof(struct cs_input_client)))
+        return FALSE;
+    return AddCallback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL) &&
+        AddCallback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) &&
+        AddCallback(&ClientStateCallback, cs_input_client_cb, NULL) &&
+        RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+}
