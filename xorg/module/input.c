@@ -156,8 +156,9 @@ cs_input_report(ClientPtr client, XID what)
     if (st->reported_period == cs_period + 1)
         return;
     st->reported_period = cs_period + 1;
-    LogMessageVerb(X_INFO, 1, "CAPTURESHIELD: input refused to client %d (pid %d), window 0x%lx\n",
-                   client->index, (int) GetClientPid(client), (unsigned long) what);
+    LogMessageVerb(X_INFO, 1, "CAPTURESHIELD: input refused to client %d (pid %d, request %d), window 0x%lx\n",
+                   client->index, (int) GetClientPid(client), client->majorOp,
+                   (unsigned long) what);
     cs_report(client, what, CS_KIND_INPUT);
 }
 
@@ -202,6 +203,25 @@ cs_is_input_event(const xEvent *ev)
     return 0;
 }
 
+static int cs_grab_is_shortcut(GrabPtr g);
+
+/* `client` holds a keyboard grab that an allowed shortcut grab activated (the keys
+ * pressed while the shortcut's key is down go to it, as without the module). */
+static int
+cs_in_shortcut_grab(ClientPtr client)
+{
+    DeviceIntPtr d;
+
+    for (d = inputInfo.devices; d; d = d->next) {
+        GrabPtr g = d->deviceGrab.grab;
+
+        if (g && d->key && d->deviceGrab.fromPassiveGrab && SameClient(g, client) &&
+            cs_grab_is_shortcut(g))
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- 1. delivery of key events ---- */
 
 static void
@@ -222,7 +242,8 @@ cs_receive_hook(CallbackListPtr *list, void *data, void *call)
     if (i == rec->count)
         return;
     secure = cs_focus_secure(&keywin);
-    if (!secure || cs_key_reader_ok(rec->client, secure, keywin))
+    if (!secure || cs_key_reader_ok(rec->client, secure, keywin) ||
+        cs_in_shortcut_grab(rec->client))
         return;
     rec->status = BadAccess;
     cs_input_report(rec->client, secure->drawable.id);
@@ -436,7 +457,8 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     if (cs_nhidden)
         cs_restore_grabs();
     if (rec->status != Success || !rec->ext || !client || !cs_secure_count() ||
-        strcmp(rec->ext->name, "XTEST") || client->req_len < 2 + sizeof(xEvent) / 4)
+        strcmp(rec->ext->name, "XTEST") ||
+        client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
         return;
     cs_input_ext();
     req = (const xReq *) client->requestBuffer;

@@ -1,0 +1,393 @@
+/* CaptureShield Xorg tests: secure input (t-input.sh). A victim window that has the keyboard
+ * focus and counts the keys it gets; a typist (XTEST: the user's keyboard when run as a
+ * trusted program, an attack otherwise); listeners that try to learn the keys (XI2 raw
+ * events, QueryKeymap polling, a passive AnyKey grab, an active keyboard grab, KeyPress
+ * selected on the victim); SendEvent into the victim; a shortcut grab (Control+key). */
+#include "csprobe.h"
+#include <poll.h>
+#include <time.h>
+
+#define NKEYS 13
+static const uint8_t keycodes[NKEYS] = { 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 38, 39, 40 };
+
+static long
+now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+/* XTEST FakeInput of one core event; returns the error code (0: none) */
+static int
+fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
+{
+    struct {
+        uint8_t major, minor;
+        uint16_t len;
+        uint8_t type, detail;
+        uint16_t pad0;
+        uint32_t time, root, pad1, pad2;
+        int16_t x, y;
+        uint32_t pad3;
+        uint16_t pad4;
+        uint8_t pad5, deviceid;
+    } req = { xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, 0 };
+    return raw_void(&req, sizeof(req));
+}
+
+/* ---- victim SECURE: a 200x200 window at 100,100 (secure if SECURE=1) that takes the
+ * focus; commands on stdin: "count" prints keys=N buttons=M (and resets), "focus" takes the
+ * focus again ---- */
+static int
+victim_input(int secure)
+{
+    xcb_window_t w;
+    uint32_t mask = XCB_EVENT_MASK_KEY_PRESS | XCB_EVENT_MASK_BUTTON_PRESS |
+        XCB_EVENT_MASK_EXPOSURE | XCB_EVENT_MASK_STRUCTURE_NOTIFY;
+    long keys = 0, buttons = 0;
+    char line[64];
+    struct pollfd p[2];
+
+    conn();
+    w = mkwin(root, 100, 100, 200, 200, RED, 0);
+    xcb_change_window_attributes(c, w, XCB_CW_EVENT_MASK, &mask);
+    if (secure)
+        set_secure(w, 1);
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, w, XCB_CURRENT_TIME);
+    sync_();
+    printf("win=0x%x base=0x%x\n", w, xcb_get_setup(c)->resource_id_base);
+    fflush(stdout);
+    p[0].fd = xcb_get_file_descriptor(c);
+    p[0].events = POLLIN;
+    p[1].fd = 0;
+    p[1].events = POLLIN;
+    for (;;) {
+        xcb_generic_event_t *ev;
+
+        while ((ev = xcb_poll_for_event(c))) {
+            if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
+                keys++;
+            else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
+                buttons++;
+            free(ev);
+        }
+        if (xcb_connection_has_error(c))
+            return 1;
+        if (poll(p, 2, 100) < 0)
+            continue;
+        if (p[1].revents) {
+            if (!fgets(line, sizeof(line), stdin))
+                return 0;
+            if (!strncmp(line, "count", 5)) {
+                sync_();
+                while ((ev = xcb_poll_for_event(c))) {
+                    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
+                        keys++;
+                    else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
+                        buttons++;
+                    free(ev);
+                }
+                printf("keys=%ld buttons=%ld\n", keys, buttons);
+                fflush(stdout);
+                keys = buttons = 0;
+            } else if (!strncmp(line, "focus", 5)) {
+                xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, w, XCB_CURRENT_TIME);
+                sync_();
+                printf("focused\n");
+                fflush(stdout);
+            }
+        }
+    }
+}
+
+/* ---- type [MODKEY]: NKEYS keys through XTEST, each pressed and released with pauses (a
+ * poller sees each one down); MODKEY held around each (37: Control_L) ---- */
+static int
+type_keys(int modkey)
+{
+    int xtest, i, err = 0, e, sent = 0;
+
+    conn();
+    xtest = ext_major("XTEST");
+    if (xtest < 0)
+        die("no XTEST");
+    for (i = 0; i < NKEYS; i++) {
+        if (modkey)
+            fake(xtest, XCB_KEY_PRESS, modkey, 0, 0);
+        e = fake(xtest, XCB_KEY_PRESS, keycodes[i], 0, 0);
+        usleep(15000);
+        fake(xtest, XCB_KEY_RELEASE, keycodes[i], 0, 0);
+        if (modkey)
+            fake(xtest, XCB_KEY_RELEASE, modkey, 0, 0);
+        usleep(15000);
+        if (e)
+            err = e;
+        else
+            sent++;
+    }
+    sync_();
+    printf("sent=%d err=%d\n", sent, err);
+    return 0;
+}
+
+/* ---- click N: pointer to 200,200 (inside the victim), N button-1 clicks ---- */
+static int
+click(int n)
+{
+    int xtest, i, err = 0, e, sent = 0, merr;
+
+    conn();
+    xtest = ext_major("XTEST");
+    merr = fake(xtest, XCB_MOTION_NOTIFY, 0, 200, 200);
+    for (i = 0; i < n; i++) {
+        e = fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
+        fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
+        if (e)
+            err = e;
+        else
+            sent++;
+    }
+    sync_();
+    printf("sent=%d err=%d motion_err=%d\n", sent, err, merr);
+    return 0;
+}
+
+/* ---- sendevent WIN: NKEYS synthetic KeyPress events sent to WIN ---- */
+static int
+sendevent(xcb_window_t w)
+{
+    int i, err = 0, e, sent = 0;
+
+    conn();
+    for (i = 0; i < NKEYS; i++) {
+        xcb_key_press_event_t ev;
+
+        memset(&ev, 0, sizeof(ev));
+        ev.response_type = XCB_KEY_PRESS;
+        ev.detail = keycodes[i];
+        ev.root = root;
+        ev.event = w;
+        ev.same_screen = 1;
+        e = check(xcb_send_event_checked(c, 0, w, XCB_EVENT_MASK_KEY_PRESS, (char *) &ev));
+        if (e)
+            err = e;
+        else
+            sent++;
+    }
+    printf("sent=%d err=%d\n", sent, err);
+    return 0;
+}
+
+/* listeners: set up, print "ready", count for MS milliseconds, print the counts */
+static void
+ready(void)
+{
+    sync_();
+    printf("ready\n");
+    fflush(stdout);
+}
+
+static void
+pump(long ms, void (*on)(xcb_generic_event_t *))
+{
+    long end = now_ms() + ms;
+    struct pollfd p = { xcb_get_file_descriptor(c), POLLIN, 0 };
+
+    while (now_ms() < end) {
+        xcb_generic_event_t *ev;
+
+        while ((ev = xcb_poll_for_event(c))) {
+            on(ev);
+            free(ev);
+        }
+        if (xcb_connection_has_error(c))
+            return;
+        poll(&p, 1, 20);
+    }
+}
+
+static long n_key, n_raw;
+static int xi_major;
+
+static void
+on_key(xcb_generic_event_t *ev)
+{
+    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
+        n_key++;
+}
+
+static void
+on_xi2(xcb_generic_event_t *ev)
+{
+    xcb_ge_generic_event_t *ge = (xcb_ge_generic_event_t *) ev;
+
+    if ((ev->response_type & 0x7f) != XCB_GE_GENERIC || ge->extension != xi_major)
+        return;
+    if (ge->event_type == 2)        /* XI_KeyPress */
+        n_key++;
+    else if (ge->event_type == 13)  /* XI_RawKeyPress */
+        n_raw++;
+}
+
+/* xi2 MS: XI 2.2, KeyPress and RawKeyPress of all master devices selected on the root */
+static int
+xi2(long ms)
+{
+    struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv;
+    struct {
+        uint8_t major, minor;
+        uint16_t len;
+        uint32_t win;
+        uint16_t nmasks, pad;
+        uint16_t dev, mlen;
+        uint32_t mask;
+    } sel;
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+    void *r;
+    int err;
+
+    conn();
+    xi_major = ext_major("XInputExtension");
+    qv.major = xi_major;
+    qv.minor = 47;              /* XIQueryVersion */
+    qv.len = 2;
+    qv.vmaj = 2;
+    qv.vmin = 2;
+    iov[2].iov_base = &qv;
+    iov[2].iov_len = sizeof(qv);
+    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                               &iov[2], &pr), &e);
+    free(r);
+    free(e);
+    memset(&sel, 0, sizeof(sel));
+    sel.major = xi_major;
+    sel.minor = 46;             /* XISelectEvents */
+    sel.len = sizeof(sel) / 4;
+    sel.win = root;
+    sel.nmasks = 1;
+    sel.dev = 1;                /* XIAllMasterDevices */
+    sel.mlen = 1;
+    sel.mask = (1u << 2) | (1u << 13);
+    err = raw_void(&sel, sizeof(sel));
+    ready();
+    pump(ms, on_xi2);
+    printf("select_err=%d xi2_keys=%ld raw_keys=%ld\n", err, n_key, n_raw);
+    return 0;
+}
+
+/* keymap MS: QueryKeymap every millisecond; counts the keys seen going down */
+static int
+keymap(long ms)
+{
+    uint8_t last[32] = { 0 };
+    long end, presses = 0, polls = 0;
+    int i;
+
+    conn();
+    ready();
+    end = now_ms() + ms;
+    while (now_ms() < end) {
+        xcb_query_keymap_reply_t *r = xcb_query_keymap_reply(c, xcb_query_keymap(c), NULL);
+
+        if (!r)
+            break;
+        polls++;
+        for (i = 0; i < 256; i++)
+            if ((r->keys[i / 8] & (1 << (i % 8))) && !(last[i / 8] & (1 << (i % 8))))
+                presses++;
+        memcpy(last, r->keys, 32);
+        free(r);
+        usleep(1000);
+    }
+    printf("polls=%ld keymap_presses=%ld\n", polls, presses);
+    return 0;
+}
+
+/* grabkey MS [KEY MODS]: passive GrabKey on the root (default AnyKey, AnyModifier) */
+static int
+grabkey(long ms, int key, int mods)
+{
+    int err;
+
+    conn();
+    err = check(xcb_grab_key_checked(c, 1, root, mods, key, XCB_GRAB_MODE_ASYNC,
+                                     XCB_GRAB_MODE_ASYNC));
+    ready();
+    pump(ms, on_key);
+    printf("grab_err=%d grabbed_keys=%ld\n", err, n_key);
+    return 0;
+}
+
+/* grabkbd MS: active GrabKeyboard on the root */
+static int
+grabkbd(long ms)
+{
+    xcb_generic_error_t *e = NULL;
+    xcb_grab_keyboard_reply_t *r = NULL;
+    int status = -1, err = 0;
+
+    conn();
+    r = xcb_grab_keyboard_reply(c, xcb_grab_keyboard(c, 1, root, XCB_CURRENT_TIME,
+                                                     XCB_GRAB_MODE_ASYNC,
+                                                     XCB_GRAB_MODE_ASYNC), &e);
+    if (r)
+        status = r->status;
+    if (e)
+        err = e->error_code;
+    free(r);
+    free(e);
+    ready();
+    pump(ms, on_key);
+    printf("grab_status=%d grab_err=%d grabbed_keys=%ld\n", status, err, n_key);
+    return 0;
+}
+
+/* select WIN MS: KeyPress selected on another client's window (as `xev -id` does) */
+static int
+select_(xcb_window_t w, long ms)
+{
+    uint32_t mask = XCB_EVENT_MASK_KEY_PRESS;
+    int err;
+
+    conn();
+    err = check(xcb_change_window_attributes_checked(c, w, XCB_CW_EVENT_MASK, &mask));
+    ready();
+    pump(ms, on_key);
+    printf("select_err=%d selected_keys=%ld\n", err, n_key);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2)
+        die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
+            "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS");
+    if (!strcmp(argv[1], "victim") && argc > 2)
+        return victim_input(atoi(argv[2]));
+    if (!strcmp(argv[1], "type"))
+        return type_keys(argc > 2 ? atoi(argv[2]) : 0);
+    if (!strcmp(argv[1], "click") && argc > 2)
+        return click(atoi(argv[2]));
+    if (!strcmp(argv[1], "sendevent") && argc > 2)
+        return sendevent(strtoul(argv[2], NULL, 0));
+    if (!strcmp(argv[1], "xi2") && argc > 2)
+        return xi2(atol(argv[2]));
+    if (!strcmp(argv[1], "keymap") && argc > 2)
+        return keymap(atol(argv[2]));
+    if (!strcmp(argv[1], "grabkey") && argc > 2)
+        return grabkey(atol(argv[2]), argc > 4 ? atoi(argv[3]) : 0,
+                       argc > 4 ? (int) strtoul(argv[4], NULL, 0) : XCB_MOD_MASK_ANY);
+    if (!strcmp(argv[1], "grabkbd") && argc > 2)
+        return grabkbd(atol(argv[2]));
+    if (!strcmp(argv[1], "select") && argc > 3)
+        return select_(strtoul(argv[2], NULL, 0), atol(argv[3]));
+    die("unknown command");
+    return 2;
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# CaptureShield Xorg tests: secure input (rule "input"). A victim window with the keyboard
+# focus gets 13 keys typed by a TRUSTED program through XTEST (the user's keyboard);
+# untrusted listeners (XI2 raw events on the root, QueryKeymap polled every ms, KeyPress
+# selected on the victim, XI1 device events through `xinput test`, a passive AnyKey grab, an
+# active keyboard grab) must get none of them while the window is secure, and all of them
+# when it is a plain window (the positive control, same server) or the rule is off
+# (DisableRules "input"). An untrusted XTEST typist, clicker and SendEvent get BadAccess
+# and are reported (CaptureNotify kind 7); a Control+key shortcut grab keeps working.
+# CS_BEFORE=DIR: also print the figures of the module in DIR (e.g. main's, /tmp/buildchk).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/t-lib.sh"
+ATK=$OUT/atk-input
+TATK=$TMP/atk-input-trusted     # the same program at a path the Trust list names
+cp "$ATK" "$TATK"
+N=13
+MS=${CS_INPUT_MS:-2000}         # how long each listener listens
+XTESTKBD=""
+command -v xinput >/dev/null && XTESTKBD=yes
+
+# the victim (coproc IV): start_iv SECURE sets IV_win; iv_count prints "keys=N buttons=M"
+start_iv() {
+  local line
+  coproc IV { exec "$ATK" victim "$1"; }
+  BG_PIDS+=("$IV_PID")
+  read -r -t 10 line <&"${IV[0]}" || { echo "Error: input victim did not start" >&2; exit 1; }
+  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/IV_/')"
+}
+iv_count() { local line; echo count >&"${IV[1]}"; read -r -t 10 line <&"${IV[0]}"; echo "$line"; }
+stop_iv() {
+  local p=$IV_PID
+  eval "exec ${IV[1]}>&-"
+  kill "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+}
+# bg NAME CMD...: a listener in the background, output in $TMP/NAME; wait_ready NAME...
+bg() { local n=$1; shift; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; }
+wait_ready() {
+  local n i
+  for n in "$@"; do
+    for i in $(seq 100); do grep -q ready "$TMP/$n" && break; sleep 0.1; done
+  done
+}
+wait_done() { local n; for n in "$@"; do wait "$(cat "$TMP/$n.pid")" 2>/dev/null || true; done; }
+last() { tail -1 "$TMP/$1" | tr -d '\n'; }
+# xi1 listener: `xinput test` of the XTEST keyboard (XI 1.x DeviceKeyPress), for MS ms
+xi1() {
+  timeout --signal=INT "$(awk "BEGIN{print $MS/1000}")" \
+    xinput test "Virtual core XTEST keyboard" >"$TMP/xi1.raw" 2>&1 || true
+  echo "xi1_keys=$(grep -c 'key press' "$TMP/xi1.raw" || true)"
+}
+
+# scenario LABEL SECURE WANT: every attack against a victim (secure or plain) on $DISPLAY;
+# WANT=0: the listeners must get nothing, WANT=all: every key (a control). Prints the
+# figures; with CHECK=0 it only prints them.
+scenario() {
+  local label=$1 secure=$2 want=$3 out v n k
+  local exp=$N; [ "$want" = 0 ] && exp=0
+  local vexp=$N             # the victim always gets every key from the user's keyboard
+  start_iv "$secure"
+  # A: passive listeners
+  bg xi2 "$ATK" xi2 "$MS"; bg keymap "$ATK" keymap "$MS"; bg sel "$ATK" select "$IV_win" "$MS"
+  [ -n "$XTESTKBD" ] && { (sleep 0.3; echo ready; xi1) >"$TMP/xi1" 2>&1 & echo $! >"$TMP/xi1.pid"; }
+  wait_ready xi2 keymap sel; [ -n "$XTESTKBD" ] && wait_ready xi1
+  out=$("$TATK" type)
+  wait_done xi2 keymap sel; [ -n "$XTESTKBD" ] && wait_done xi1
+  v=$(iv_count)
+  fig "$label" "trusted typist: $out; victim $v; XI2 $(last xi2); keymap $(last keymap); select $(last sel)${XTESTKBD:+; XI1 $(last xi1)}"
+  if [ "${CHECK:-1}" = 1 ]; then
+    expect "$label: the user's keyboard (trusted XTEST) types $N keys" "$out" sent -eq $N err -eq 0
+    expect "$label: the focused window gets all $N keys" "$v" keys -eq $vexp
+    expect "$label: XI2 raw listener on the root gets $exp" "$(last xi2)" raw_keys -eq $exp select_err -eq 0
+    expect "$label: KeyPress selected on the victim by another client gets $exp" "$(last sel)" selected_keys -eq $exp select_err -eq 0
+    [ -n "$XTESTKBD" ] && expect "$label: XI1 device events (xinput test) get $exp" "$(last xi1)" xi1_keys -eq $exp
+    if [ "$want" = 0 ]; then
+      expect "$label: QueryKeymap polled every ms sees no key down" "$(last keymap)" keymap_presses -eq 0
+    else
+      expect "$label: QueryKeymap polled every ms sees keys down" "$(last keymap)" keymap_presses -gt 0
+    fi
+  fi
+  # B: passive grab of AnyKey/AnyModifier on the root
+  bg pg "$ATK" grabkey "$MS"; wait_ready pg
+  out=$("$TATK" type); wait_done pg; v=$(iv_count)
+  fig "$label" "passive AnyKey grab: $(last pg); victim $v"
+  if [ "${CHECK:-1}" = 1 ]; then
+    if [ "$want" = 0 ]; then
+      expect "$label: a passive AnyKey/AnyModifier grab gets no key, the window all" "$(last pg) $v" grab_err -eq 0 grabbed_keys -eq 0 keys -eq $N
+    else
+      expect "$label: a passive AnyKey/AnyModifier grab takes every key (control)" "$(last pg) $v" grabbed_keys -eq $N keys -eq 0
+    fi
+  fi
+  # C: active keyboard grab
+  bg ag "$ATK" grabkbd "$MS"; wait_ready ag
+  out=$("$TATK" type); wait_done ag; v=$(iv_count)
+  fig "$label" "active keyboard grab: $(last ag); victim $v"
+  if [ "${CHECK:-1}" = 1 ]; then
+    if [ "$want" = 0 ]; then
+      expect "$label: an active keyboard grab is refused (BadAccess), the window gets all" "$(last ag) $v" grab_err -eq 10 grabbed_keys -eq 0 keys -eq $N
+    else
+      expect "$label: an active keyboard grab takes every key (control)" "$(last ag) $v" grab_status -eq 0 grabbed_keys -eq $N keys -eq 0
+    fi
+  fi
+  # D: untrusted XTEST typist, SendEvent, clicks into the window
+  out=$("$ATK" type); v=$(iv_count)
+  fig "$label" "untrusted XTEST typist: $out; victim $v"
+  [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
+    expect "$label: untrusted XTEST typing into the window: refused (BadRequest, XACE's answer), 0 keys arrive" "$out $v" err -eq 1 sent -eq 0 keys -eq 0
+  else
+    expect "$label: untrusted XTEST typing arrives (control)" "$out $v" err -eq 0 keys -eq $N
+  fi
+  out=$("$ATK" sendevent "$IV_win"); v=$(iv_count)
+  fig "$label" "untrusted SendEvent: $out; victim $v"
+  [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
+    expect "$label: untrusted SendEvent of KeyPress to the window: dropped (the core's answer), 0 arrive" "$out $v" keys -eq 0
+  else
+    expect "$label: untrusted SendEvent arrives (control)" "$out $v" err -eq 0 keys -eq $N
+  fi
+  out=$("$ATK" click 3); v=$(iv_count)
+  fig "$label" "untrusted XTEST clicks on the window: $out; victim $v"
+  [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
+    expect "$label: untrusted XTEST clicks on the window: refused (BadRequest), 0 arrive" "$out $v" err -eq 1 buttons -eq 0 motion_err -eq 0
+  else
+    expect "$label: untrusted XTEST clicks arrive (control)" "$out $v" err -eq 0 buttons -eq 3
+  fi
+  # E: a window manager's shortcut: Control+a grabbed on the root by an untrusted client
+  bg sc "$ATK" grabkey "$MS" 38 4; wait_ready sc
+  out=$("$TATK" type 37); wait_done sc; v=$(iv_count)
+  fig "$label" "Control+a shortcut grab: $(last sc); victim $v (typed Control+13 keys: 13 Control, 12 others)"
+  [ "${CHECK:-1}" = 1 ] && expect "$label: a Control+a shortcut grab still gets Control+a; the window the other keys" "$(last sc) $v" grab_err -eq 0 grabbed_keys -eq 1 keys -eq $((2 * N - 1))
+  stop_iv
+}
+fig() { echo "#   $1: $2"; }
+
+# server_run NAME CONF_EXTRA...: a server, then the secure and the plain victim
+run_server() {
+  local name=$1; shift
+  write_conf "$TMP/$name.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\"" "$@"
+  start_xorg "$name" "$TMP/$name.conf"
+  local dv="XDISPLAY_$name"
+  export DISPLAY=${!dv}
+}
+
+for mode in censor deny; do
+  run_server "I$mode" "Option \"Mode\" \"$mode\""
+  # the daemon's stand-in listens for CaptureNotify
+  "$TPROBE" listen 100 >"$TMP/events.$mode" 2>&1 &
+  BG_PIDS+=($!)
+  wait_ready "events.$mode"
+  scenario "$mode, secure window focused" 1 0
+  scenario "$mode, plain window focused (positive control)" 0 all
+  sleep 0.3
+  n=$(grep -c "kind=7" "$TMP/events.$mode" || true)
+  [ "$n" -ge 1 ] && ok "$mode: refusals reported to the daemon (CaptureNotify kind 7: $n events)" ||
+    bad "$mode: no kind 7 report [$(tr '\n' ' ' <"$TMP/events.$mode")]"
+  # one report per client per focus period: 9 refused clients (4 listeners, 2 grabbers,
+  # typist, SendEvent, clicker), most refused 13 times or more
+  n=$(grep -c "kind=7" "$TMP/events.$mode" || true)
+  [ "$n" -le 9 ] && ok "$mode: at most one report per client per focus period ($n for 9 refused clients)" ||
+    bad "$mode: $n reports for 9 refused clients [$(tr '\n' ' ' <"$TMP/events.$mode")]"
+  lv="LOG_I$mode"
+  grep -q "CAPTURESHIELD: active, mode $mode" "${!lv}" || bad "$mode: module not active"
+  stop_all_xorg
+done
+
+# the control: the same attacks with the rule off get every key
+run_server Ioff "Option \"DisableRules\" \"input\""
+scenario "DisableRules input, secure window focused (control)" 1 all
+stop_all_xorg
+
+if [ -n "${CS_BEFORE:-}" ]; then
+  echo "# before: the module in $CS_BEFORE"
+  write_conf "$TMP/Ib.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\""
+  sed -i "s|ModulePath \"$OUT,|ModulePath \"$CS_BEFORE,|" "$TMP/Ib.conf"
+  start_xorg Ib "$TMP/Ib.conf"
+  export DISPLAY=$XDISPLAY_Ib
+  CHECK=0 scenario "before, secure window focused" 1 all
+  stop_all_xorg
+fi
+summary
