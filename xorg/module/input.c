@@ -106,9 +106,9 @@ cs_focus_secure(WindowPtr *keywin)
     return NULL;
 }
 
-/* The secure window under a master pointer now (NULL: none). */
+/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
 static WindowPtr
-cs_pointer_secure(void)
+cs_pointer_secure(WindowPtr *under)
 {
     DeviceIntPtr d;
     WindowPtr s;
@@ -119,8 +119,10 @@ cs_pointer_secure(void)
         if (!IsMaster(d) || !d->button || !d->spriteInfo || !d->spriteInfo->sprite)
             continue;
         s = cs_secure_of(d->spriteInfo->sprite->win);
-        if (s)
+        if (s) {
+            *under = d->spriteInfo->sprite->win;
             return s;
+        }
     }
     return NULL;
 }
@@ -133,15 +135,24 @@ cs_owner(WindowPtr win)
     return idx > 0 && idx < currentMaxClients ? clients[idx] : NULL;
 }
 
-/* May `client` see the keys typed into `secure` (keys going to `keywin`)? */
+/* May `client` see the keys that go to `win` (or put input there)? Trusted clients may;
+ * otherwise only a client that owns every secure window from `win` up to the root: a
+ * client cannot make itself the reader by creating (and tagging) a window inside another
+ * client's secure window, nor by reparenting that window into a secure window of its own
+ * (both make the keys nobody's: they stay in the server). */
 static int
-cs_key_reader_ok(ClientPtr client, WindowPtr secure, WindowPtr keywin)
+cs_key_reader_ok(ClientPtr client, WindowPtr win)
 {
+    int owns = 1;
+
     if (!client || client == serverClient)
         return 1;
-    if (client == cs_owner(secure) || (keywin && client == cs_owner(keywin)))
-        return 1;
-    return cs_client_trusted(client);
+    for (; win; win = win->parent)
+        if (cs_win_secure(win) && cs_owner(win) != client) {
+            owns = 0;
+            break;
+        }
+    return owns || cs_client_trusted(client);
 }
 
 /* One report per client per focus period. */
@@ -242,7 +253,7 @@ cs_receive_hook(CallbackListPtr *list, void *data, void *call)
     if (i == rec->count)
         return;
     secure = cs_focus_secure(&keywin);
-    if (!secure || cs_key_reader_ok(rec->client, secure, keywin) ||
+    if (!secure || cs_key_reader_ok(rec->client, keywin) ||
         cs_in_shortcut_grab(rec->client))
         return;
     rec->status = BadAccess;
@@ -286,7 +297,7 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
     if (!grab && !read)
         return;
     secure = cs_focus_secure(&keywin);
-    if (!secure || cs_key_reader_ok(client, secure, keywin))
+    if (!secure || cs_key_reader_ok(client, keywin))
         return;
     rec->status = BadAccess;
     cs_input_report(client, secure->drawable.id);
@@ -369,7 +380,7 @@ cs_hide_grabs_on(WindowPtr win, WindowPtr secure, WindowPtr keywin)
         if (!cs_grab_is_key(g) || cs_grab_is_shortcut(g))
             continue;
         owner = clients[CLIENT_ID(g->resource)];
-        if (!owner || cs_key_reader_ok(owner, secure, keywin))
+        if (!owner || cs_key_reader_ok(owner, keywin))
             continue;
         if (cs_nhidden == CS_MAX_HIDDEN) {
             /* never leave a grab able to take the key: refuse it for good */
@@ -467,16 +478,20 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     type = ((const xEvent *) (req + 1))->u.u.type & 0x7f;
     if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS)
         type = type - cs_xi_event - XI_DeviceKeyPress + KeyPress;
-    if (type == KeyPress || type == KeyRelease) {
+    /* presses only: a release never types, and refusing it would leave a key held down
+     * (repeating into the window) */
+    if (type == KeyPress) {
         WindowPtr keywin = NULL;
 
         secure = cs_focus_secure(&keywin);
-        if (secure && cs_key_reader_ok(client, secure, keywin))
+        if (secure && cs_key_reader_ok(client, keywin))
             secure = NULL;
     }
-    if (!secure && (type == ButtonPress || type == ButtonRelease)) {
-        secure = cs_pointer_secure();
-        if (secure && cs_key_reader_ok(client, secure, NULL))
+    if (!secure && type == ButtonPress) {
+        WindowPtr under = NULL;
+
+        secure = cs_pointer_secure(&under);
+        if (secure && cs_key_reader_ok(client, under))
             secure = NULL;
     }
     if (!secure)
@@ -515,7 +530,7 @@ cs_input_send_hook(CallbackListPtr *list, void *data, void *call)
     if (i == rec->count)
         return;
     secure = cs_secure_of(rec->pWin);
-    if (!secure || cs_key_reader_ok(rec->client, secure, rec->pWin))
+    if (!secure || cs_key_reader_ok(rec->client, rec->pWin))
         return;
     rec->status = BadAccess;
     cs_input_report(rec->client, secure->drawable.id);

@@ -363,6 +363,106 @@ select_(xcb_window_t w, long ms)
     return 0;
 }
 
+/* nest WIN MS TAG: an InputOnly child of another client's window WIN covering it, KeyPress
+ * selected, tagged secure if TAG=1, the pointer warped into it (the core gives the keys to
+ * the window under the pointer when it is inside the focus) */
+static int
+nest(xcb_window_t w, long ms, int tag)
+{
+    xcb_window_t ch;
+    uint32_t mask = XCB_EVENT_MASK_KEY_PRESS;
+    int err;
+
+    conn();
+    ch = xcb_generate_id(c);
+    err = check(xcb_create_window_checked(c, 0, ch, w, 0, 0, 200, 200, 0,
+                                          XCB_WINDOW_CLASS_INPUT_ONLY, XCB_COPY_FROM_PARENT,
+                                          XCB_CW_EVENT_MASK, &mask));
+    if (tag)
+        set_secure(ch, 1);
+    xcb_map_window(c, ch);
+    xcb_warp_pointer(c, XCB_NONE, root, 0, 0, 0, 0, 200, 200);
+    ready();
+    pump(ms, on_key);
+    printf("nest_err=%d nested_keys=%ld\n", err, n_key);
+    return 0;
+}
+
+/* bench N SECURE: a window of its own (secure if SECURE=1) takes the focus; N keys pressed
+ * and released through XTEST in batches of 50, each batch's key events read back;
+ * prints the key events (press + release) per second the server passed */
+static int
+bench(long n, int secure)
+{
+    xcb_window_t w;
+    uint32_t mask = XCB_EVENT_MASK_KEY_PRESS | XCB_EVENT_MASK_KEY_RELEASE |
+        XCB_EVENT_MASK_STRUCTURE_NOTIFY;
+    int xtest;
+    long sent = 0, got = 0, t0, t1;
+
+    conn();
+    xtest = ext_major("XTEST");
+    w = mkwin(root, 100, 100, 200, 200, RED, 0);
+    xcb_change_window_attributes(c, w, XCB_CW_EVENT_MASK, &mask);
+    if (secure)
+        set_secure(w, 1);
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, w, XCB_CURRENT_TIME);
+    sync_();
+    t0 = now_ms();
+    while (sent < n) {
+        int i;
+
+        for (i = 0; i < 50 && sent < n; i++, sent++) {
+            struct {
+                uint8_t major, minor;
+                uint16_t len;
+                uint8_t type, detail;
+                uint16_t pad0;
+                uint32_t time, root, pad1, pad2;
+                int16_t x, y;
+                uint32_t pad3;
+                uint16_t pad4;
+                uint8_t pad5, deviceid;
+            } req = { xtest, 2, 9, XCB_KEY_PRESS, keycodes[sent % NKEYS], 0, 0, root, 0, 0,
+                      0, 0, 0, 0, 0, 0 };
+            struct iovec iov[3];
+            xcb_protocol_request_t pr = { 1, NULL, 0, 1 };
+
+            iov[2].iov_base = &req;
+            iov[2].iov_len = sizeof(req);
+            xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr);
+            req.type = XCB_KEY_RELEASE;
+            iov[2].iov_base = &req;     /* xcb consumed the vector */
+            iov[2].iov_len = sizeof(req);
+            xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr);
+        }
+        /* the round trip: the server processed the batch's input before answering, so
+         * its events are read ahead of the reply (a few the server drops itself, e.g.
+         * around the XTEST device's keymap switch, are not waited for) */
+        free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), NULL));
+        for (;;) {
+            xcb_generic_event_t *ev = xcb_poll_for_queued_event(c);
+
+            if (!ev)
+                break;
+            if ((ev->response_type & 0x7f) == XCB_KEY_PRESS ||
+                (ev->response_type & 0x7f) == XCB_KEY_RELEASE)
+                got++;
+            else if (ev->response_type == 0)
+                die("X error during the bench");
+            free(ev);
+        }
+        if (xcb_connection_has_error(c))
+            die("connection lost");
+    }
+    t1 = now_ms();
+    printf("sent=%ld events=%ld ms=%ld events_per_s=%.0f\n", 2 * n, got, t1 - t0,
+           t1 > t0 ? got * 1000.0 / (t1 - t0) : 0.0);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -386,6 +486,10 @@ main(int argc, char **argv)
                        argc > 4 ? (int) strtoul(argv[4], NULL, 0) : XCB_MOD_MASK_ANY);
     if (!strcmp(argv[1], "grabkbd") && argc > 2)
         return grabkbd(atol(argv[2]));
+    if (!strcmp(argv[1], "nest") && argc > 4)
+        return nest(strtoul(argv[2], NULL, 0), atol(argv[3]), atoi(argv[4]));
+    if (!strcmp(argv[1], "bench") && argc > 3)
+        return bench(atol(argv[2]), atoi(argv[3]));
     if (!strcmp(argv[1], "select") && argc > 3)
         return select_(strtoul(argv[2], NULL, 0), atol(argv[3]));
     die("unknown command");
