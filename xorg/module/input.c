@@ -1,7 +1,8 @@
-/* CaptureShield Xorg module: secure input. While a secure window (or a window inside one)
- * has the keyboard focus, key events reach only that window's clients and trusted
- * clients; untrusted clients can neither read the key state, take the keys with a grab,
- * nor type or click into a secure window with XTEST or SendEvent. */
+/* CaptureShield Xorg module: secure input (rule "input"). While a secure window (or a
+ * window inside one) has the keyboard focus, key events reach only trusted clients and the
+ * client owning every secure window the keys pass; other clients can neither read the key
+ * state, take the keys with a grab, nor type or click into a secure window with XTEST or
+ * SendEvent. Refusals: CaptureNotify kind 7, once per client per focus period. */
 #include "cs.h"
 #include "inputstr.h"
 #include "dix.h"

@@ -191,13 +191,22 @@ ready(void)
     fflush(stdout);
 }
 
+/* events for at most MS ms; when the file $CS_STOP_FILE appears (the typist is done: its
+ * last round trip came back, so every event it caused is on its way), 300 ms more */
 static void
 pump(long ms, void (*on)(xcb_generic_event_t *))
 {
     long end = now_ms() + ms;
+    const char *stop = getenv("CS_STOP_FILE");
     struct pollfd p = { xcb_get_file_descriptor(c), POLLIN, 0 };
+    int stopping = 0;
 
     while (now_ms() < end) {
+        if (stop && !stopping && access(stop, F_OK) == 0) {
+            stopping = 1;
+            if (now_ms() + 300 < end)
+                end = now_ms() + 300;
+        }
         xcb_generic_event_t *ev;
 
         while ((ev = xcb_poll_for_event(c))) {
@@ -287,14 +296,21 @@ keymap(long ms)
 {
     uint8_t last[32] = { 0 };
     long end, presses = 0, polls = 0;
-    int i;
+    const char *stop = getenv("CS_STOP_FILE");
+    int i, stopping = 0;
 
     conn();
     ready();
     end = now_ms() + ms;
     while (now_ms() < end) {
-        xcb_query_keymap_reply_t *r = xcb_query_keymap_reply(c, xcb_query_keymap(c), NULL);
+        xcb_query_keymap_reply_t *r;
 
+        if (stop && !stopping && access(stop, F_OK) == 0) {
+            stopping = 1;
+            if (now_ms() + 300 < end)
+                end = now_ms() + 300;
+        }
+        r = xcb_query_keymap_reply(c, xcb_query_keymap(c), NULL);
         if (!r)
             break;
         polls++;

@@ -16,7 +16,8 @@ ATK=$OUT/atk-input
 TATK=$TMP/atk-input-trusted     # the same program at a path the Trust list names
 cp "$ATK" "$TATK"
 N=13
-MS=${CS_INPUT_MS:-2000}         # how long each listener listens
+MS=${CS_INPUT_MS:-20000}        # how long a listener listens at most: it stops 300 ms
+export CS_STOP_FILE=$TMP/typed  # after the typist is done (typed: this file appears)
 XTESTKBD=""
 command -v xinput >/dev/null && XTESTKBD=yes
 
@@ -36,7 +37,7 @@ stop_iv() {
   wait "$p" 2>/dev/null || true
 }
 # bg NAME CMD...: a listener in the background, output in $TMP/NAME; wait_ready NAME...
-bg() { local n=$1; shift; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; }
+bg() { local n=$1; shift; rm -f "$CS_STOP_FILE"; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; }
 wait_ready() {
   local n i
   for n in "$@"; do
@@ -47,10 +48,14 @@ wait_done() { local n; for n in "$@"; do wait "$(cat "$TMP/$n.pid")" 2>/dev/null
 last() { tail -1 "$TMP/$1" | tr -d '\n'; }
 # xi1 listener: `xinput test` of the XTEST keyboard (XI 1.x DeviceKeyPress), for MS ms
 xi1() {
-  timeout --signal=INT "$(awk "BEGIN{print $MS/1000}")" \
-    xinput test "Virtual core XTEST keyboard" >"$TMP/xi1.raw" 2>&1 || true
+  local p i
+  xinput test "Virtual core XTEST keyboard" >"$TMP/xi1.raw" 2>&1 & p=$!
+  for i in $(seq 200); do [ -e "$CS_STOP_FILE" ] && break; sleep 0.1; done
+  sleep 0.3; kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true  # (INT is ignored in background jobs)
   echo "xi1_keys=$(grep -c 'key press' "$TMP/xi1.raw" || true)"
 }
+# typed CMD...: the typist; then the listeners may stop
+typed() { "$@"; touch "$CS_STOP_FILE"; }
 
 # scenario LABEL SECURE WANT: every attack against a victim (secure or plain) on $DISPLAY;
 # WANT=0: the listeners must get nothing, WANT=all: every key (a control). Prints the
@@ -64,7 +69,7 @@ scenario() {
   bg xi2 "$ATK" xi2 "$MS"; bg keymap "$ATK" keymap "$MS"; bg sel "$ATK" select "$IV_win" "$MS"
   [ -n "$XTESTKBD" ] && { (sleep 0.3; echo ready; xi1) >"$TMP/xi1" 2>&1 & echo $! >"$TMP/xi1.pid"; }
   wait_ready xi2 keymap sel; [ -n "$XTESTKBD" ] && wait_ready xi1
-  out=$("$TATK" type)
+  out=$(typed "$TATK" type)
   wait_done xi2 keymap sel; [ -n "$XTESTKBD" ] && wait_done xi1
   v=$(iv_count)
   fig "$label" "trusted typist: $out; victim $v; XI2 $(last xi2); keymap $(last keymap); select $(last sel)${XTESTKBD:+; XI1 $(last xi1)}"
@@ -82,7 +87,7 @@ scenario() {
   fi
   # B: passive grab of AnyKey/AnyModifier on the root
   bg pg "$ATK" grabkey "$MS"; wait_ready pg
-  out=$("$TATK" type); wait_done pg; v=$(iv_count)
+  out=$(typed "$TATK" type); wait_done pg; v=$(iv_count)
   fig "$label" "passive AnyKey grab: $(last pg); victim $v"
   if [ "${CHECK:-1}" = 1 ]; then
     if [ "$want" = 0 ]; then
@@ -93,7 +98,7 @@ scenario() {
   fi
   # C: active keyboard grab
   bg ag "$ATK" grabkbd "$MS"; wait_ready ag
-  out=$("$TATK" type); wait_done ag; v=$(iv_count)
+  out=$(typed "$TATK" type); wait_done ag; v=$(iv_count)
   fig "$label" "active keyboard grab: $(last ag); victim $v"
   if [ "${CHECK:-1}" = 1 ]; then
     if [ "$want" = 0 ]; then
@@ -128,7 +133,7 @@ scenario() {
   # to it), untagged and tagged secure (then it "owns" a secure window the keys go to)
   for tag in 0 1; do
     bg nest "$ATK" nest "$IV_win" "$MS" $tag; wait_ready nest
-    out=$("$TATK" type); wait_done nest; v=$(iv_count)
+    out=$(typed "$TATK" type); wait_done nest; v=$(iv_count)
     fig "$label" "attacker's child window (tag $tag) under the pointer inside the victim: $(last nest); victim $v"
     [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
       expect "$label: the attacker's own window inside the victim (tagged secure: $tag) gets no key" "$(last nest)" nest_err -eq 0 nested_keys -eq 0
@@ -138,7 +143,7 @@ scenario() {
   done
   # E: a window manager's shortcut: Control+a grabbed on the root by an untrusted client
   bg sc "$ATK" grabkey "$MS" 38 4; wait_ready sc
-  out=$("$TATK" type 37); wait_done sc; v=$(iv_count)
+  out=$(typed "$TATK" type 37); wait_done sc; v=$(iv_count)
   fig "$label" "Control+a shortcut grab: $(last sc); victim $v (typed Control+13 keys: 13 Control, 12 others)"
   [ "${CHECK:-1}" = 1 ] && expect "$label: a Control+a shortcut grab still gets Control+a; the window the other keys" "$(last sc) $v" grab_err -eq 0 grabbed_keys -eq 1 keys -eq $((2 * N - 1))
   stop_iv
