@@ -275,16 +275,35 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
     XaceDeviceAccessRec *rec = call;
     WindowPtr secure, keywin = NULL;
     ClientPtr client = rec->client;
-    int grab, read;
+    int grab, read, focus, warp;
 
     (void) list;
     (void) data;
     if (rec->access_mode & DixSetFocusAccess)
         cs_period++;            /* the focus may move: a new period for reports */
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
-        !rec->dev->key || !cs_secure_count())
+        !cs_secure_count())
         return;
     cs_input_ext();
+    /* moving the focus (core SetInputFocus, XI SetDeviceFocus, XISetFocus) or warping the
+     * pointer (WarpPointer, XIWarpPointer) away from a secure window: the keys would
+     * follow. The window manager (the SubstructureRedirect holder) keeps doing both. */
+    focus = (rec->access_mode & DixSetFocusAccess) && rec->dev->key;
+    warp = (rec->access_mode & DixWriteAccess) &&
+        (cs_request_is(client, X_WarpPointer, -1) ||
+         (cs_xi_major && cs_request_is(client, cs_xi_major, X_XIWarpPointer)));
+    if (focus || warp) {
+        secure = cs_focus_secure(&keywin);
+        if (!secure && warp)
+            secure = cs_pointer_secure(&keywin);
+        if (!secure || cs_key_reader_ok(client, keywin) || cs_client_is_wm(client))
+            return;
+        rec->status = BadAccess;
+        cs_input_report(client, secure->drawable.id);
+        return;
+    }
+    if (!rec->dev->key)
+        return;
     /* active keyboard grabs (core GrabKeyboard, XI GrabDevice, XI2 XIGrabDevice) */
     grab = (rec->access_mode & DixGrabAccess) &&
         (cs_request_is(client, X_GrabKeyboard, -1) ||
@@ -479,20 +498,16 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     type = ((const xEvent *) (req + 1))->u.u.type & 0x7f;
     if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS)
         type = type - cs_xi_event - XI_DeviceKeyPress + KeyPress;
-    /* presses only: a release never types, and refusing it would leave a key held down
-     * (repeating into the window) */
-    if (type == KeyPress) {
+    /* presses and motion while a secure window has the focus or is under the pointer
+     * (motion would take the pointer, and with it the keys or a click, elsewhere);
+     * releases never type, and refusing one would leave a key held down, repeating */
+    if (type == KeyPress || type == ButtonPress || type == MotionNotify) {
         WindowPtr keywin = NULL;
 
         secure = cs_focus_secure(&keywin);
+        if (!secure)
+            secure = cs_pointer_secure(&keywin);
         if (secure && cs_key_reader_ok(client, keywin))
-            secure = NULL;
-    }
-    if (!secure && type == ButtonPress) {
-        WindowPtr under = NULL;
-
-        secure = cs_pointer_secure(&under);
-        if (secure && cs_key_reader_ok(client, under))
             secure = NULL;
     }
     if (!secure)

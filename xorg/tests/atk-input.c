@@ -380,7 +380,7 @@ select_(xcb_window_t w, long ms)
 }
 
 /* nest WIN MS TAG: an InputOnly child of another client's window WIN covering it, KeyPress
- * selected, tagged secure if TAG=1, the pointer warped into it (the core gives the keys to
+ * selected, tagged secure if TAG=1 (with the pointer in it, the core gives it the keys:
  * the window under the pointer when it is inside the focus) */
 static int
 nest(xcb_window_t w, long ms, int tag)
@@ -397,10 +397,40 @@ nest(xcb_window_t w, long ms, int tag)
     if (tag)
         set_secure(ch, 1);
     xcb_map_window(c, ch);
-    xcb_warp_pointer(c, XCB_NONE, root, 0, 0, 0, 0, 200, 200);
     ready();
     pump(ms, on_key);
     printf("nest_err=%d nested_keys=%ld\n", err, n_key);
+    return 0;
+}
+
+/* steal MS: a window of its own takes the keyboard focus (SetInputFocus) */
+static int
+steal(long ms)
+{
+    xcb_window_t w;
+    uint32_t mask = XCB_EVENT_MASK_KEY_PRESS | XCB_EVENT_MASK_STRUCTURE_NOTIFY;
+    int err;
+
+    conn();
+    w = mkwin(root, 600, 400, 50, 50, BLUE, 0);
+    xcb_change_window_attributes(c, w, XCB_CW_EVENT_MASK, &mask);
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    err = check(xcb_set_input_focus_checked(c, XCB_INPUT_FOCUS_POINTER_ROOT, w,
+                                            XCB_CURRENT_TIME));
+    ready();
+    pump(ms, on_key);
+    printf("focus_err=%d stolen_keys=%ld\n", err, n_key);
+    return 0;
+}
+
+/* warp X Y: WarpPointer to X,Y on the root */
+static int
+warp(int x, int y)
+{
+    conn();
+    printf("warp_err=%d\n", check(xcb_warp_pointer_checked(c, XCB_NONE, root, 0, 0, 0, 0,
+                                                            x, y)));
     return 0;
 }
 
@@ -484,7 +514,8 @@ main(int argc, char **argv)
 {
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
-            "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS");
+            "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS | "
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -502,6 +533,10 @@ main(int argc, char **argv)
                        argc > 4 ? (int) strtoul(argv[4], NULL, 0) : XCB_MOD_MASK_ANY);
     if (!strcmp(argv[1], "grabkbd") && argc > 2)
         return grabkbd(atol(argv[2]));
+    if (!strcmp(argv[1], "steal") && argc > 2)
+        return steal(atol(argv[2]));
+    if (!strcmp(argv[1], "warp") && argc > 3)
+        return warp(atoi(argv[2]), atoi(argv[3]));
     if (!strcmp(argv[1], "nest") && argc > 4)
         return nest(strtoul(argv[2], NULL, 0), atol(argv[3]), atoi(argv[4]));
     if (!strcmp(argv[1], "bench") && argc > 3)

@@ -5,8 +5,9 @@
 # selected on the victim, XI1 device events through `xinput test`, a passive AnyKey grab, an
 # active keyboard grab) must get none of them while the window is secure, and all of them
 # when it is a plain window (the positive control, same server) or the rule is off
-# (DisableRules "input"). An untrusted XTEST typist and clicker are refused, SendEvent is
-# dropped, a window of the attacker's inside the victim gets nothing; all reported
+# (DisableRules "input"). An untrusted XTEST typist and clicker, WarpPointer and
+# SetInputFocus are refused, SendEvent is dropped, a window of the attacker's inside the
+# victim gets nothing; all reported
 # (CaptureNotify kind 7); a Control+key shortcut grab keeps working.
 # CS_BEFORE=DIR: also print the figures of the module in DIR (e.g. main's, /tmp/buildchk).
 set -euo pipefail
@@ -125,7 +126,7 @@ scenario() {
   out=$("$ATK" click 3); v=$(iv_count)
   fig "$label" "untrusted XTEST clicks on the window: $out; victim $v"
   [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
-    expect "$label: untrusted XTEST clicks on the window: refused (BadRequest), 0 arrive" "$out $v" err -eq 1 buttons -eq 0 motion_err -eq 0
+    expect "$label: untrusted XTEST motion and clicks: refused (BadRequest), 0 arrive" "$out $v" err -eq 1 buttons -eq 0 motion_err -eq 1
   else
     expect "$label: untrusted XTEST clicks arrive (control)" "$out $v" err -eq 0 buttons -eq 3
   fi
@@ -133,6 +134,7 @@ scenario() {
   # to it), untagged and tagged secure (then it "owns" a secure window the keys go to)
   for tag in 0 1; do
     bg nest "$ATK" nest "$IV_win" "$MS" $tag; wait_ready nest
+    "$TATK" warp 200 200 >/dev/null     # the user moves the pointer there
     out=$(typed "$TATK" type); wait_done nest; v=$(iv_count)
     fig "$label" "attacker's child window (tag $tag) under the pointer inside the victim: $(last nest); victim $v"
     [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
@@ -146,6 +148,22 @@ scenario() {
   out=$(typed "$TATK" type 37); wait_done sc; v=$(iv_count)
   fig "$label" "Control+a shortcut grab: $(last sc); victim $v (typed Control+13 keys: 13 Control, 12 others)"
   [ "${CHECK:-1}" = 1 ] && expect "$label: a Control+a shortcut grab still gets Control+a; the window the other keys" "$(last sc) $v" grab_err -eq 0 grabbed_keys -eq 1 keys -eq $((2 * N - 1))
+  # G: moving the pointer away (WarpPointer) and taking the focus (SetInputFocus)
+  out=$("$ATK" warp 700 500)
+  fig "$label" "untrusted WarpPointer: $out"
+  [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
+    expect "$label: untrusted WarpPointer while the secure window has the focus: BadAccess" "$out" warp_err -eq 10
+  else
+    expect "$label: untrusted WarpPointer (control)" "$out" warp_err -eq 0
+  fi
+  bg st "$ATK" steal "$MS"; wait_ready st
+  out=$(typed "$TATK" type); wait_done st; v=$(iv_count)
+  fig "$label" "untrusted SetInputFocus to its own window: $(last st); victim $v"
+  [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
+    expect "$label: untrusted SetInputFocus away from the secure window: ignored (the core's answer), the window keeps the keys" "$(last st) $v" stolen_keys -eq 0 keys -eq $N
+  else
+    expect "$label: untrusted SetInputFocus takes the keys (control)" "$(last st) $v" focus_err -eq 0 stolen_keys -eq $N keys -eq 0
+  fi
   stop_iv
 }
 fig() { echo "#   $1: $2"; }
@@ -171,12 +189,12 @@ for mode in censor deny; do
   n=$(grep -c "kind=7" "$TMP/events.$mode" || true)
   [ "$n" -ge 1 ] && ok "$mode: refusals reported to the daemon (CaptureNotify kind 7: $n events)" ||
     bad "$mode: no kind 7 report [$(tr '\n' ' ' <"$TMP/events.$mode")]"
-  # one report per client per focus period: 12 refused clients (4 listeners, 2 grabbers,
-  # typist, SendEvent, clicker, 2 nested windows, and the victim itself while the tagged
-  # nested window held the keys), most refused 13 times or more
+  # one report per client per focus period: 14 refused clients (4 listeners, 2 grabbers,
+  # typist, SendEvent, clicker, 2 nested windows, the victim itself while the tagged
+  # nested window held the keys, warper, focus thief), most refused 13 times or more
   n=$(grep -c "kind=7" "$TMP/events.$mode" || true)
-  [ "$n" -le 12 ] && ok "$mode: at most one report per client per focus period ($n for 12 refused clients)" ||
-    bad "$mode: $n reports for 12 refused clients [$(tr '\n' ' ' <"$TMP/events.$mode")]"
+  [ "$n" -le 14 ] && ok "$mode: at most one report per client per focus period ($n for 14 refused clients)" ||
+    bad "$mode: $n reports for 14 refused clients [$(tr '\n' ' ' <"$TMP/events.$mode")]"
   lv="LOG_I$mode"
   grep -q "CAPTURESHIELD: active, mode $mode" "${!lv}" || bad "$mode: module not active"
   stop_all_xorg
