@@ -339,6 +339,9 @@ static struct {
 } cs_hidden[CS_MAX_HIDDEN];
 static int cs_nhidden;
 
+static void cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call);
+static Bool cs_dispatch_armed;  /* cs_core_dispatch_hook is on the list: grabs are hidden */
+
 static void
 cs_restore_grabs(void)
 {
@@ -358,6 +361,10 @@ cs_restore_grabs(void)
             }
     }
     cs_nhidden = 0;
+    /* no request pays for the hook while nothing is hidden */
+    if (cs_dispatch_armed && DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH],
+                                            cs_core_dispatch_hook, NULL))
+        cs_dispatch_armed = FALSE;
 }
 
 /* A window manager's shortcut: one key with a fixed set of modifiers holding Control,
@@ -408,6 +415,14 @@ cs_hide_grabs_on(WindowPtr win, WindowPtr secure, WindowPtr keywin)
                            "grab 0x%lx disabled\n", (unsigned long) g->resource);
             g->type = 0;
             continue;
+        }
+        if (!cs_dispatch_armed) {
+            /* every request restores hidden grabs first; without the hook, no hiding */
+            if (!AddCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL)) {
+                g->type = 0;    /* fail closed: this grab stays off */
+                continue;
+            }
+            cs_dispatch_armed = TRUE;
         }
         cs_hidden[cs_nhidden].grab = g;
         cs_hidden[cs_nhidden].win = win;
@@ -556,6 +571,7 @@ Bool
 cs_input_init(void)
 {
     cs_nhidden = 0;
+    cs_dispatch_armed = FALSE;
     cs_last_secure = 0;
     cs_xi_known = cs_xi_major = cs_xi_event = 0;
     cs_input_ext();
@@ -566,7 +582,6 @@ cs_input_init(void)
         AddCallback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) &&
         AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL) &&
         AddCallback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL) &&
         AddCallback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) &&
         AddCallback(&ClientStateCallback, cs_input_client_cb, NULL) &&
         RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
