@@ -536,12 +536,30 @@ cs_identity_check(ClientPtr client, struct cs_verdict *v)
         return 0;
     }
     if (v->role == CS_ROLE_NONE) {
-        for (i = 0; i < cs_nidents; i++)
+        for (i = 0; i < cs_nidents; i++) {
+            struct stat now;
             if (cs_idents[i].ino && cs_idents[i].dev == st.st_dev &&
                 cs_idents[i].ino == st.st_ino)
                 break;
-        if (i == cs_nidents)
-            return 0;           /* not a trusted program: nothing to report */
+            /* the entry's path names this file now, in the server's namespace (the program
+               was upgraded since the server started); the path's owners are checked below */
+            if (stat(cs_idents[i].path, &now) == 0 && now.st_dev == st.st_dev &&
+                now.st_ino == st.st_ino && !strcmp(v->exe, cs_idents[i].path))
+                break;
+        }
+        if (i == cs_nidents) {
+            /* not a trusted program; one that only bears a Trust path's name is reported */
+            for (i = 0; i < cs_nidents; i++)
+                if (!strcmp(v->exe, cs_idents[i].path)) {
+                    v->role = cs_idents[i].role;
+                    v->reason = cs_same_mntns(pid) ? CS_REASON_EXE_CHANGED
+                        : CS_REASON_NAMESPACE;
+                    snprintf(v->why, sizeof(v->why), "bears the name %s but is another file",
+                             cs_idents[i].path);
+                    break;
+                }
+            return 0;
+        }
         v->role = cs_idents[i].role;
         v->dev = st.st_dev;
         v->ino = st.st_ino;
