@@ -21,7 +21,7 @@ BEFORE=${TRUST_MODDIR:-}
 TDIR=$(mktemp -d "$OUT/trust.XXXXXX")
 chmod 755 "$TDIR"
 BG_PIDS+=()
-trap 'cleanup; rm -rf "$TDIR"' EXIT
+trap '[ -n "${TRUST_KEEPLOG:-}" ] && cp "$TMP"/*.log "$TRUST_KEEPLOG"/ 2>/dev/null; cleanup; rm -rf "$TDIR"' EXIT
 cp "$ATK" "$TDIR/trusted"          # the Trust list's program (atk-trust read|idle)
 cp "$ATK" "$TDIR/shieldctl"        # the Daemon program
 chmod 755 "$TDIR/trusted" "$TDIR/shieldctl"
@@ -41,6 +41,7 @@ mkdir -p "$NOB/fakelib"
 cc -shared -fPIC -O2 -Wall -Wextra -Werror -o "$NOB/fakelib/libxcb-composite.so.0" \
   -Wl,-soname,libxcb-composite.so.0 \
   -Wl,-F,"$(realpath /usr/lib/x86_64-linux-gnu/libxcb-composite.so.0)" "$here/trust-inject.c" -lxcb
+cc -shared -fPIC -O2 -Wall -Wextra -Werror -DINJECT_NOOP -o "$NOB/noop.so" "$here/trust-inject.c" -lxcb
 cp "$ATK" "$NOB/atk"
 chown -R nobody:nogroup "$NOB"
 # the server's socket is reachable by nobody (no -auth: any local user may connect)
@@ -140,6 +141,62 @@ for M in C D; do
       "mount -t tmpfs none '$TDIR' && mkdir '$TDIR/notinstalled' && cp '$NOB/atk' '$TDIR/notinstalled/compiz' && exec '$TDIR/notinstalled/compiz' read"
     verdict "mount namespace: own program at a Trust path not installed" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "namespace"
   done
+
+  for S in $M ${M}I; do
+    v=XDISPLAY_$S; export DISPLAY=${!v}
+    # a debugger (same uid, ptrace_scope 0 or no yama) makes the trusted program dlopen the
+    # attacker's library: its constructor connects and reads while the debugger is attached
+    "${NOBODY[@]}" "$TDIR/trusted" idle >"$TMP/g" 2>&1 &
+    gp=$!; BG_PIDS+=("$gp")
+    for i in $(seq 50); do [ -e "/proc/$gp/fd/3" ] && break; sleep 0.1; done
+    "${NOBODY[@]}" gdb -q -p "$gp" -batch -ex "call (void*)dlopen(\"$NOB/inject.so\", 2)" >"$TMP/gdb.out" 2>&1 || true
+    wait "$gp" 2>/dev/null || true
+    verdict "gdb: dlopen of the attacker's library in the trusted program" "$S" "$gp" "$(cat "$TMP/g")" red "tracer"
+    # a trusted connection that reads, then gets foreign code mapped (gdb dlopen of a library
+    # that only sits there, the debugger gone): the next read re-checks and loses trust
+    coproc TS { exec "${NOBODY[@]}" "$TPROBE" session; }
+    tp=$TS_PID; BG_PIDS+=("$tp")
+    echo cap >&"${TS[1]}"; read -r -t 10 l1 <&"${TS[0]}" || l1=none
+    "${NOBODY[@]}" gdb -q -p "$tp" -batch -ex "call (void*)dlopen(\"$NOB/noop.so\", 2)" >"$TMP/gdb.out" 2>&1 || true
+    sleep 0.3   # older than the re-check interval (250 ms)
+    echo cap >&"${TS[1]}"; read -r -t 10 l2 <&"${TS[0]}" || l2=none
+    echo quit >&"${TS[1]}"; wait "$tp" 2>/dev/null || true
+    exec {TS[0]}<&- {TS[1]}>&- 2>/dev/null || true
+    if [ "$(red "$l1" red_max)" = $SECRET ]; then
+      verdict "trusted connection read, then gdb maps foreign code in, read again (re-check)" "$S" "$tp" "$l2" red_max "(re-check): injected code"
+    else
+      bad "$S: the trusted session did not read before the injection  [$l1]"
+    fi
+  done
+
+  # grants: the trusted daemon's stand-in grants a connection; the grantee passes the
+  # same kernel checks (here: an LD_LIBRARY_PATH naming nobody's directory)
+  for S in $M ${M}I; do
+    v=XDISPLAY_$S; export DISPLAY=${!v}
+    coproc GS { exec "${NOBODY[@]}" env LD_LIBRARY_PATH="$NOB/empty" "$PROBE" session; }
+    gs=$GS_PID; BG_PIDS+=("$gs")
+    echo base >&"${GS[1]}"; read -r -t 10 lb <&"${GS[0]}" || lb=none
+    gout=$("$TPROBE" proto grant "$(fld "$lb" base)")
+    echo cap >&"${GS[1]}"; read -r -t 10 lc <&"${GS[0]}" || lc=none
+    echo quit >&"${GS[1]}"; wait "$gs" 2>/dev/null || true
+    echo "# $S: grantee $lb"
+    case $S in
+      C|D) expect "$S: Grant to a connection with an unsafe LD_LIBRARY_PATH: BadAccess" "$gout" err -eq 10
+           verdict "the refused grantee reads" "$S" "$gs" "$lc" red_max "(grant): injected code: LD_LIBRARY_PATH" ;;
+      *)   expect "$S (control): Grant to the same: allowed" "$gout" err -eq 0
+           verdict "the grantee reads" "$S" "$gs" "$lc" red_max "" ;;
+    esac
+  done
+  v=XDISPLAY_$M; export DISPLAY=${!v}
+  coproc HS { exec "${NOBODY[@]}" "$PROBE" session; }
+  hs=$HS_PID; BG_PIDS+=("$hs")
+  echo base >&"${HS[1]}"; read -r -t 10 lb <&"${HS[0]}" || lb=none
+  gout=$("$TPROBE" proto grant "$(fld "$lb" base)")
+  echo cap >&"${HS[1]}"; read -r -t 10 lc <&"${HS[0]}" || lc=none
+  echo quit >&"${HS[1]}"; wait "$hs" 2>/dev/null || true
+  echo "# $M: honest grantee $lb"
+  expect "$M: Grant to an honest connection (run by nobody): allowed" "$gout" err -eq 0
+  expect "$M: the honest grantee reads the secure window" "$lc" red_max -eq $SECRET
 
   for S in $M ${M}H; do
     v=XDISPLAY_$S; export DISPLAY=${!v}
