@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Per X client state. Client privates are zeroed for every new connection, so a grant,
@@ -27,8 +28,9 @@ struct cs_client {
 
 /* A trusted connection is re-checked (identity.c: the program, injected code, tracer, sole
  * holder of the connection) when its trust is used and the last check is older than this.
- * One check of a trusted program costs a scan of /proc/PID/fd of every process. */
-#define CS_RECHECK_MS 250
+ * One check costs a scan of /proc/PID/fd of every process: 4.5-10 ms with 140 processes
+ * (measured here), so at most 1 % of a core for a trusted client that reads all the time. */
+#define CS_RECHECK_MS 1000
 
 static DevPrivateKeyRec cs_client_key_rec;
 
@@ -108,9 +110,19 @@ cs_still_trusted(ClientPtr client, struct cs_client *st)
     v.role = st->role;
     v.dev = st->dev;
     v.ino = st->ino;
-    if (cs_identity_check(client, &v)) {
-        st->checked_ms = now;
-        return 1;
+    {
+        struct timespec t0, t1;
+        int ok;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ok = cs_identity_check(client, &v);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: client %d re-checked in %ld us\n",
+                       client->index, (long) ((t1.tv_sec - t0.tv_sec) * 1000000 +
+                                              (t1.tv_nsec - t0.tv_nsec) / 1000));
+        if (ok) {
+            st->checked_ms = now;
+            return 1;
+        }
     }
     cs_refuse(client, st, &v, "re-check");
     return 0;

@@ -158,7 +158,7 @@ for M in C D; do
     tp=$TS_PID; BG_PIDS+=("$tp")
     echo cap >&"${TS[1]}"; read -r -t 10 l1 <&"${TS[0]}" || l1=none
     "${NOBODY[@]}" gdb -q -p "$tp" -batch -ex "call (void*)dlopen(\"$NOB/noop.so\", 2)" >"$TMP/gdb.out" 2>&1 || true
-    sleep 0.3   # older than the re-check interval (250 ms)
+    sleep 1.1   # older than the re-check interval (1000 ms)
     echo cap >&"${TS[1]}"; read -r -t 10 l2 <&"${TS[0]}" || l2=none
     echo quit >&"${TS[1]}"; wait "$tp" 2>/dev/null || true
     exec {TS[0]}<&- {TS[1]}>&- 2>/dev/null || true
