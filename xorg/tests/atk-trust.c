@@ -1,7 +1,8 @@
 /* CaptureShield Xorg tests (t-trust.sh): borrowing a trusted program's trust.
  *   atk-trust victim               a 200x200 red secure window nothing covers (40,000 px)
- *   atk-trust read|watch|ANY...    reads the screen: prints "red=N trust=T" (a copy of this
- *                                  program is the suite's trusted program and its "shieldctl")
+ *   atk-trust read|watch|ANY [pause]  reads the screen: prints "red=N trust=T" (a copy of
+ *                                  this program is the suite's trusted program and its
+ *                                  "shieldctl"); pause: then SetProtection 0 ("pause_err=E")
  *   atk-trust idle                 connects and waits (the trusted program of the handovers)
  *   atk-trust handover fork|scm setup|raw PROG ARGS...
  *       connects (fork: socket connect and X setup, or the socket connect only; scm: the
@@ -229,6 +230,13 @@ main(int argc, char **argv)
         return handover(argc - 2, argv + 2);
     /* read, watch, untag, anything: one read of the screen */
     conn();
-    printf("red=%ld trust=%d\n", read_red(), trust_of_self());
+    printf("red=%ld trust=%d", read_red(), trust_of_self());
+    if (argc > 2 && !strcmp(argv[2], "pause")) {
+        /* "shieldctl watch pause": switch the protection off for everyone */
+        int err = 0;
+        cs_send(X_CaptureShieldSetProtection, 0, 1, NULL, &err);
+        printf(" pause_err=%d", err);
+    }
+    printf("\n");
     return 0;
 }

@@ -241,6 +241,19 @@ for M in C D; do
     verdict "daemon program as root with argv[1] untag" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "daemon argv"
     run_pid "$TMP/o" "${NOBODY[@]}" "$TDIR/shieldctl" watch
     verdict "daemon program 'watch' run by nobody (not in DaemonUsers)" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "daemon uid"
+    # ... and its pause (SetProtection 0): refused, an untrusted read stays black
+    "${NOBODY[@]}" "$TDIR/shieldctl" watch pause >"$TMP/o" 2>&1 || true
+    p=$(fld "$(cat "$TMP/o")" pause_err)
+    out=$("$ATK" read)
+    case $S in
+      C|D) [ "$p" = 10 ] && [ "$(red "$out")" -le 0 ] &&
+             ok "$S: 'shieldctl watch' by nobody, then pause: BadAccess, untrusted reads $(red "$out")  [$(cat "$TMP/o")]" ||
+             bad "$S: 'shieldctl watch' by nobody, pause: err=$p, untrusted read $(red "$out")" ;;
+      *)   [ "$p" = 0 ] && [ "$(red "$out")" = $SECRET ] &&
+             ok "$S (control): 'shieldctl watch' by nobody, then pause: allowed, untrusted reads $SECRET" ||
+             bad "$S (control): pause err=$p, untrusted read $(red "$out")"
+           "$TPROBE" proto protect 1 >/dev/null ;;
+    esac
   done
 done
 
