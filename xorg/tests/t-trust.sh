@@ -77,6 +77,7 @@ for s in C CI CH CR D DI DH DR; do
   exec {VIC[0]}<&- {VIC[1]}>&-
 done
 
+PAD=$(head -c 100000 /dev/zero | tr '\0' x)
 # as nobody, without a subshell (as_nobody is a function): $! is the attacker's pid
 NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
 # red OUTPUT [key]: the number after key= (default red) or -1
@@ -132,6 +133,10 @@ for M in C D; do
     verdict "LD_AUDIT into the trusted program" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "injected code: LD_AUDIT"
     run_pid "$TMP/o" "${NOBODY[@]}" env LD_LIBRARY_PATH="$NOB/fakelib" "$TDIR/trusted" read
     verdict "a fake libxcb-composite through LD_LIBRARY_PATH" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "injected code: LD_LIBRARY_PATH"
+    # the environment is read whole: an LD_LIBRARY_PATH naming nobody's directory after
+    # 300 KB of other variables (ld.so searches it; the directory is empty here)
+    run_pid "$TMP/o" "${NOBODY[@]}" env PAD1="$PAD" PAD2="$PAD" PAD3="$PAD" LD_LIBRARY_PATH="$NOB/empty" "$TDIR/trusted" read
+    verdict "LD_LIBRARY_PATH of nobody's directory after 300 KB of environment" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "injected code: LD_LIBRARY_PATH"
     # another mount namespace: the attacker's program bind-mounted at a Trust path, and
     # copied to a Trust path that is not installed (tmpfs over its directory)
     run_pid "$TMP/o" "${NOBODY[@]}" unshare -Urm sh -c \
@@ -162,7 +167,6 @@ for M in C D; do
     sleep 1.1   # older than the re-check interval (1000 ms)
     echo cap >&"${TS[1]}"; read -r -t 10 l2 <&"${TS[0]}" || l2=none
     echo quit >&"${TS[1]}"; wait "$tp" 2>/dev/null || true
-    exec {TS[0]}<&- {TS[1]}>&- 2>/dev/null || true
     if [ "$(red "$l1" red_max)" = $SECRET ]; then
       verdict "trusted connection read, then gdb maps foreign code in, read again (re-check)" "$S" "$tp" "$l2" red_max "(re-check): injected code"
     else
