@@ -121,6 +121,18 @@ for M in C D; do
     expect "$M: the daemon program as root, argv[1] watch: trusted" "$out" red -eq $SECRET trust -eq 2
   fi
   out=$("$PROBE" proto version); expect "$M: an untrusted program stays untrusted" "$out" trust -eq 0
+  # a refusal is reported to the daemon: CaptureNotify kind 7, drawable = the reason (1:
+  # injected code), before the refused client's first read
+  if [ -z "$BEFORE" ]; then
+    "$TPROBE" listen 1 >"$TMP/ev" &
+    lp=$!; BG_PIDS+=("$lp")
+    for i in $(seq 50); do grep -q ready "$TMP/ev" && break; sleep 0.1; done
+    "${NOBODY[@]}" env LD_PRELOAD="$NOB/inject.so" "$TDIR/trusted" read >/dev/null 2>&1 || true
+    for i in $(seq 50); do grep -q event "$TMP/ev" && break; sleep 0.1; done
+    out=$(grep event "$TMP/ev" || echo none)
+    expect "$M: a refused Trust program is reported to a trusted listener (kind 7, reason 1)" "$out" kind -eq 7 drawable = 0x1
+    kill "$lp" 2>/dev/null || true; wait "$lp" 2>/dev/null || true
+  fi
 
   for S in $M ${M}I; do
     v=XDISPLAY_$S; export DISPLAY=${!v}
