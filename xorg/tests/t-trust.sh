@@ -55,6 +55,7 @@ if [ -n "$BEFORE" ]; then
   # the module before: no Daemon option; its daemon program was in the Trust list
   TRUST="Option \"Trust\" \"$TDIR/trusted:$TPROBE:$TDIR/notinstalled/compiz:$TDIR/shieldctl\""
 fi
+declare -A XPID
 declare -A SERVERS=([C]="" [CI]=identity [CH]=handover [CR]=daemonrole
                     [D]="" [DI]=identity [DH]=handover [DR]=daemonrole)
 for s in C CI CH CR D DI DH DR; do
@@ -65,6 +66,7 @@ for s in C CI CH CR D DI DH DR; do
   write_conf "$TMP/$s.conf" 1 "${opts[@]}"
   [ -n "$BEFORE" ] && sed -i "s|ModulePath \"$OUT,|ModulePath \"$BEFORE,|" "$TMP/$s.conf"
   start_xorg "$s" "$TMP/$s.conf"
+  XPID[$s]=${XORG_PIDS[-1]}
 done
 echo "# servers: $(for s in C CI CH CR D DI DH DR; do v=XDISPLAY_$s; printf '%s=%s ' $s "${!v}"; done)"
 
@@ -248,6 +250,26 @@ for M in C D; do
         verdict "handover ($how), trusted program killed, read again" "$S" "$hp" "$out" red "handover"
       fi
     done
+  done
+
+  for S in $M ${M}H; do
+    v=XDISPLAY_$S; export DISPLAY=${!v}
+    # a socket in flight: the connecting process writes the X setup request, sends the
+    # socket over SCM_RIGHTS (not yet received), keeps its copy and execs the trusted
+    # program; the server (stopped meanwhile) identifies the connection only then: the
+    # trusted program is its only holder. The receiver then takes it and reads at once
+    # (within the re-check interval): its first read re-checks.
+    rm -f "$TMP/go" "$TMP/h"
+    kill -STOP "${XPID[$S]}"
+    ATK_GO=$TMP/go "${NOBODY[@]}" "$ATK" handover inflight "$TDIR/trusted" idle >"$TMP/h" 2>&1 &
+    hp=$!; BG_PIDS+=("$hp")
+    for i in $(seq 100); do grep -q exec_done "$TMP/h" && break; sleep 0.1; done
+    kill -CONT "${XPID[$S]}"
+    touch "$TMP/go"
+    for i in $(seq 100); do grep -q "^red=" "$TMP/h" && break; sleep 0.1; done
+    out=$(grep "^red=" "$TMP/h" || echo "red=none $(tr '\n' ' ' <"$TMP/h")")
+    verdict "handover of a socket in flight, read at once through it" "$S" "$hp" "$out" red "handover"
+    kill "$hp" 2>/dev/null || true; wait "$hp" 2>/dev/null || true
   done
 
   for S in $M ${M}R; do
