@@ -17,6 +17,7 @@ static const struct {
     {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
     {"dbe", CS_RULE_DBE}, {"frame", CS_RULE_FRAME}, {"title", CS_RULE_TITLE},
     {"overlay", CS_RULE_OVERLAY},
+    {"record", CS_RULE_RECORD}, {"properties", CS_RULE_PROPS}, {"wmtitle", CS_RULE_WMTITLE},
 };
 
 const char *

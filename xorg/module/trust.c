@@ -94,6 +94,8 @@ cs_grant(ClientPtr target, Bool on)
     if (!target || target == serverClient || target->clientGone)
         return BadValue;
     cs_client_state(target)->granted = on ? 1 : 0;
+    if (!on)
+        cs_record_sweep();      /* its RECORD contexts end if a window is secure */
     LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: client %d %s\n", target->index,
                    on ? "granted trust" : "grant revoked");
     return Success;

@@ -407,8 +407,9 @@ YEL=5696      # F1 minus S
 TBAR=4080     # T1: 204x20
 CYANPX=2896   # F2 (104x124) minus P
 start_victim --framed
-[ "${V_WMTITLE:-}" = 21 ] && ok "frame: the window manager reads the secure window's title (21 bytes)" ||
-  bad "frame: the window manager read ${V_WMTITLE:-none} bytes of the title"
+# issue 25: a window manager reads titles only when trusted (this one is not; t-recprop.sh)
+[ "${V_WMTITLE:-}" = 0 ] && ok "frame: an untrusted window manager reads none of the secure window's title" ||
+  bad "frame: the untrusted window manager read ${V_WMTITLE:-none} bytes of the title"
 out=$("$PROBE" frame shot); expect "frame: untrusted root GetImage: frame and title bar black with the secure window, the plain frame intact" "$out" \
   red -eq 0 yellow -eq 0 black -eq $FRAME1 cyan -eq $CYANPX blue -eq $BLUEPX
 for i in $(seq "$N"); do xwd -root -silent >"$TMP/fr$i.xwd"; done
