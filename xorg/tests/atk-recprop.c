@@ -5,8 +5,8 @@
  *                      "ready ..." once enabled (or refused), then the title bytes and red
  *                      pixels it received
  *   act                a victim: a 200x200 secure window, tagged first, then its title set
- *                      (24 bytes), 40,000 red pixels put, the title drawn, read back; ends
- *                      with a marker request
+ *                      (24 bytes, also in _KEEPASS_DOCUMENT; WM_CLASS "keepass"), 40,000 red pixels put, the title drawn, read back; ends
+ *                      with a marker request (`act stay`: then stays until killed)
  *   props TITLE WIN NAME...   how many bytes of TITLE each property of WIN gives this client
  *   getdel TITLE WIN NAME     the same with GetProperty delete=1
  *   list WIN NAME      ListProperties of WIN: nprops=N listed=0|1 (NAME among them)
@@ -157,7 +157,7 @@ record(int secs)
 
 /* ---- act: the victim ---- */
 static int
-act(void)
+act(int stay)
 {
     xcb_window_t s;
     xcb_gcontext_t gc;
@@ -172,6 +172,11 @@ act(void)
     wait_mapped(s);
     xcb_change_property(c, XCB_PROP_MODE_REPLACE, s, XCB_ATOM_WM_NAME, XCB_ATOM_STRING, 8,
                         strlen(TITLE24), TITLE24);
+    /* an application's own property naming the document, and WM_CLASS (allow-listed) */
+    xcb_change_property(c, XCB_PROP_MODE_REPLACE, s, atom("_KEEPASS_DOCUMENT"),
+                        XCB_ATOM_STRING, 8, strlen(TITLE24), TITLE24);
+    xcb_change_property(c, XCB_PROP_MODE_REPLACE, s, XCB_ATOM_WM_CLASS, XCB_ATOM_STRING, 8,
+                        16, "keepass\0KeePass");
     img = malloc(200 * 200 * 4);
     if (!img)
         die("out of memory");
@@ -196,6 +201,8 @@ act(void)
     sync_();
     free(xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, strlen(MARKER), MARKER), NULL));
     printf("S=0x%x\n", s);
+    while (stay)
+        pause();
     return 0;
 }
 
@@ -301,7 +308,7 @@ main(int argc, char **argv)
     if (argc >= 3 && !strcmp(argv[1], "record"))
         return record(atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "act"))
-        return act();
+        return act(argc >= 3 && !strcmp(argv[2], "stay"));
     if (argc >= 2 && !strcmp(argv[1], "props"))
         return props(argc - 2, argv + 2, 0);
     if (argc >= 2 && !strcmp(argv[1], "getdel"))
