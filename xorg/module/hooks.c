@@ -248,8 +248,8 @@ cs_prop_allowed(Atom a)
 static int
 cs_prop_hidden(ClientPtr client, WindowPtr win, Atom name)
 {
-    if (!cs_rule_on(CS_RULE_TITLE) || cs_cfg.paused || cs_client_trusted(client))
-        return 0;
+    if (!cs_rule_on(CS_RULE_TITLE) || !cs_secure_count() || cs_client_trusted(client))
+        return 0;               /* (cs_secure_count is 0 while protection is paused) */
     if (cs_rule_on(CS_RULE_PROPS)) {
         if (cs_prop_allowed(name) || CLIENT_ID(win->drawable.id) == client->index)
             return 0;

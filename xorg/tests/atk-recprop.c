@@ -12,9 +12,13 @@
  *   list WIN NAME      ListProperties of WIN: nprops=N listed=0|1 (NAME among them)
  *   rotate TITLE WIN STASH    creates STASH on WIN, rotates WM_NAME into it, reads it
  *   wm TITLE WIN [KILL]       becomes the window manager (SubstructureRedirect on the root;
- *                      after KillClient(KILL) when given) and reads WIN's titles */
+ *                      after KillClient(KILL) when given) and reads WIN's titles
+ *   obapp              a secure window titled "test.kdbx - KeePassXC" under a real window
+ *                      manager; prints S and its frame F, stays until killed
+ *   rootmask           redirect=1 when a client holds SubstructureRedirect on the root */
 #define _GNU_SOURCE
 #include "csprobe.h"
+#include <poll.h>
 #include <signal.h>
 #include <xcb/record.h>
 
@@ -301,12 +305,106 @@ wm(const char *title, xcb_window_t w, xcb_window_t kill)
     return 0;
 }
 
+/* `obapp`: an application under a real window manager (as csprobe's `frame app`): maps a
+ * red secure 200x200 window titled "test.kdbx - KeePassXC" (WM_NAME, _NET_WM_NAME), waits
+ * until the window manager has reparented and mapped it, prints S (the window) and F (its
+ * frame), stays until killed. Not framed within 2 s (openbox, just started, sometimes
+ * drops a MapRequest that arrives during its startup): unmaps and maps it again. */
+static int
+obapp(void)
+{
+    const char *t = "test.kdbx - KeePassXC";
+    xcb_window_t s = 0, f, parent = 0;
+    uint32_t vals[] = { RED, XCB_EVENT_MASK_STRUCTURE_NOTIFY };
+    int tries, reparented = 0, mapped = 0;
+
+    conn();
+    s = xcb_generate_id(c);
+    xcb_create_window(c, XCB_COPY_FROM_PARENT, s, root, 0, 0, 200, 200, 0,
+                      XCB_WINDOW_CLASS_INPUT_OUTPUT, XCB_COPY_FROM_PARENT,
+                      XCB_CW_BACK_PIXEL | XCB_CW_EVENT_MASK, vals);
+    set_secure(s, 1);
+    xcb_change_property(c, XCB_PROP_MODE_REPLACE, s, XCB_ATOM_WM_NAME, XCB_ATOM_STRING, 8,
+                        strlen(t), t);
+    xcb_change_property(c, XCB_PROP_MODE_REPLACE, s, atom("_NET_WM_NAME"), atom("UTF8_STRING"),
+                        8, strlen(t), t);
+    for (tries = 0; tries < 15 && !(reparented && mapped); tries++) {
+        struct pollfd pfd = { xcb_get_file_descriptor(c), POLLIN, 0 };
+        int waited = 0;
+        if (tries) {
+            xcb_unmap_window(c, s);
+            mapped = 0;
+        }
+        xcb_map_window(c, s);
+        xcb_flush(c);
+        while (!(reparented && mapped) && waited < 2000) {
+            xcb_generic_event_t *ev = xcb_poll_for_event(c);
+            if (!ev) {
+                poll(&pfd, 1, 100);
+                waited += 100;
+                continue;
+            }
+            if ((ev->response_type & 0x7f) == XCB_REPARENT_NOTIFY &&
+                ((xcb_reparent_notify_event_t *) ev)->window == s) {
+                parent = ((xcb_reparent_notify_event_t *) ev)->parent;
+                reparented = parent != root;
+            }
+            if ((ev->response_type & 0x7f) == XCB_MAP_NOTIFY &&
+                ((xcb_map_notify_event_t *) ev)->window == s)
+                mapped = 1;
+            free(ev);
+        }
+    }
+    if (!(reparented && mapped))
+        die("obapp: the window manager did not frame the window");
+    /* the frame: the child of the root that holds s */
+    for (f = s;;) {
+        xcb_query_tree_reply_t *q = xcb_query_tree_reply(c, xcb_query_tree(c, f), NULL);
+        xcb_window_t p = q ? q->parent : root;
+        free(q);
+        if (p == root || p == XCB_NONE)
+            break;
+        f = p;
+    }
+    for (tries = 0; tries < 500; tries++) {
+        xcb_get_window_attributes_reply_t *a =
+            xcb_get_window_attributes_reply(c, xcb_get_window_attributes(c, f), NULL);
+        int viewable = a && a->map_state == XCB_MAP_STATE_VIEWABLE;
+        free(a);
+        if (viewable)
+            break;
+        usleep(10000);
+    }
+    printf("S=0x%x F=0x%x\n", s, f);
+    for (;;)
+        pause();
+    return 0;
+}
+
+/* whether some client holds SubstructureRedirect on the root (a window manager runs) */
+static int
+rootmask(void)
+{
+    xcb_get_window_attributes_reply_t *a;
+
+    conn();
+    a = xcb_get_window_attributes_reply(c, xcb_get_window_attributes(c, root), NULL);
+    printf("redirect=%d\n",
+           a && (a->all_event_masks & XCB_EVENT_MASK_SUBSTRUCTURE_REDIRECT) ? 1 : 0);
+    free(a);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 3 && !strcmp(argv[1], "record"))
         return record(atoi(argv[2]));
+    if (argc >= 2 && !strcmp(argv[1], "obapp"))
+        return obapp();
+    if (argc >= 2 && !strcmp(argv[1], "rootmask"))
+        return rootmask();
     if (argc >= 2 && !strcmp(argv[1], "act"))
         return act(argc >= 3 && !strcmp(argv[2], "stay"));
     if (argc >= 2 && !strcmp(argv[1], "props"))
@@ -321,6 +419,6 @@ main(int argc, char **argv)
         return wm(argv[2], strtoul(argv[3], NULL, 0),
                   argc >= 5 ? strtoul(argv[4], NULL, 0) : 0);
     die("usage: atk-recprop record SECS | act | props|getdel TITLE WIN NAME... | "
-        "list WIN NAME | rotate TITLE WIN STASH | wm TITLE WIN [KILL]");
+        "list WIN NAME | rotate TITLE WIN STASH | wm TITLE WIN [KILL] | obapp | rootmask");
     return 2;
 }

@@ -13,7 +13,7 @@ TATK=$TMP/atk-recprop-trusted   # the same program at a path the Trust list name
 cp "$ATK" "$TATK"
 OPENBOX=$(readlink -f "$(command -v openbox)")
 T24="passwords.kdbx - KeePass"    # atk-recprop act's title (24 bytes)
-T21="test.kdbx - KeePassXC"       # csprobe frame app's title (21 bytes)
+T21="test.kdbx - KeePassXC"       # atk-recprop obapp's title (21 bytes)
 
 # servers: A censor, D deny (openbox untrusted), OA/OD the same with openbox trusted,
 # R rules off (openbox untrusted), RO rules off (openbox trusted)
@@ -50,27 +50,41 @@ trecorder() {
   exit 1
 }
 rec_end() { wait "$REC_PID" || true; out=$(tail -1 "$TMP/rec.out"); }
+# bg_line FILE CMD...: runs CMD in the background, its output in FILE, until its first
+# line (30 s at most); sets BG_LAST (not a coproc: bash closes a newer coproc's pipe when
+# it reaps an older one, which made starts fail now and then)
+bg_line() {
+  local f=$1 i; shift
+  rm -f "$f"
+  "$@" >"$f" &
+  BG_LAST=$!; BG_PIDS+=("$BG_LAST")
+  for i in $(seq 300); do [ -f "$f" ] && [ "$(wc -l <"$f")" -ge 1 ] && return 0; sleep 0.1; done
+  return 1
+}
 # act_stay: a long-lived victim (atk-recprop act stay); sets S
 act_stay() {
-  local line
-  coproc ACT { exec "$ATK" act stay; }
-  ACT_PID_=$ACT_PID; BG_PIDS+=("$ACT_PID_")
-  read -r -t 10 line <&"${ACT[0]}" || { echo "Error: the victim did not start" >&2; exit 1; }
-  eval "$line"
+  bg_line "$TMP/act.out" "$ATK" act stay || { echo "Error: the victim did not start" >&2; exit 1; }
+  ACT_PID_=$BG_LAST
+  eval "$(head -1 "$TMP/act.out")"
 }
 act_stop() { kill "$ACT_PID_" 2>/dev/null || true; wait "$ACT_PID_" 2>/dev/null || true; }
-# start_openbox / stop_openbox as in run.sh: openbox frames csprobe's secure window
-# titled T21 (sets O_S, O_F: the window and its frame)
+# start_openbox / stop_openbox as in run.sh: openbox frames a secure window titled T21
+# (atk-recprop obapp; sets O_S, O_F: the window and its frame)
 start_openbox() {
-  local i line
+  local i
   mkdir -p "$TMP/home"
   HOME=$TMP/home openbox --sm-disable >"$TMP/openbox.log" 2>&1 &
   OB_PID=$!; BG_PIDS+=("$OB_PID")
-  for i in $(seq 100); do [ "$("$PROBE" frame wm)" != owner=0x0 ] && break; sleep 0.1; done
-  coproc OBAPP { exec "$PROBE" frame app; }
-  OBAPP_PID_=$OBAPP_PID; BG_PIDS+=("$OBAPP_PID_")
-  read -r -t 30 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; tail -5 "$TMP/openbox.log" >&2; exit 1; }
-  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/O_/')"
+  # ready once it owns WM_S0 and holds SubstructureRedirect on the root (it takes WM_S0
+  # first: an application mapped in between was sometimes never framed)
+  for i in $(seq 100); do
+    [ "$("$PROBE" frame wm)" != owner=0x0 ] && [ "$("$ATK" rootmask)" = redirect=1 ] && break
+    sleep 0.1
+  done
+  bg_line "$TMP/obapp.out" "$ATK" obapp ||
+    { echo "Error: openbox did not frame the window" >&2; tail -5 "$TMP/openbox.log" >&2; xwininfo -root -children >&2; ps -o pid,stat,wchan:30,cmd -p "$OB_PID" >&2; grep -i "captureshield.*client\|error" "$TMP"/*.log | tail -8 >&2; exit 1; }
+  OBAPP_PID_=$BG_LAST
+  eval "$(head -1 "$TMP/obapp.out" | tr ' ' '\n' | sed 's/^/O_/')"
 }
 stop_openbox() {
   kill "$OBAPP_PID_" "$OB_PID" 2>/dev/null || true
