@@ -223,7 +223,8 @@ static const char *const cs_allowed_names[] = {
     "_NET_FRAME_EXTENTS", "_NET_WM_ALLOWED_ACTIONS", "_NET_WM_ICON", "_NET_WM_ICON_GEOMETRY",
     "_NET_WM_STRUT", "_NET_WM_STRUT_PARTIAL", "_NET_WM_OPAQUE_REGION",
     "_NET_WM_BYPASS_COMPOSITOR", "_NET_WM_WINDOW_OPACITY", "_NET_WM_FULLSCREEN_MONITORS",
-    "_NET_STARTUP_ID", "_MOTIF_WM_HINTS", "_GTK_FRAME_EXTENTS", "_XEMBED_INFO", "XdndAware",
+    "_NET_STARTUP_ID", "_MOTIF_WM_HINTS", "_GTK_FRAME_EXTENTS", "_GTK_THEME_VARIANT",
+    "_GTK_HIDE_TITLEBAR_WHEN_MAXIMIZED", "_XEMBED_INFO", "XdndAware", "XdndProxy",
     "_CAPTURE_SHIELD_SECURE", "_CAPTURE_SHIELD_POLICY",
 };
 static Atom cs_allowed_atoms[sizeof(cs_allowed_names) / sizeof(cs_allowed_names[0])];

@@ -430,7 +430,7 @@ out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
 expect "frame: another client moves the secure window out of its frame: the frame (with the title) stays black" "$out" err -eq 0 red -eq 0 yellow -eq 0 black -eq $FRAME1
 stop_victim
 # the same with a real window manager: openbox (untrusted) frames the secure window and
-# draws its title; it reads the title (exempt from the title rule), captures do not
+# draws its frame; it reads no title (a window manager does only when trusted), captures see nothing
 start_openbox
 out=$(until_other "$TPROBE" "$O_F")
 expect "openbox: the trusted client sees the window and openbox's decorations" "$out" red -eq 40000 other -gt 0
