@@ -225,6 +225,7 @@ static const char *const cs_allowed_names[] = {
     "_NET_WM_BYPASS_COMPOSITOR", "_NET_WM_WINDOW_OPACITY", "_NET_WM_FULLSCREEN_MONITORS",
     "_NET_STARTUP_ID", "_MOTIF_WM_HINTS", "_GTK_FRAME_EXTENTS", "_GTK_THEME_VARIANT",
     "_GTK_HIDE_TITLEBAR_WHEN_MAXIMIZED", "_XEMBED_INFO", "XdndAware", "XdndProxy",
+    "XdndTypeList", "XdndActionList",
     "_CAPTURE_SHIELD_SECURE", "_CAPTURE_SHIELD_POLICY",
 };
 static Atom cs_allowed_atoms[sizeof(cs_allowed_names) / sizeof(cs_allowed_names[0])];

@@ -3,7 +3,8 @@
  *   record SECS        records all clients (core requests, replies, events, errors) through
  *                      a RECORD context until EndOfData, the act's end marker or SECS; prints
  *                      "ready ..." once enabled (or refused), then the title bytes and red
- *                      pixels it received
+ *                      pixels it received (`record SECS hold`: first prints the data
+ *                      connection's base=XID and waits for a line on stdin)
  *   act                a victim: a 200x200 secure window, tagged first, then its title set
  *                      (24 bytes, also in _KEEPASS_DOCUMENT; WM_CLASS "keepass"), 40,000 red pixels put, the title drawn, read back; ends
  *                      with a marker request (`act stay`: then stays until killed)
@@ -88,7 +89,7 @@ radd(const uint8_t *d, size_t n)
 }
 
 static int
-record(int secs)
+record(int secs, int hold)
 {
     xcb_connection_t *ctl, *data;
     xcb_record_context_t rc;
@@ -113,8 +114,19 @@ record(int secs)
     range.delivered_events.last = 127;
     range.errors.first = 0;
     range.errors.last = 255;
-    rc = xcb_generate_id(ctl);
-    rerr = check(xcb_record_create_context_checked(ctl, rc, 0, 1, 1, &spec, &range));
+    if (hold) {
+        /* the data connection's resource base (for a grant), then a line on stdin; the
+         * data connection creates the context too (one connection to grant) */
+        char line[16];
+        printf("base=0x%x\n", xcb_generate_id(data));
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+            die("record: no go line");
+        c = data;
+    }
+    rc = xcb_generate_id(c);
+    rerr = check(xcb_record_create_context_checked(c, rc, 0, 1, 1, &spec, &range));
+    c = ctl;
     if (rerr) {
         printf("ready refused at=create\n");
         fflush(stdout);
@@ -400,7 +412,7 @@ main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 3 && !strcmp(argv[1], "record"))
-        return record(atoi(argv[2]));
+        return record(atoi(argv[2]), argc >= 4 && !strcmp(argv[3], "hold"));
     if (argc >= 2 && !strcmp(argv[1], "obapp"))
         return obapp();
     if (argc >= 2 && !strcmp(argv[1], "rootmask"))

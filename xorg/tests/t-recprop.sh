@@ -61,6 +61,22 @@ bg_line() {
   for i in $(seq 300); do [ -f "$f" ] && [ "$(wc -l <"$f")" -ge 1 ] && return 0; sleep 0.1; done
   return 1
 }
+# granted_recorder: an untrusted recorder whose connection a trusted client grants trust
+# before it creates and enables its context (a window is secure), then revokes
+granted_recorder() {
+  local i base
+  rm -f "$TMP/rec.in" "$TMP/rec.out"; mkfifo "$TMP/rec.in"
+  "$ATK" record 10 hold <"$TMP/rec.in" >"$TMP/rec.out" &
+  REC_PID=$!
+  exec 7>"$TMP/rec.in"
+  for i in $(seq 200); do grep -q base= "$TMP/rec.out" 2>/dev/null && break; sleep 0.05; done
+  base=$(fld "$(head -1 "$TMP/rec.out")" base)
+  "$TPROBE" proto grant "$base" >/dev/null
+  echo go >&7
+  for i in $(seq 200); do grep -q ready "$TMP/rec.out" 2>/dev/null && break; sleep 0.05; done
+  "$TPROBE" proto revoke "$base" >/dev/null
+  exec 7>&-
+}
 # act_stay: a long-lived victim (atk-recprop act stay); sets S
 act_stay() {
   bg_line "$TMP/act.out" "$ATK" act stay || { echo "Error: the victim did not start" >&2; exit 1; }
@@ -126,6 +142,11 @@ protected() {
   "$TPROBE" proto protect 1 >/dev/null
   "$ATK" act >/dev/null; rec_end
   expect "$m: RECORD enabled while protection was paused: ended when it resumed, 0 title bytes, 0 pixels" "$out" enabled -eq 1 ended -eq 1 title -eq 0 pixels -eq 0
+  # a client granted trust enables RECORD while a window is secure; the grant is revoked:
+  # the context ends
+  granted_recorder
+  "$ATK" act >/dev/null; rec_end
+  expect "$m: RECORD enabled while granted, grant revoked: ended, 0 title bytes, 0 pixels" "$out" enabled -eq 1 ended -eq 1 title -eq 0 pixels -eq 0
   # ---- properties (point 8) ----
   out=$(as_nobody "$ATK" props "$T24" "$S" WM_NAME _KEEPASS_DOCUMENT)
   expect "$m: GetProperty of the title and of an own property naming the document: 0 title bytes" "$out" WM_NAME -eq 0 _KEEPASS_DOCUMENT -eq 0
@@ -198,6 +219,8 @@ expect "$m: RECORD enabled before the tag gets the title and 40,000 pixels" "$ou
 act_stay
 recorder as_nobody; "$ATK" act >/dev/null; rec_end
 expect "$m: RECORD while a window is secure gets the title and 40,000 pixels" "$out" enabled -eq 1 title -eq 24 pixels -eq 40000
+granted_recorder; "$ATK" act >/dev/null; rec_end
+expect "$m: RECORD enabled while granted keeps recording after the revoke" "$out" enabled -eq 1 title -eq 24 pixels -eq 40000
 out=$(as_nobody "$ATK" props "$T24" "$S" _KEEPASS_DOCUMENT)
 expect "$m: an own property naming the document is readable" "$out" _KEEPASS_DOCUMENT -eq 24
 out=$(as_nobody "$ATK" list "$S" _KEEPASS_DOCUMENT)
