@@ -34,52 +34,65 @@ struct cs_record_head {
 };
 
 struct cs_record_list {
-    XID ids[64];
-    int n, more;
+    XID ids[64];                /* contexts enabled by untrusted clients, to free */
+    int n, more, enabled;
 };
+
+/* The client that enabled a context (NULL: disabled). If the layout check fails (a RECORD
+ * whose context record starts differently), the context's creator, enabled or not. */
+static ClientPtr
+cs_record_recorder(void *value, XID id)
+{
+    struct cs_record_head *h = value;
+    int idx = CLIENT_ID(id);
+
+    if (h->id == id)
+        return h->pRecordingClient;
+    return idx > 0 && idx < currentMaxClients ? clients[idx] : NULL;
+}
 
 static void
 cs_record_collect(void *value, XID id, void *data)
 {
     struct cs_record_list *l = data;
+    ClientPtr rec = cs_record_recorder(value, id);
 
-    (void) value;
+    if (!rec)
+        return;
+    l->enabled = 1;
+    if (cs_client_trusted(rec))
+        return;
     if (l->n < (int) (sizeof(l->ids) / sizeof(l->ids[0])))
         l->ids[l->n++] = id;
     else
         l->more = 1;
 }
 
-/* Frees every RECORD context enabled by an untrusted client while a secure window exists. */
+/* Frees every RECORD context enabled by an untrusted client while a secure window exists:
+ * RECORD's delete function disables it first (flushes what it recorded before, sends
+ * EndOfData, lets the recording client run again). Called after a window's tag was
+ * written, when protection resumes and when a grant is revoked. */
 void
 cs_record_sweep(void)
 {
     struct cs_record_list l;
-    int i, pass, enabled = 0;
+    int i, pass;
 
     if (!cs_record_type || !cs_record_enabled || !cs_rule_on(CS_RULE_RECORD) ||
         !cs_secure_count())
         return;
-    for (pass = 0; pass < 16; pass++) {
-        l.n = l.more = 0;
-        enabled = 0;
+    for (pass = 0; pass < 64; pass++) {
+        l.n = l.more = l.enabled = 0;
         for (i = 1; i < currentMaxClients; i++)
             if (clients[i] && !clients[i]->clientGone)
                 FindClientResourcesByType(clients[i], cs_record_type, cs_record_collect, &l);
         for (i = 0; i < l.n; i++) {
+            /* by id: freeing one context can close a recording client and free others */
             void *p;
-            struct cs_record_head *h;
             ClientPtr rec;
             if (dixLookupResourceByType(&p, l.ids[i], cs_record_type, NullClient,
-                                        DixReadAccess) != Success)
-                continue;
-            h = p;
-            /* the layout check failing: treat the context as enabled by its creator */
-            rec = h->id == l.ids[i] ? h->pRecordingClient : clients[CLIENT_ID(l.ids[i])];
-            if (!rec)
-                continue;
-            enabled = 1;
-            if (cs_client_trusted(rec))
+                                        DixReadAccess) != Success ||
+                !(rec = cs_record_recorder(p, l.ids[i])))
                 continue;
             LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: RECORD context 0x%lx of untrusted "
                            "client %d freed: a secure window exists\n",
@@ -90,7 +103,7 @@ cs_record_sweep(void)
         if (!l.more)
             break;
     }
-    if (!enabled)
+    if (!l.enabled)
         cs_record_enabled = 0;
 }
 
