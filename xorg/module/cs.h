@@ -52,6 +52,9 @@ enum cs_rule {
     CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
     CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
     CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
+    CS_RULE_RECORD = 1 << 20,          /* no untrusted RECORD while a secure window exists */
+    CS_RULE_PROPS = 1 << 21,           /* secure windows: only allow-listed properties readable */
+    CS_RULE_WMTITLE = 1 << 22,         /* a window manager reads titles only when trusted */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -162,6 +165,10 @@ void cs_forget_window(WindowPtr win);    /* a window is being destroyed */
 Bool cs_hooks_init(void);
 Bool cs_hook_hold(void);        /* arm the resource hook (one more reason); FALSE: failed */
 void cs_hook_release(void);     /* one reason less; the last one disarms it */
+
+/* record.c */
+Bool cs_record_init(void);
+void cs_record_sweep(void);     /* a window became secure or trust was lost */
 
 /* defences.c */
 Bool cs_defences_init(void);

@@ -19,6 +19,7 @@ static const struct {
     {"overlay", CS_RULE_OVERLAY},
     {"identity", CS_RULE_IDENTITY}, {"handover", CS_RULE_HANDOVER},
     {"daemonrole", CS_RULE_DAEMONROLE},
+    {"record", CS_RULE_RECORD}, {"properties", CS_RULE_PROPS}, {"wmtitle", CS_RULE_WMTITLE},
 };
 
 const char *

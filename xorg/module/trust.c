@@ -42,6 +42,17 @@ cs_client_state(ClientPtr client)
 }
 
 static int cs_reporting;          /* a refusal is being reported: no nested re-checks */
+static OsTimerPtr cs_sweep_timer;  /* RECORD contexts of a client that lost trust end */
+
+static CARD32
+cs_sweep_later(OsTimerPtr timer, CARD32 now, void *arg)
+{
+    (void) timer;
+    (void) now;
+    (void) arg;
+    cs_record_sweep();
+    return 0;
+}
 
 /* Trust refused or lost: logged once per connection, reported to the daemon (kind 7,
  * drawable = the reason) */
@@ -52,6 +63,9 @@ cs_refuse(ClientPtr client, struct cs_client *st, const struct cs_verdict *v, co
 
     st->exe_trusted = 0;
     st->granted = 0;
+    if (was)    /* its RECORD contexts end too, outside this request (the sweep re-checks
+                   trust itself) */
+        cs_sweep_timer = TimerSet(cs_sweep_timer, 0, 1, cs_sweep_later, NULL);
     if (st->refused)
         return;
     st->refused = 1;
@@ -201,6 +215,8 @@ cs_grant(ClientPtr target, Bool on)
         st->checked_ms = GetTimeInMillis();
     }
     st->granted = on ? 1 : 0;
+    if (!on)
+        cs_record_sweep();      /* its RECORD contexts end if a window is secure */
     LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: client %d %s\n", target->index,
                    on ? "granted trust" : "grant revoked");
     return Success;
