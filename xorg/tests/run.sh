@@ -6,7 +6,12 @@ OUT=${OUT:-$here/../../.build/xorg}
 N=${CS_CAPTURES:-100}           # captures per path
 TMP=$(mktemp -d /tmp/csxorg.XXXXXX)
 PROBE=$OUT/csprobe
-TPROBE=$OUT/csprobe-trusted
+# the trusted probe where only root can write up to / (the module checks the file and its
+# directories; the build may be under /tmp)
+SAFE=$(mktemp -d /run/csxorg-bin.XXXXXX)
+chmod 755 "$SAFE"
+cp "$OUT/csprobe-trusted" "$SAFE/" && chmod 755 "$SAFE/csprobe-trusted"
+TPROBE=$SAFE/csprobe-trusted
 COUNT=$OUT/cscount
 . "$here/xorg-lib.sh"
 BG_PIDS=()
@@ -14,7 +19,7 @@ cleanup() {
   local p
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_all_xorg
-  rm -rf "$TMP"
+  rm -rf "$TMP" "$SAFE"
 }
 trap cleanup EXIT
 start=$(date +%s)
@@ -93,7 +98,7 @@ start_openbox() {
   for i in $(seq 100); do [ "$("$PROBE" frame wm)" != owner=0x0 ] && break; sleep 0.1; done
   coproc OBAPP { exec "$PROBE" frame app; }
   OBAPP_PID_=$OBAPP_PID; BG_PIDS+=("$OBAPP_PID_")
-  read -r -t 10 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; exit 1; }
+  read -r -t 30 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; exit 1; }
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/O_/')"
 }
 stop_openbox() {
@@ -112,7 +117,7 @@ until_other() {
   echo "$out"
 }
 
-for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
+for b in "$PROBE" "$OUT/csprobe-trusted" "$COUNT" "$OUT/libcaptureshield.so"; do
   [ -x "$b" ] || [ -f "$b" ] || { echo "Error: $b not built (make xorg-module)" >&2; exit 1; }
 done
 

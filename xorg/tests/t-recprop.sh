@@ -9,8 +9,7 @@ set -euo pipefail
 . "$(dirname "$0")/t-lib.sh"
 ATK=$OUT/atk-recprop
 [ -x "$ATK" ] || { echo "Error: $ATK not built (make probes)" >&2; exit 1; }
-TATK=$TMP/atk-recprop-trusted   # the same program at a path the Trust list names
-cp "$ATK" "$TATK"
+TATK=$(trusted_copy "$ATK" atk-recprop-trusted)   # the same program at a path the Trust list names
 OPENBOX=$(readlink -f "$(command -v openbox)")
 T24="passwords.kdbx - KeePass"    # atk-recprop act's title (24 bytes)
 T21="test.kdbx - KeePassXC"       # atk-recprop obapp's title (21 bytes)

@@ -16,10 +16,9 @@ SECRET=40000
 BEFORE=${TRUST_MODDIR:-}
 [ -x "$ATK" ] || { echo "Error: $ATK not built (make probes)" >&2; exit 1; }
 
-# The trusted programs: copies in a directory of root's that nobody else may write (under
-# $OUT; /tmp is world-writable, so a trusted copy must not live there)
-TDIR=$(mktemp -d "$OUT/trust.XXXXXX")
-chmod 755 "$TDIR"
+# The trusted programs: copies in a directory of root's that nobody else may write (t-lib's
+# $SAFE under /run; /tmp is world-writable, so a trusted copy must not live there)
+TDIR=$SAFE
 BG_PIDS+=()
 trap '[ -n "${TRUST_KEEPLOG:-}" ] && cp "$TMP"/*.log "$TRUST_KEEPLOG"/ 2>/dev/null; cleanup; rm -rf "$TDIR"' EXIT
 cp "$ATK" "$TDIR/trusted"          # the Trust list's program (atk-trust read|idle)
