@@ -211,7 +211,7 @@ enum CommandClient {
     var r: Int32
     repeat { r = poll(&p, 1, ms) } while r < 0 && errno == EINTR
     guard r > 0 else { return .timedOut }
-    var buf = [UInt8](repeating: 0, count: 512)
+    var buf = [UInt8](repeating: 0, count: CommandChannel.Reply.limit + 1024)
     let n = recv(fd, &buf, buf.count, 0)
     guard n > 0 else { return .failed("the daemon closed the connection without a reply") }
     return .reply(CommandChannel.Reply(wire: Array(buf[0..<n])))

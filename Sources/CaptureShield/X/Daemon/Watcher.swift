@@ -158,7 +158,7 @@ final class WatcherLoop {
   /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).
   var module: ServerModule?
   /// What the module has been told (policy tags, grants, protection).
-  var enforcement = ServerEnforcement()
+  var enforcement = ServerEnforcement(daemonUID: Int(geteuid()))
   /// Forged events (another client's SendEvent) dropped since the last audit record, and
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
