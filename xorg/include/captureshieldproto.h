@@ -33,6 +33,10 @@
 /* since 1.2, to clients that selected CaptureShieldSecureMask: a window's tag was written
  * (reader = the window's owner, drawable = the window, request = the tagging request) */
 #define CaptureShieldKindSecure 6
+/* module of issue 26 (same version): trust refused or lost (reader = that client, pid =
+ * its pid, drawable = the reason: 1 injected code, 2 handover, 3 namespace, 4 tracer,
+ * 5 path owner, 6 daemon argv, 7 daemon uid, 8 process gone, 9 exe changed) */
+#define CaptureShieldKindTrust 7
 
 typedef struct {
     CARD8 reqType;
