@@ -81,6 +81,14 @@ struct CommandChannelTests {
     #expect(CommandChannel.Reply(wire: Array("what".utf8)) == .refused("unreadable reply \"what\""))
   }
 
+  @Test("the titles query: any program of the daemon's user, no other user")
+  func queryRefusal() {
+    #expect(
+      CommandChannel.queryRefusal(peer: .init(pid: 9, uid: 1000, exe: "/usr/bin/python3"), daemonUID: 1000) == nil)
+    #expect(
+      CommandChannel.queryRefusal(peer: .init(pid: 9, uid: 1001, exe: "/usr/bin/shieldctl"), daemonUID: 1000) != nil)
+  }
+
   @Test("titles: each window's title round-trips, a long one is cut on a character, the whole reply is bounded")
   func titles() {
     let titles: [WindowID: String] = [1: "Passwords", 0x40_0002: "Ünïcödé ✓", 3: ""]

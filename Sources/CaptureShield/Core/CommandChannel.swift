@@ -65,6 +65,13 @@ public enum CommandChannel {
     return "the sender runs \(exe), not the daemon's program \(daemonExe.map(withoutDeletedSuffix) ?? "?")"
   }
 
+  /// Whether the daemon answers a query (`titles`: the secure windows' titles) from
+  /// `peer`: any program of the daemon's own user may ask (the session's user sees those
+  /// windows on the screen anyway); another user gets nothing. nil when it may.
+  public static func queryRefusal(peer: Peer, daemonUID: UInt32) -> String? {
+    peer.uid == daemonUID ? nil : "sender uid \(peer.uid) is not the daemon's (\(daemonUID))"
+  }
+
   /// `/usr/bin/shieldctl (deleted)` → `/usr/bin/shieldctl` (readlink of a replaced file).
   public static func withoutDeletedSuffix(_ path: String) -> String {
     path.hasSuffix(" (deleted)") ? String(path.dropLast(" (deleted)".count)) : path

@@ -177,6 +177,19 @@ extension WatcherLoop {
     } else {
       identity = identify(base: n.reader)
     }
+    if n.kind == ServerModule.NotifyKind.trust.rawValue {
+      // The module refused (or ended) a client's trust: a Trust or Daemon program that failed
+      // its kernel identity checks, or a grantee. Audited every time (once per connection).
+      log.write(
+        AuditRecord(
+          "trust-refused",
+          [
+            ("client", .string(reader.description)),
+            ("reason", .string(ServerModule.NotifyKind.trustReason(n.drawable))),
+            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
+          ]))
+      return
+    }
     if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
       // One of the daemon's own defences held: the module refused it. Audited every time
       // (nobody does this by accident).
