@@ -1,7 +1,7 @@
 // The real desktops, tested (issue 18, point 3): Debian's window managers and compositors
 // (xfwm4, marco, mutter, kwin_x11 with compositing on; i3 with picom; openbox), with the
 // default policy and the release daemon, on Xvfb (client-side shields) and on a headless
-// Xorg with the module (the compositor trusted as the installed snippet trusts it). For
+// Xorg with the module (as the installed snippet sets it: the compositor granted by the daemon). For
 // each: nobody capturing, the secure window is visible to the user, not shielded, the
 // compositor trusted and `doctor` healthy; xwd and an ffmpeg recording get no secret pixel
 // after the first frame (under the module: in no frame, the first included, with the
