@@ -157,4 +157,15 @@ struct CompositorGrantTests {
     #expect(enforcement.originsNeeded(engine: engine).isEmpty)
     #expect(enforcement.sync(engine: engine) == [.grant(picom)])
   }
+
+  @Test func aGrantTheModuleRefusedIsNotRetried() {
+    let (engine, picom) = Self.engineWithPicom()
+    var enforcement = ServerEnforcement(daemonUID: user)
+    enforcement.learned(CompositorOrigin(pid: picomPID, ancestors: [], complete: true))
+    #expect(enforcement.sync(engine: engine) == [.grant(picom)])
+    enforcement.moduleRefusedGrant(picom)
+    #expect(enforcement.granted.isEmpty)
+    #expect(enforcement.sync(engine: engine).isEmpty)
+    #expect(enforcement.grantRefused == [picom])
+  }
 }

@@ -48,6 +48,9 @@ public struct ServerEnforcement: Sendable {
   public var daemonUID: Int
   /// Compositors the policy trusts but the daemon does not grant, and why.
   public private(set) var refusedCompositors: [ClientID: String] = [:]
+  /// Clients whose grant the module refused (it re-checks the grantee's kernel identity:
+  /// injected code, a handed-over connection): never granted again.
+  public private(set) var grantRefused: Set<ClientID> = []
   /// Who started each compositor process (by PID), as the shell found it.
   private var origins: [Int: CompositorOrigin] = [:]
   private var lastAudit: [AuditKey: (at: MonotonicTime, suppressed: Int)] = [:]
@@ -68,6 +71,12 @@ public struct ServerEnforcement: Sendable {
     let pids = engine.clients.values.filter { $0.clientClass != .allowed && engine.isTrustedCompositor($0.id) }
       .compactMap { $0.identity?.pid }
     return Set(pids).subtracting(origins.keys).sorted()
+  }
+
+  /// The module refused the grant of `client` (BadAccess; GetClientTrust says none).
+  public mutating func moduleRefusedGrant(_ client: ClientID) {
+    granted.remove(client)
+    grantRefused.insert(client)
   }
 
   /// Who started the compositor process `origin.pid` (kept while it is a compositor).
@@ -142,6 +151,8 @@ public struct ServerEnforcement: Sendable {
     let compositors = Set(
       engine.clients.values.filter { engine.isTrustedCompositor($0.id) }.compactMap { $0.identity?.pid })
     origins = origins.filter { compositors.contains($0.key) }
+    grantRefused = grantRefused.filter { engine.clients[$0] != nil }
+    allowed.subtract(grantRefused)
     for c in granted.subtracting(allowed).sorted(by: { $0.base < $1.base }) {
       granted.remove(c)
       // A client that is gone lost its grant with its connection.

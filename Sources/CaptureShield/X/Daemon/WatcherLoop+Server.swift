@@ -79,6 +79,18 @@ extension WatcherLoop {
     case .untag(let w): effects.policyUntag(w, atom: aPolicyTag)
     case .grant(let c):
       effects.grant(c, granted: true, module: module)
+      // The module re-checks the grantee's kernel identity and may refuse (BadAccess): ask.
+      if module.trust(of: c.base, on: x) == ServerModule.Trust.none {
+        enforcement.moduleRefusedGrant(c)
+        log.write(
+          AuditRecord(
+            "grant-refused",
+            [("client", .string(c.description))] + identityFields(c) + [
+              ("reason", "the module refused it (its identity checks: injected code, a handed-over connection, ...)")
+            ]))
+        stateDirty = true
+        return
+      }
       log.write(AuditRecord("grant", [("client", .string(c.description))] + identityFields(c)))
       stateDirty = true
       // The compositor may have painted secure windows before its grant (black): each is
