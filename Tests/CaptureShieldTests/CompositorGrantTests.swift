@@ -62,6 +62,9 @@ private let grantCases: [GrantCase] = [
     name: "a session manager's name in /tmp is not a session manager",
     ancestors: [a(402, "/tmp/xfce4-session", .untrusted)], refusal: "an untrusted client"),
   .init(
+    name: "an untrusted client running as root started it",
+    ancestors: [a(402, "/usr/bin/xdotool", uid: 0, .untrusted)], refusal: "an untrusted client"),
+  .init(
     name: "a process of another user started it",
     ancestors: [a(402, "/usr/bin/bash", uid: 1001), systemdUser], refusal: "of uid 1001, another user"),
   .init(

@@ -40,14 +40,17 @@ struct TrustModelTests {
       daemon.auditEvents("grant").contains { $0["exe"] as? String == "/usr/bin/picom" }
     }
     #expect(daemon.auditEvents("compositor-refused").isEmpty, "\(daemon.auditEvents("compositor-refused"))")
+    let c = try server.connect()
+    try await waitUntil("picom redirects the screen", timeout: .seconds(10)) {
+      let owner = try c.selectionOwner("_NET_WM_CM_S0")
+      return try owner != 0 && c.resourceTypes(ofClientOwning: owner)["CompositeClientSubwindows", default: 0] > 0
+    }
     // What the user sees is picom's output: the whole window, repainted after the grant.
     var seen = 0
     try await waitUntil("the user's view shows the secure window through picom", timeout: .seconds(10)) {
       seen = Self.secret(try Capture.getImageRoot(on: server))
       return seen == Self.rect.width * Self.rect.height
     }
-    let owner = try server.connect().selectionOwner("_NET_WM_CM_S0")
-    #expect(owner != 0)
     let shot = try await Capture.xwdRoot(on: server)
     #expect(Self.secret(shot) == 0, "xwd read \(Self.secret(shot)) secret pixels")
     let state = try #require(try daemon.state())
@@ -70,6 +73,11 @@ struct TrustModelTests {
     // xdotool connects to the display, then runs picom as its child and waits for it.
     let launcher = try server.startBackground(
       "/usr/bin/xdotool", ["exec", "--sync", "/usr/bin/picom"] + Self.picomArguments)
+    defer {
+      print(
+        "trust model, picom under xdotool: audit \(daemon.audit.filter { ["grant", "compositor", "compositor-refused", "grant-refused"].contains($0["event"] as? String ?? "") })"
+      )
+    }
     try await waitUntil("the daemon refuses picom", timeout: .seconds(10)) {
       daemon.auditEvents("compositor-refused").contains { $0["exe"] as? String == "/usr/bin/picom" }
     }

@@ -76,11 +76,12 @@ public enum CompositorGrant: Sendable, Hashable {
   ///
   /// - it runs as the daemon's user (`daemonUID`): another user's compositor is not this
   ///   session's;
-  /// - every process that started it (its ancestors up to PID 1) is root, or the daemon's
-  ///   user and either not a client of this display, a client the module trusts, the
-  ///   window manager (i3 starts picom), or a session manager (`sessionManagers`:
-  ///   xfce4-session starts xfwm4). An ordinary untrusted client (a terminal, any app) that
-  ///   starts a compositor would lend it the trust the module gives: refused;
+  /// - every process that started it (its ancestors up to PID 1) runs as root or as the
+  ///   daemon's user, and is either not a client of this display, a client the module
+  ///   trusts, the window manager (i3 starts picom), or a session manager
+  ///   (`sessionManagers`: xfce4-session starts xfwm4). An ordinary untrusted client (a
+  ///   terminal, any app, root's too) that starts a compositor would lend it the trust the
+  ///   module gives: refused;
   /// - the chain was read to its end (`origin.complete`).
   public static func decide(identity: ClientIdentity?, origin: CompositorOrigin?, daemonUID: Int) -> CompositorGrant {
     guard let identity, let pid = identity.pid else { return .refuse("its process is not known") }
@@ -90,8 +91,8 @@ public enum CompositorGrant: Sendable, Hashable {
     for a in origin.ancestors {
       let who = "PID \(a.pid) (\(a.exe ?? "?"))"
       guard let auid = a.uid else { return .refuse("started by \(who), whose user cannot be read") }
-      if auid == 0 { continue }
-      guard auid == daemonUID else { return .refuse("started by \(who) of uid \(auid), another user") }
+      guard auid == 0 || auid == daemonUID else { return .refuse("started by \(who) of uid \(auid), another user") }
+      // Root's processes too: an untrusted client running as root lends no more trust.
       switch a.standing {
       case .notAClient, .trusted, .windowManager: continue
       case .untrusted:
