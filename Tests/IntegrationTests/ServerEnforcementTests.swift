@@ -42,8 +42,8 @@ struct ServerEnforcementTests {
     #expect(state.enforcement?.kind == "server", "\(server.xorgLog.suffix(2000))")
     #expect(state.enforcement?.moduleMode == "censor")
 
-    // The CLI tags one window (shieldctl is trusted, so the module lets it tag another
-    // client's window); the policy secures the other.
+    // The CLI tags one window through the daemon (the module trusts shieldctl only as the
+    // daemon, which may tag another client's window); the policy secures the other.
     let tag = try await Shieldctl.run(["tag", hex(tagged.id)], on: server)
     #expect(tag.status == .exited(0), "\(tag)")
     try await waitUntil("both windows secure", timeout: .seconds(10)) {
