@@ -35,7 +35,8 @@
 #define CaptureShieldKindSecure 6
 /* module of issue 26 (same version): trust refused or lost (reader = that client, pid =
  * its pid, drawable = the reason: 1 injected code, 2 handover, 3 namespace, 4 tracer,
- * 5 path owner, 6 daemon argv, 7 daemon uid, 8 process gone, 9 exe changed) */
+ * 5 path owner, 6 daemon argv, 7 daemon uid, 8 process gone, 9 exe changed; the request
+ * fields are that client's last request, if any) */
 #define CaptureShieldKindTrust 7
 
 typedef struct {

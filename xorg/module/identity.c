@@ -220,6 +220,8 @@ cs_untraced(pid_t pid)
     return ok && seen;
 }
 
+static int cs_env_entry_clean(const char *e, const char **why);
+
 /* LD_PRELOAD, LD_AUDIT (any value) or an LD_LIBRARY_PATH with an empty or relative entry
  * or a directory not root's in the initial environment. A process that scrubbed its
  * environment after the loader ran still shows the strings here (unsetenv moves pointers,
@@ -227,46 +229,73 @@ cs_untraced(pid_t pid)
 static int
 cs_env_clean(pid_t pid, const char **why)
 {
-    static char buf[256 * 1024];
-    char path[64];
-    ssize_t n;
-    char *e;
+    char path[64], *buf = NULL, *e;
+    size_t size = 0, n = 0;
+    ssize_t r;
+    int fd, ok = 1;
 
+    /* all of it: a variable after megabytes of padding counts as much as the first */
     snprintf(path, sizeof(path), "/proc/%d/environ", (int) pid);
-    if ((n = cs_read_file(path, buf, sizeof(buf))) < 0) {
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
         *why = "environ unreadable";
         return 0;
     }
-    for (e = buf; e < buf + n; e += strlen(e) + 1) {
-        if (!strncmp(e, "LD_PRELOAD=", 11) && e[11]) {
-            *why = "LD_PRELOAD";
-            return 0;
+    do {
+        if (n + 1 >= size) {
+            char *nb = size < (64u << 20) ? realloc(buf, size ? size * 2 : 65536) : NULL;
+            if (!nb) {
+                free(buf);
+                close(fd);
+                *why = "environ too large";
+                return 0;
+            }
+            buf = nb;
+            size = size ? size * 2 : 65536;
         }
-        if (!strncmp(e, "LD_AUDIT=", 9) && e[9]) {
-            *why = "LD_AUDIT";
-            return 0;
-        }
-        if (!strncmp(e, "LD_LIBRARY_PATH=", 16)) {
-            const char *p = e + 16, *q;
-            do {
-                char dir[PATH_MAX], real[PATH_MAX];
-                size_t len;
-                q = strchr(p, ':');
-                len = q ? (size_t) (q - p) : strlen(p);
-                if (len == 0 || p[0] != '/' || len >= sizeof(dir)) {
-                    *why = "LD_LIBRARY_PATH (empty or relative entry)";
-                    return 0;
-                }
-                memcpy(dir, p, len);
-                dir[len] = '\0';
-                /* a missing directory may be created later by whoever may write its parent */
-                if (!realpath(dir, real) || !cs_path_root_only(real, 0)) {
-                    *why = "LD_LIBRARY_PATH (directory not root's)";
-                    return 0;
-                }
-                p = q + 1;
-            } while (q);
-        }
+        r = read(fd, buf + n, size - 1 - n);
+        if (r > 0)
+            n += r;
+    } while (r > 0);
+    close(fd);
+    buf[n] = '\0';
+    for (e = buf; ok && e < buf + n; e += strlen(e) + 1)
+        ok = cs_env_entry_clean(e, why);
+    free(buf);
+    return ok;
+}
+
+/* One NAME=VALUE entry of the environment. */
+static int
+cs_env_entry_clean(const char *e, const char **why)
+{
+    if (!strncmp(e, "LD_PRELOAD=", 11) && e[11]) {
+        *why = "LD_PRELOAD";
+        return 0;
+    }
+    if (!strncmp(e, "LD_AUDIT=", 9) && e[9]) {
+        *why = "LD_AUDIT";
+        return 0;
+    }
+    if (!strncmp(e, "LD_LIBRARY_PATH=", 16) && e[16]) {    /* "" is ignored by ld.so */
+        const char *p = e + 16, *q;
+        do {
+            char dir[PATH_MAX], real[PATH_MAX];
+            size_t len;
+            q = strchr(p, ':');
+            len = q ? (size_t) (q - p) : strlen(p);
+            if (len == 0 || p[0] != '/' || len >= sizeof(dir)) {
+                *why = "LD_LIBRARY_PATH (empty or relative entry)";
+                return 0;
+            }
+            memcpy(dir, p, len);
+            dir[len] = '\0';
+            /* a missing directory may be created later by whoever may write its parent */
+            if (!realpath(dir, real) || !cs_path_root_only(real, 0)) {
+                *why = "LD_LIBRARY_PATH (directory not root's)";
+                return 0;
+            }
+            p = q + 1;
+        } while (q);
     }
     return 1;
 }
@@ -302,8 +331,10 @@ cs_maps_clean(pid_t pid, const char **why, char *what, size_t whatlen)
         if (file[0] != '/')
             continue;           /* [vdso], [vsyscall], anonymous */
         snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int) pid, lo, hi);
-        if (strstr(file, " (deleted)") || stat(path, &st) < 0 || st.st_ino != ino ||
-            !cs_root_only(&st, 0)) {
+        if (stat(path, &st) < 0 && (errno != EPERM && errno != EACCES ? 1 : stat(file, &st) < 0))
+            st.st_ino = 0;      /* map_files needs CAP_SYS_ADMIN (a rootless server): the
+                                   path in our namespace, checked to be the mapped inode */
+        if (strstr(file, " (deleted)") || st.st_ino != ino || !cs_root_only(&st, 0)) {
             *why = "executable mapping not root's";
             snprintf(what, whatlen, "%s", file);
             ok = 0;
@@ -594,10 +625,13 @@ cs_identity_check(ClientPtr client, struct cs_verdict *v)
         snprintf(v->why, sizeof(v->why), "%s", why);
         return 0;
     }
-    if (!cs_maps_clean(pid, &why, link, sizeof(link))) {
-        v->reason = CS_REASON_INJECTED;
-        snprintf(v->why, sizeof(v->why), "%s: %s", why, link);
-        return 0;
+    {
+        char what[128];
+        if (!cs_maps_clean(pid, &why, what, sizeof(what))) {
+            v->reason = CS_REASON_INJECTED;
+            snprintf(v->why, sizeof(v->why), "%s: %s", why, what);
+            return 0;
+        }
     }
     if (v->role == CS_ROLE_DAEMON && cs_rule_on(CS_RULE_DAEMONROLE)) {
         uid_t uid;

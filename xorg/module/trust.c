@@ -24,6 +24,7 @@ struct cs_client {
     dev_t dev;
     ino_t ino;
     CARD32 checked_ms;          /* last successful check */
+    unsigned char first_use;    /* trusted, not used yet: the first use re-checks */
 };
 
 /* A trusted connection is re-checked (identity.c: the program, injected code, tracer, sole
@@ -84,6 +85,7 @@ cs_identify(ClientPtr client, struct cs_client *st)
         st->dev = v.dev;
         st->ino = v.ino;
         st->checked_ms = GetTimeInMillis();
+        st->first_use = 1;
         LogMessageVerb(X_INFO, 0,
                        "CAPTURESHIELD: client %d (pid %d, %s) is trusted (%s)\n",
                        client->index, (int) v.pid, v.exe,
@@ -104,7 +106,12 @@ cs_still_trusted(ClientPtr client, struct cs_client *st)
         client->clientGone)
         return 1;
     now = GetTimeInMillis();
-    if ((CARD32) (now - st->checked_ms) < CS_RECHECK_MS)
+    /* the connection's first own request that uses its trust re-checks at once: a socket
+       sent in flight (SCM_RIGHTS) before the connection was identified is held by its
+       receiver by the time the receiver sends on it */
+    if (st->first_use && GetCurrentClient() == client)
+        st->first_use = 0;
+    else if ((CARD32) (now - st->checked_ms) < CS_RECHECK_MS)
         return 1;
     memset(&v, 0, sizeof(v));
     v.role = st->role;

@@ -1,8 +1,10 @@
 /* CaptureShield Xorg tests (t-trust.sh): borrowing a trusted program's trust.
  *   atk-trust victim               a 200x200 red secure window nothing covers (40,000 px)
- *   atk-trust read|watch|ANY...    reads the screen: prints "red=N trust=T" (a copy of this
- *                                  program is the suite's trusted program and its "shieldctl")
+ *   atk-trust read|watch|ANY [pause]  reads the screen: prints "red=N trust=T" (a copy of
+ *                                  this program is the suite's trusted program and its
+ *                                  "shieldctl"); pause: then SetProtection 0 ("pause_err=E")
  *   atk-trust idle                 connects and waits (the trusted program of the handovers)
+ *   ATK_GO=FILE atk-trust handover inflight PROG ARGS...  (see inflight())
  *   atk-trust handover fork|scm setup|raw PROG ARGS...
  *       connects (fork: socket connect and X setup, or the socket connect only; scm: the
  *       socket connect only), hands the connection to another process of ours (fork: both
@@ -147,11 +149,105 @@ wait_exec(pid_t pid, const char *exe)
 }
 
 static int
+read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    ssize_t r;
+
+    while (got < n && (r = read(fd, (char *) buf + got, n - got)) > 0)
+        got += r;
+    return got == n ? 0 : -1;
+}
+
+/* handover inflight PROG ARGS: the connecting process writes the X setup request, sends
+ * the socket to our other process (SCM_RIGHTS, not yet received: in flight, in no
+ * process's fd table), keeps its own copy and execs PROG. The other process prints
+ * "exec_done", waits for the file $ATK_GO (the harness stopped the server meanwhile, so
+ * the server identifies the connection only now, while its connecting process runs PROG
+ * and holds the only copy), waits 300 ms, receives the socket and reads the screen
+ * through it with raw requests ("red=N"). */
+static int
+inflight(int argc, char **argv)
+{
+    static const uint8_t setup[12] = { 'l', 0, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    int sp[2], fd, i;
+    pid_t first = getpid(), pid;
+    const char *go = getenv("ATK_GO");
+    uint8_t hdr[32];
+    struct {
+        uint8_t op, format;
+        uint16_t len;
+        uint32_t d;
+        int16_t x, y;
+        uint16_t w, h;
+        uint32_t mask;
+    } req;
+    uint32_t *px;
+    long red = 0, n;
+
+    if (argc < 1 || !go)
+        die("usage: ATK_GO=FILE handover inflight PROG ARGS...");
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0)
+        die("socketpair");
+    if ((pid = fork()) < 0)
+        die("fork");
+    if (pid > 0) {
+        fd = raw_connect();
+        if (write(fd, setup, sizeof(setup)) != sizeof(setup))
+            die("write setup");
+        send_fd(sp[0], fd);
+        execv(argv[0], argv);
+        die("exec");
+    }
+    wait_exec(first, argv[0]);
+    printf("exec_done\n");
+    fflush(stdout);
+    for (i = 0; i < 1000 && access(go, F_OK) < 0; i++)
+        usleep(10000);
+    usleep(300000);
+    conn();                     /* our own connection: only to learn the root window */
+    fd = recv_fd(sp[1]);
+    if (read_full(fd, hdr, 8) || hdr[0] != 1)
+        die("setup refused");
+    n = (long) (hdr[6] | hdr[7] << 8) * 4;
+    {
+        char *rest = malloc(n);
+        if (!rest || read_full(fd, rest, n))
+            die("setup reply");
+        free(rest);
+    }
+    req.op = 73;                /* GetImage */
+    req.format = 2;             /* ZPixmap */
+    req.len = 5;
+    req.d = root;
+    req.x = req.y = 0;
+    req.w = SW;
+    req.h = SH;
+    req.mask = ~0u;
+    if (write(fd, &req, sizeof(req)) != sizeof(req) || read_full(fd, hdr, 32))
+        die("GetImage");
+    if (hdr[0] != 1) {
+        printf("red=-1 error=%u\n", hdr[1]);
+        return 0;
+    }
+    n = (long) (hdr[4] | hdr[5] << 8 | hdr[6] << 16 | (uint32_t) hdr[7] << 24) * 4;
+    px = malloc(n);
+    if (!px || read_full(fd, px, n))
+        die("GetImage data");
+    for (i = 0; i < n / 4; i++)
+        red += (px[i] & 0xffffff) == RED;
+    printf("red=%ld\n", red);
+    return 0;
+}
+
+static int
 handover(int argc, char **argv)
 {
     int byfork, setup, sp[2] = { -1, -1 }, fd = -1;
     pid_t first = getpid(), pid;
 
+    if (argc > 0 && !strcmp(argv[0], "inflight"))
+        return inflight(argc - 1, argv + 1);
     if (argc < 3)
         die("usage: handover fork|scm setup|raw PROG ARGS...");
     byfork = !strcmp(argv[0], "fork");
@@ -229,6 +325,13 @@ main(int argc, char **argv)
         return handover(argc - 2, argv + 2);
     /* read, watch, untag, anything: one read of the screen */
     conn();
-    printf("red=%ld trust=%d\n", read_red(), trust_of_self());
+    printf("red=%ld trust=%d", read_red(), trust_of_self());
+    if (argc > 2 && !strcmp(argv[2], "pause")) {
+        /* "shieldctl watch pause": switch the protection off for everyone */
+        int err = 0;
+        cs_send(X_CaptureShieldSetProtection, 0, 1, NULL, &err);
+        printf(" pause_err=%d", err);
+    }
+    printf("\n");
     return 0;
 }

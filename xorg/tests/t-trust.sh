@@ -55,6 +55,7 @@ if [ -n "$BEFORE" ]; then
   # the module before: no Daemon option; its daemon program was in the Trust list
   TRUST="Option \"Trust\" \"$TDIR/trusted:$TPROBE:$TDIR/notinstalled/compiz:$TDIR/shieldctl\""
 fi
+declare -A XPID
 declare -A SERVERS=([C]="" [CI]=identity [CH]=handover [CR]=daemonrole
                     [D]="" [DI]=identity [DH]=handover [DR]=daemonrole)
 for s in C CI CH CR D DI DH DR; do
@@ -65,6 +66,7 @@ for s in C CI CH CR D DI DH DR; do
   write_conf "$TMP/$s.conf" 1 "${opts[@]}"
   [ -n "$BEFORE" ] && sed -i "s|ModulePath \"$OUT,|ModulePath \"$BEFORE,|" "$TMP/$s.conf"
   start_xorg "$s" "$TMP/$s.conf"
+  XPID[$s]=${XORG_PIDS[-1]}
 done
 echo "# servers: $(for s in C CI CH CR D DI DH DR; do v=XDISPLAY_$s; printf '%s=%s ' $s "${!v}"; done)"
 
@@ -77,6 +79,7 @@ for s in C CI CH CR D DI DH DR; do
   exec {VIC[0]}<&- {VIC[1]}>&-
 done
 
+PAD=$(head -c 100000 /dev/zero | tr '\0' x)
 # as nobody, without a subshell (as_nobody is a function): $! is the attacker's pid
 NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
 # red OUTPUT [key]: the number after key= (default red) or -1
@@ -120,6 +123,18 @@ for M in C D; do
     expect "$M: the daemon program as root, argv[1] watch: trusted" "$out" red -eq $SECRET trust -eq 2
   fi
   out=$("$PROBE" proto version); expect "$M: an untrusted program stays untrusted" "$out" trust -eq 0
+  # a refusal is reported to the daemon: CaptureNotify kind 7, drawable = the reason (1:
+  # injected code), before the refused client's first read
+  if [ -z "$BEFORE" ]; then
+    "$TPROBE" listen 1 >"$TMP/ev" &
+    lp=$!; BG_PIDS+=("$lp")
+    for i in $(seq 50); do grep -q ready "$TMP/ev" && break; sleep 0.1; done
+    "${NOBODY[@]}" env LD_PRELOAD="$NOB/inject.so" "$TDIR/trusted" read >/dev/null 2>&1 || true
+    for i in $(seq 50); do grep -q event "$TMP/ev" && break; sleep 0.1; done
+    out=$(grep event "$TMP/ev" || echo none)
+    expect "$M: a refused Trust program is reported to a trusted listener (kind 7, reason 1)" "$out" kind -eq 7 drawable = 0x1
+    kill "$lp" 2>/dev/null || true; wait "$lp" 2>/dev/null || true
+  fi
 
   for S in $M ${M}I; do
     v=XDISPLAY_$S; export DISPLAY=${!v}
@@ -132,6 +147,10 @@ for M in C D; do
     verdict "LD_AUDIT into the trusted program" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "injected code: LD_AUDIT"
     run_pid "$TMP/o" "${NOBODY[@]}" env LD_LIBRARY_PATH="$NOB/fakelib" "$TDIR/trusted" read
     verdict "a fake libxcb-composite through LD_LIBRARY_PATH" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "injected code: LD_LIBRARY_PATH"
+    # the environment is read whole: an LD_LIBRARY_PATH naming nobody's directory after
+    # 300 KB of other variables (ld.so searches it; the directory is empty here)
+    run_pid "$TMP/o" "${NOBODY[@]}" env PAD1="$PAD" PAD2="$PAD" PAD3="$PAD" LD_LIBRARY_PATH="$NOB/empty" "$TDIR/trusted" read
+    verdict "LD_LIBRARY_PATH of nobody's directory after 300 KB of environment" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "injected code: LD_LIBRARY_PATH"
     # another mount namespace: the attacker's program bind-mounted at a Trust path, and
     # copied to a Trust path that is not installed (tmpfs over its directory)
     run_pid "$TMP/o" "${NOBODY[@]}" unshare -Urm sh -c \
@@ -162,7 +181,6 @@ for M in C D; do
     sleep 1.1   # older than the re-check interval (1000 ms)
     echo cap >&"${TS[1]}"; read -r -t 10 l2 <&"${TS[0]}" || l2=none
     echo quit >&"${TS[1]}"; wait "$tp" 2>/dev/null || true
-    exec {TS[0]}<&- {TS[1]}>&- 2>/dev/null || true
     if [ "$(red "$l1" red_max)" = $SECRET ]; then
       verdict "trusted connection read, then gdb maps foreign code in, read again (re-check)" "$S" "$tp" "$l2" red_max "(re-check): injected code"
     else
@@ -234,6 +252,26 @@ for M in C D; do
     done
   done
 
+  for S in $M ${M}H; do
+    v=XDISPLAY_$S; export DISPLAY=${!v}
+    # a socket in flight: the connecting process writes the X setup request, sends the
+    # socket over SCM_RIGHTS (not yet received), keeps its copy and execs the trusted
+    # program; the server (stopped meanwhile) identifies the connection only then: the
+    # trusted program is its only holder. The receiver then takes it and reads at once
+    # (within the re-check interval): its first read re-checks.
+    rm -f "$TMP/go" "$TMP/h"
+    kill -STOP "${XPID[$S]}"
+    ATK_GO=$TMP/go "${NOBODY[@]}" "$ATK" handover inflight "$TDIR/trusted" idle >"$TMP/h" 2>&1 &
+    hp=$!; BG_PIDS+=("$hp")
+    for i in $(seq 100); do grep -q exec_done "$TMP/h" && break; sleep 0.1; done
+    kill -CONT "${XPID[$S]}"
+    touch "$TMP/go"
+    for i in $(seq 100); do grep -q "^red=" "$TMP/h" && break; sleep 0.1; done
+    out=$(grep "^red=" "$TMP/h" || echo "red=none $(tr '\n' ' ' <"$TMP/h")")
+    verdict "handover of a socket in flight, read at once through it" "$S" "$hp" "$out" red "handover"
+    kill "$hp" 2>/dev/null || true; wait "$hp" 2>/dev/null || true
+  done
+
   for S in $M ${M}R; do
     v=XDISPLAY_$S; export DISPLAY=${!v}
     # the daemon's program: another command (no daemon running), or "watch" as another user
@@ -241,6 +279,19 @@ for M in C D; do
     verdict "daemon program as root with argv[1] untag" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "daemon argv"
     run_pid "$TMP/o" "${NOBODY[@]}" "$TDIR/shieldctl" watch
     verdict "daemon program 'watch' run by nobody (not in DaemonUsers)" "$S" "$RUN_PID" "$(cat "$TMP/o")" red "daemon uid"
+    # ... and its pause (SetProtection 0): refused, an untrusted read stays black
+    "${NOBODY[@]}" "$TDIR/shieldctl" watch pause >"$TMP/o" 2>&1 || true
+    p=$(fld "$(cat "$TMP/o")" pause_err)
+    out=$("$ATK" read)
+    case $S in
+      C|D) [ "$p" = 10 ] && [ "$(red "$out")" -le 0 ] &&
+             ok "$S: 'shieldctl watch' by nobody, then pause: BadAccess, untrusted reads $(red "$out")  [$(cat "$TMP/o")]" ||
+             bad "$S: 'shieldctl watch' by nobody, pause: err=$p, untrusted read $(red "$out")" ;;
+      *)   [ "$p" = 0 ] && [ "$(red "$out")" = $SECRET ] &&
+             ok "$S (control): 'shieldctl watch' by nobody, then pause: allowed, untrusted reads $SECRET" ||
+             bad "$S (control): pause err=$p, untrusted read $(red "$out")"
+           "$TPROBE" proto protect 1 >/dev/null ;;
+    esac
   done
 done
 
