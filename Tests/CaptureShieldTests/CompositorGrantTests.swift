@@ -1,6 +1,7 @@
 // The compositor's grant under server enforcement (`CompositorGrant.decide`): who runs it
 // and who started it, and the enforcement's grants and `compositor-refused` audits.
 
+import Glibc
 import Testing
 
 @testable import CaptureShield
@@ -170,5 +171,21 @@ struct CompositorGrantTests {
     #expect(enforcement.granted.isEmpty)
     #expect(enforcement.sync(engine: engine).isEmpty)
     #expect(enforcement.grantRefused == [picom])
+  }
+
+  @Test(
+    "the parent's PID from /proc/PID/stat, after a command name with spaces and parentheses",
+    arguments: [
+      ("500 (picom) S 401 500 500 0 -1", 401), ("7 (a) b (c)) R 1 7 7", 1), ("9 (x) S", nil), ("garbage", nil),
+    ] as [(String, Int?)])
+  func parentPID(_ stat: String, _ parent: Int?) {
+    #expect(ProcessInfoReader.parentPID(stat: Array(stat.utf8)) == parent)
+  }
+
+  @Test func theOriginOfThisProcessReachesPID1() {
+    let origin = ProcessInfoReader.origin(pid: Int(getpid())) { _ in .notAClient }
+    #expect(origin.complete)
+    #expect(origin.ancestors.first?.pid == Int(getppid()))
+    #expect(origin.ancestors.allSatisfy { $0.uid != nil })
   }
 }
