@@ -49,6 +49,11 @@ private let grantCases: [GrantCase] = [
     name: "i3 + picom: i3 (the window manager) execs it through sh",
     ancestors: [a(402, "/usr/bin/dash"), a(401, "/usr/bin/i3", .windowManager), lightdm], refusal: nil),
   .init(
+    name: "startx: xfwm4 under xfce4-session under xinit (both untrusted clients)",
+    ancestors: [
+      a(402, "/usr/bin/xfce4-session", .untrusted), a(401, "/usr/bin/dash"), a(400, "/usr/bin/xinit", .untrusted),
+    ], refusal: nil),
+  .init(
     name: "a trusted client (the admin's Trust list) started it",
     ancestors: [a(401, "/usr/local/bin/session-tool", .trusted)], refusal: nil),
   .init(name: "re-parented to init (no ancestor left)", ancestors: [], refusal: nil),

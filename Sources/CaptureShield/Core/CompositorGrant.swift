@@ -52,13 +52,15 @@ public struct CompositorOrigin: Sendable, Hashable, Codable {
     self.complete = complete
   }
 
-  /// Session managers, which start the window manager and compositor of a desktop (by
-  /// file name; they count only as root-owned programs in a system directory). They are X
-  /// clients themselves (XFCE's, MATE's, GNOME's), untrusted by the module.
+  /// Session managers and session starters, which start the window manager and compositor
+  /// of a desktop (by file name; they count only as root-owned programs in a system
+  /// directory). Some are X clients themselves (XFCE's, MATE's and GNOME's session
+  /// managers; `xinit` keeps the connection it waited for the server with), untrusted by
+  /// the module.
   public static let sessionManagers: Set<String> = [
     "xfce4-session", "mate-session", "gnome-session", "gnome-session-binary", "gnome-session-service",
     "cinnamon-session", "cinnamon-session-binary", "ksmserver", "startplasma-x11", "plasma_session", "lxsession",
-    "lxqt-session", "budgie-desktop", "x-session-manager",
+    "lxqt-session", "budgie-desktop", "xinit", "gdm-x-session", "sddm-helper",
   ]
 }
 
