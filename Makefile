@@ -30,6 +30,7 @@ release:
 ## bounded time (FUZZ_SECONDS, 30 here).
 test:
 	@scripts/install-deps.sh test
+	@scripts/safe-build-dir.sh
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	@scripts/build-no-warnings.sh
 	@# the install test's release build, done now so it does not load the machine mid-run

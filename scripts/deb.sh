@@ -164,8 +164,9 @@ control captureshield-xorg-module "$d" \
   "black) every read of a protected window's pixels by untrusted clients:" \
   "GetImage (also through MIT-SHM), CopyArea, RENDER, Composite's" \
   "NameWindowPixmap, DRI3 pixmap exports. It is loaded through" \
-  "/etc/X11/xorg.conf.d/50-captureshield.conf, which trusts shieldctl;" \
-  "compositors can be trusted by editing that file." \
+  "/etc/X11/xorg.conf.d/50-captureshield.conf, which names shieldctl as" \
+  "the daemon (trusted only as 'shieldctl watch'); the daemon grants the" \
+  "compositor after its own checks." \
   "" \
   "Built against xserver-xorg-core $xver (extension ABI $xabi): the X" \
   "server refuses to load it on another major ABI. It takes effect at the" \

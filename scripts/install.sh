@@ -89,8 +89,9 @@ stage() {
     die "the example policy $dist/policy.example.json5 does not pass 'shieldctl policy check'"
 }
 
-# The Xorg module and its xorg.conf.d snippet (loads the module, trusts the installed
-# shieldctl) into directory $1.
+# The Xorg module and its xorg.conf.d snippet (loads the module, names the installed
+# shieldctl as the daemon; no compositor list: the daemon grants the compositor) into
+# directory $1.
 stage_xorg() {
   local stage=$1 module=$2
   cp "$module" "$stage/libcaptureshield.so"
@@ -104,15 +105,19 @@ Section "Module"
     SubSection "captureshield"
         # "censor" (secure windows read as black) or "deny" (BadAccess)
         Option "Mode" "censor"
-        # Trust: colon-separated absolute paths of programs trusted by identity
-        # (/proc/PID/exe of the client). Only ONE Trust option counts. By default the
-        # daemon and the standard compositors from /usr/bin (the list the daemon trusts,
-        # capture.compositors): a compositor must be trusted, or secure windows are black
-        # in its output, i.e. on the user's screen. To trust the daemon alone (no
-        # compositor runs, or yours is elsewhere), comment out the first line and use the
-        # second. A listed path that does not exist is harmless: it never matches a client.
-        Option "Trust" "$bindir/shieldctl:/usr/bin/xfwm4:/usr/bin/mutter:/usr/bin/gnome-shell:/usr/bin/muffin:/usr/bin/cinnamon:/usr/bin/marco:/usr/bin/metacity:/usr/bin/kwin_x11:/usr/bin/picom:/usr/bin/compton:/usr/bin/compiz"
-        #Option "Trust" "$bindir/shieldctl"
+        # Daemon: the daemon's program. The module trusts it only as the daemon
+        # ("shieldctl watch" run by a user of DaemonUsers, default root and the active
+        # user of seat0) and only after kernel identity checks (no LD_PRELOAD, no tracer,
+        # a root-owned file, the connection held by that process alone); every other
+        # shieldctl command is an ordinary untrusted client. The daemon grants the
+        # compositor per connection after its own checks (its user, who started it):
+        # no compositor is listed here.
+        Option "Daemon" "$bindir/shieldctl"
+        #Option "DaemonUsers" "0,seat"
+        # Trust: colon-separated absolute paths of programs trusted outright, with the
+        # same kernel checks (the admin's choice; none by default), e.g. a compositor the
+        # daemon does not grant. Only ONE Trust option counts.
+        #Option "Trust" "/usr/bin/picom"
     EndSubSection
 EndSection
 EOF

@@ -33,8 +33,8 @@ check "captureshield: /etc/xdg/autostart/captureshield.desktop is its conffile" 
   "[ \"\$(dpkg-deb --ctrl-tarfile '$main' | tar -xO ./conffiles)\" = /etc/xdg/autostart/captureshield.desktop ]"
 check "captureshield-xorg-module: the snippet is its conffile" \
   "[ \"\$(dpkg-deb --ctrl-tarfile '$xmod' | tar -xO ./conffiles)\" = /etc/X11/xorg.conf.d/50-captureshield.conf ]"
-check "the snippet in the package trusts /usr/bin/shieldctl" \
-  "dpkg-deb --fsys-tarfile '$xmod' | tar -xO ./etc/X11/xorg.conf.d/50-captureshield.conf | grep -q '^ *Option \"Trust\" \"/usr/bin/shieldctl\"\$'"
+check "the snippet in the package names /usr/bin/shieldctl as the daemon, and lists no compositor" \
+  "dpkg-deb --fsys-tarfile '$xmod' | tar -xO ./etc/X11/xorg.conf.d/50-captureshield.conf | grep -q '^ *Option \"Daemon\" \"/usr/bin/shieldctl\"\$' && ! dpkg-deb --fsys-tarfile '$xmod' | tar -xO ./etc/X11/xorg.conf.d/50-captureshield.conf | grep -q '^ *Option \"Trust\"'"
 check "captureshield Depends on libsodium, libxcb and libdbus (dpkg-shlibdeps)" \
   "dpkg-deb -f '$main' Depends | grep -q 'libsodium' && dpkg-deb -f '$main' Depends | grep -q 'libxcb1' && dpkg-deb -f '$main' Depends | grep -q 'libdbus-1-3'"
 xver=$(dpkg-query -W -f='${Version}' xserver-xorg-core)

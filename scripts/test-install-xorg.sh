@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make install-xorg-module DESTDIR=<temp>` installs exactly the module and its xorg.conf.d
-# snippet (which loads the module once and trusts $(PREFIX)/bin/shieldctl), the X server
+# snippet (which loads the module once and names $(PREFIX)/bin/shieldctl as the daemon,
+# with no compositor list: the daemon grants the compositor), the X server
 # accepts the snippet, and `make uninstall DESTDIR=<temp>` leaves no file behind.
 # `make xorg-test` runs it (needs the Xorg SDK: scripts/install-deps.sh xorg).
 set -euo pipefail
@@ -24,18 +25,20 @@ for prefix in /usr /opt/cs; do
   check "PREFIX=$prefix: the module is the one built, mode 0644" \
     "cmp -s '$so' '$root/.build/xorg/libcaptureshield.so' && [ \$(stat -c %a '$so') = 644 ]"
   check "PREFIX=$prefix: the snippet is mode 0644" "[ \$(stat -c %a '$conf') = 644 ]"
-  check "PREFIX=$prefix: the snippet trusts $prefix/bin/shieldctl and the default compositors (the only active Trust line)" \
-    "[ \"\$(grep -E '^[[:space:]]*Option[[:space:]]+\"Trust\"' '$conf')\" = '        Option \"Trust\" \"$prefix/bin/shieldctl:/usr/bin/xfwm4:/usr/bin/mutter:/usr/bin/gnome-shell:/usr/bin/muffin:/usr/bin/cinnamon:/usr/bin/marco:/usr/bin/metacity:/usr/bin/kwin_x11:/usr/bin/picom:/usr/bin/compton:/usr/bin/compiz\"' ]"
+  check "PREFIX=$prefix: the snippet names $prefix/bin/shieldctl as the daemon (the only active Daemon line)" \
+    "[ \"\$(grep -E '^[[:space:]]*Option[[:space:]]+\"Daemon\"' '$conf')\" = '        Option \"Daemon\" \"$prefix/bin/shieldctl\"' ]"
+  check "PREFIX=$prefix: no active Trust line (no compositor list), no active DaemonUsers (the default)" \
+    "! grep -Eq '^[[:space:]]*Option[[:space:]]+\"(Trust|DaemonUsers)\"' '$conf'"
   check "PREFIX=$prefix: SubSection \"captureshield\" in Section \"Module\", and no Load line" \
     "grep -q '^Section \"Module\"' '$conf' && grep -q 'SubSection \"captureshield\"' '$conf' && ! grep -Eq '^[[:space:]]*Load' '$conf'"
-  check "PREFIX=$prefix: the commented alternative trusts $prefix/bin/shieldctl alone" \
-    "grep -q '#Option \"Trust\" \"$prefix/bin/shieldctl\"\$' '$conf'"
+  check "PREFIX=$prefix: the commented examples: DaemonUsers default, a Trust line" \
+    "grep -q '#Option \"DaemonUsers\" \"0,seat\"\$' '$conf' && grep -q '#Option \"Trust\" \"/usr/bin/picom\"\$' '$conf'"
   make -s -C "$root" uninstall DESTDIR="$d" PREFIX="$prefix" >"$tmp/out" 2>&1 ||
     { cat "$tmp/out"; echo "FAIL make uninstall"; exit 1; }
   check "PREFIX=$prefix: make uninstall leaves no file behind" "[ -z \"\$(files '$d')\" ]"
 done
 
-# the X server reads the installed snippet: it loads the module once, with the Trust option
+# the X server reads the installed snippet: it loads the module once, with the Daemon option
 if [ -x /usr/lib/xorg/Xorg ]; then
   make -s -C "$root" install-xorg-module DESTDIR="$tmp/x" PREFIX=/usr >/dev/null
   OUT=$tmp/x$moduledir/extensions TMP=$tmp
@@ -48,8 +51,8 @@ if [ -x /usr/lib/xorg/Xorg ]; then
   # start_xorg gives -configdir NAME.d: the installed snippet is what it reads
   cp "$tmp/x/etc/X11/xorg.conf.d/50-captureshield.conf" "$tmp/snip.d/"
   start_xorg snip "$tmp/base.conf"
-  check "Xorg with the installed snippet: module active, 12 trusted programs, loaded once" \
-    "grep -q 'CAPTURESHIELD: active, mode censor, 12 trusted program' '$LOG_snip' && [ \$(grep -c 'LoadModule: \"captureshield\"' '$LOG_snip') = 1 ]"
+  check "Xorg with the installed snippet: module active, 0 trusted programs, the daemon named, loaded once" \
+    "grep -q 'CAPTURESHIELD: active, mode censor, 0 trusted program' '$LOG_snip' && grep -Eq 'CAPTURESHIELD: (daemon program|Daemon entry) /usr/bin/shieldctl' '$LOG_snip' && [ \$(grep -c 'LoadModule: \"captureshield\"' '$LOG_snip') = 1 ]"
   stop_all_xorg
 fi
 [ $fail -eq 0 ] && echo "test-install-xorg.sh: all passed" || { echo "test-install-xorg.sh: FAILED"; exit 1; }

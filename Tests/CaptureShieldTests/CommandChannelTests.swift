@@ -59,7 +59,7 @@ struct CommandChannelTests {
     "every command round-trips through its 20-byte wire form",
     arguments: [
       DaemonCommand.shield(0x120_0004), .unshield(0x80_0001), .pause(nil), .pause(.seconds(90)), .resume, .reload,
-      .clipboardClear, .ping(nonce: 0xdead_beef),
+      .clipboardClear, .ping(nonce: 0xdead_beef), .untag(0x40_0001), .tag(0x40_0002), .titles,
     ])
   func wire(command: DaemonCommand) {
     let bytes = CommandWire.encode(command)
@@ -79,5 +79,36 @@ struct CommandChannelTests {
     #expect(CommandChannel.Reply(wire: CommandChannel.Reply.ok.wire) == .ok)
     #expect(CommandChannel.Reply(wire: CommandChannel.Reply.refused("no").wire) == .refused("no"))
     #expect(CommandChannel.Reply(wire: Array("what".utf8)) == .refused("unreadable reply \"what\""))
+  }
+
+  @Test("the titles query: any program of the daemon's user, no other user")
+  func queryRefusal() {
+    #expect(
+      CommandChannel.queryRefusal(peer: .init(pid: 9, uid: 1000, exe: "/usr/bin/python3"), daemonUID: 1000) == nil)
+    #expect(
+      CommandChannel.queryRefusal(peer: .init(pid: 9, uid: 1001, exe: "/usr/bin/shieldctl"), daemonUID: 1000) != nil)
+  }
+
+  @Test("titles: each window's title round-trips, a long one is cut on a character, the whole reply is bounded")
+  func titles() {
+    let titles: [WindowID: String] = [1: "Passwords", 0x40_0002: "Ünïcödé ✓", 3: ""]
+    let wire = CommandChannel.Reply.titles(titles).wire
+    #expect(wire.starts(with: Array("titles\n".utf8)))
+    #expect(CommandChannel.Reply(wire: wire) == .titles(titles))
+    let long = String(repeating: "é", count: 400)  // 800 bytes
+    guard case .titles(let cut) = CommandChannel.Reply(wire: CommandChannel.Reply.titles([7: long]).wire) else {
+      Issue.record("not titles")
+      return
+    }
+    #expect(cut[7] == String(repeating: "é", count: CommandChannel.Reply.titleLimit / 2 - 1))
+    let many = Dictionary(uniqueKeysWithValues: (0..<1000).map { (WindowID($0), String(repeating: "x", count: 500)) })
+    let big = CommandChannel.Reply.titles(many).wire
+    #expect(big.count <= CommandChannel.Reply.limit)
+    guard case .titles(let some) = CommandChannel.Reply(wire: big) else {
+      Issue.record("not titles")
+      return
+    }
+    #expect(some.count == (CommandChannel.Reply.limit - 7) / 508)
+    #expect(CommandChannel.Reply(wire: Array("titles\n".utf8) + [1, 0, 0, 0, 99, 0, 0, 0, 65]) == .titles([:]))
   }
 }

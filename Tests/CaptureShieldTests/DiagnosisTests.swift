@@ -41,12 +41,49 @@ private let diagnosisCases: [DiagnosisCase] = [
     name: "allowed compositor", facts: with { $0.compositor = picom }, allow: true, daemon: .running(emptyState()),
     problems: []),
   DiagnosisCase(
-    name: "module that does not trust shieldctl",
+    name: "module that does not trust the daemon",
     facts: with {
       $0.moduleVersion = "1.2"
-      $0.moduleTrustsShieldctl = false
+      $0.moduleTrustsDaemon = false
     }, daemon: .running(emptyState()), problems: ["Xorg module"]),
+  DiagnosisCase(
+    name: "module, no daemon to ask about",
+    facts: with { $0.moduleVersion = "1.2" }, problems: ["daemon"]),
+  DiagnosisCase(
+    name: "ptrace_scope 0 is a note, not a problem", facts: with { $0.ptraceScope = 0 },
+    daemon: .running(emptyState()), problems: []),
+  DiagnosisCase(
+    name: "no Yama is a note, not a problem", facts: with { $0.ptraceScope = nil }, daemon: .running(emptyState()),
+    problems: []),
+  DiagnosisCase(
+    name: "a compositor the daemon refused under the module",
+    facts: with {
+      $0.compositor = picom
+      $0.moduleVersion = "1.2"
+      $0.moduleTrustsDaemon = true
+    }, daemon: .running(refusedCompositorState()), problems: ["compositor"]),
 ]
+
+private func refusedCompositorState() -> DaemonState {
+  var s = emptyState()
+  s.enforcement = DaemonState.Enforcement(kind: "server")
+  s.enforcement?.compositorRefused = "started by PID 401 (/usr/bin/xterm), an untrusted client of this display"
+  return s
+}
+
+@Test(
+  arguments: [
+    (nil, Finding.Level.note, "no Yama"), (0, .note, "ptrace_scope is 0: any program of your user"),
+    (1, .ok, "ptrace_scope is 1: a program can read another's memory only if it is its parent"),
+    (2, .ok, "only root"), (3, .ok, "no program can attach"),
+  ] as [(Int?, Finding.Level, String)])
+func ptraceFinding(_ scope: Int?, _ level: Finding.Level, _ text: String) {
+  let f = Diagnosis.findings(
+    facts: with { $0.ptraceScope = scope }, policyFiles: [], policy: .success(Policy()), daemon: .notRunning)
+  let finding = f.first { $0.check == "ptrace" }
+  #expect(finding?.level == level)
+  #expect(finding?.text.contains(text) == true, "\(String(describing: finding))")
+}
 
 private func emptyState() -> DaemonState {
   var e = Engine(policy: Policy())

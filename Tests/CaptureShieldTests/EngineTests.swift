@@ -1376,12 +1376,18 @@ private let provisionalScenarios: [Scenario] = [
     #expect(
       s.windows == [
         .init(
-          id: w1, title: "Passwords", class: "KeePassXC", exe: "/usr/bin/keepassxc", secure: true, reason: "tag",
+          id: w1, title: nil, class: "KeePassXC", exe: "/usr/bin/keepassxc", secure: true, reason: "tag",
           shielded: false),
         .init(
-          id: w2, title: "Online Banking", class: "Firefox", exe: "/usr/bin/keepassxc", secure: true,
+          id: w2, title: nil, class: "Firefox", exe: "/usr/bin/keepassxc", secure: true,
           reason: #"rule #1 "bank""#, shielded: false),
       ])
+    // No title in the published state (any client reads it); the daemon's user gets them
+    // over the command socket.
+    let published = String(decoding: try JSONEncoder().encode(s), as: UTF8.self)
+    for title in ["Passwords", "Online Banking", "bash"] { #expect(!published.contains(title), "\(title) published") }
+    #expect(!published.contains("\"title\""))
+    #expect(e.secureWindowTitles() == [w1: "Passwords", w2: "Online Banking"])
     #expect(s.sessions.map(\.id) == [1, 2, 3, 4])
     #expect(s.sessions.map(\.kind) == [.quarantine, .known, .quarantine, .compositor])
     #expect(s.sessions.map(\.client) == [app, ff, comp, comp])
@@ -1629,7 +1635,8 @@ private let provisionalScenarios: [Scenario] = [
     var e = Engine(policy: policy(when: .always))
     _ = e.handle(.windowAppeared(secureWindow), now: t(0))
     let fx = e.handle(.windowChanged(window(w1, class: "KeePassXC", title: "Renamed", tag: .secure)), now: t(1))
-    #expect(e.snapshot(pid: 1, display: ":0", startedAt: 0).windows.first?.title == "Renamed")
+    #expect(e.secureWindowTitles()[w1] == "Renamed")
+    #expect(e.snapshot(pid: 1, display: ":0", startedAt: 0).windows.first?.title == nil)
     #expect(describe(fx) == ["publish"])
   }
 

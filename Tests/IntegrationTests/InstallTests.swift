@@ -541,10 +541,12 @@ struct InstallTests {
     let conf = try readText(destdir + "/" + snippet)
     let active = conf.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-    // The daemon and the daemon's default compositors (issue 18): the same list.
-    let trusted = (["shieldctl"] + Policy.defaultCompositorNames).map { "/usr/bin/" + $0 }.joined(separator: ":")
-    #expect(active.contains(#"Option "Trust" ""# + trusted + #"""#), "\(conf)")
-    #expect(active.filter { $0.hasPrefix(#"Option "Trust""#) }.count == 1, "\(conf)")
+    // The daemon by its role (issue 26), no compositor list: the daemon grants the
+    // compositor after its own checks.
+    #expect(
+      active.filter { $0.hasPrefix(#"Option "Daemon""#) } == [#"Option "Daemon" "/usr/bin/shieldctl""#], "\(conf)")
+    #expect(!active.contains { $0.hasPrefix(#"Option "Trust""#) }, "\(conf)")
+    #expect(!active.contains { $0.hasPrefix(#"Option "DaemonUsers""#) }, "\(conf)")
     #expect(active.contains(#"SubSection "captureshield""#) && !active.contains { $0.hasPrefix("Load") }, "\(conf)")
     // With shieldctl's files next to them, uninstall removes both sets and nothing else.
     try await runMake("install", destdir: destdir, moduledir)

@@ -226,7 +226,7 @@ struct NotificationTests {
     chmod(runtime, 0o700)
     let bus = try await PrivateSessionBus.start()
     let server = try await XvfbServer.startXorg(
-      moduleDirectory: XorgModule.directory, moduleOptions: [XorgModule.trustOption([XorgModule.daemon])],
+      moduleDirectory: XorgModule.directory, moduleOptions: XorgModule.snippetOptions(alsoTrusting: []),
       environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
     let dunst = try await Self.startDunst(on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)

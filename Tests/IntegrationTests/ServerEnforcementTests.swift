@@ -16,14 +16,15 @@ struct ServerEnforcementTests {
   static let taggedRect = PixelRect(x: 60, y: 60, width: 200, height: 150)
   static let ruleRect = PixelRect(x: 320, y: 60, width: 200, height: 150)
 
-  /// A headless Xorg with the module, trusting the daemon's binary and this test process.
+  /// A headless Xorg with the module as the installed snippet sets it (the daemon by its
+  /// role), trusting this test process too.
   static func startServer() async throws -> XvfbServer {
     #expect(
       XorgModule.isBuilt,
       "build the module first: make xorg-module")
     return try await XvfbServer.startXorg(
       moduleDirectory: XorgModule.directory,
-      moduleOptions: [XorgModule.trustOption([XorgModule.daemon, XorgModule.testExecutable])])
+      moduleOptions: XorgModule.snippetOptions())
   }
 
   /// Red pixels of `rect` in `image` (a root capture).
@@ -41,8 +42,8 @@ struct ServerEnforcementTests {
     #expect(state.enforcement?.kind == "server", "\(server.xorgLog.suffix(2000))")
     #expect(state.enforcement?.moduleMode == "censor")
 
-    // The CLI tags one window (shieldctl is trusted, so the module lets it tag another
-    // client's window); the policy secures the other.
+    // The CLI tags one window through the daemon (the module trusts shieldctl only as the
+    // daemon, which may tag another client's window); the policy secures the other.
     let tag = try await Shieldctl.run(["tag", hex(tagged.id)], on: server)
     #expect(tag.status == .exited(0), "\(tag)")
     try await waitUntil("both windows secure", timeout: .seconds(10)) {

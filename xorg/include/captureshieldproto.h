@@ -33,10 +33,15 @@
 /* since 1.2, to clients that selected CaptureShieldSecureMask: a window's tag was written
  * (reader = the window's owner, drawable = the window, request = the tagging request) */
 #define CaptureShieldKindSecure 6
-/* since 1.2 (secure input): an untrusted client was refused the keys of a focused secure
+/* module of issue 26 (same version): trust refused or lost (reader = that client, pid =
+ * its pid, drawable = the reason: 1 injected code, 2 handover, 3 namespace, 4 tracer,
+ * 5 path owner, 6 daemon argv, 7 daemon uid, 8 process gone, 9 exe changed; the request
+ * fields are that client's last request, if any) */
+#define CaptureShieldKindTrust 7
+/* module of issue 27 (same version, secure input): an untrusted client was refused the keys of a focused secure
  * window, or input into one (reader = the offender, drawable = the secure window); at most
  * one per client per focus period */
-#define CaptureShieldKindInput 7
+#define CaptureShieldKindInput 8
 
 typedef struct {
     CARD8 reqType;

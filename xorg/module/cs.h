@@ -23,6 +23,8 @@
 #include "propertyst.h"
 #include "xace.h"
 #include "xacestr.h"
+#include <limits.h>
+#include <sys/types.h>
 
 #define CS_NAME "CAPTURESHIELD"
 #define CS_MAJOR_VERSION 1
@@ -47,6 +49,12 @@ enum cs_rule {
     CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
     CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
     CS_RULE_OVERLAY = 1 << 12,         /* windows in the Composite overlay window cover nothing */
+    CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
+    CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
+    CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
+    CS_RULE_RECORD = 1 << 20,          /* no untrusted RECORD while a secure window exists */
+    CS_RULE_PROPS = 1 << 21,           /* secure windows: only allow-listed properties readable */
+    CS_RULE_WMTITLE = 1 << 22,         /* a window manager reads titles only when trusted */
     CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
 };
 
@@ -62,7 +70,8 @@ enum cs_trust {
 enum cs_kind {
     CS_KIND_CENSORED = 0, CS_KIND_DENIED = 1,
     CS_KIND_SELECTION = 2, CS_KIND_KILL = 3, CS_KIND_PROPERTY = 4, CS_KIND_COMMAND = 5,
-    CS_KIND_INPUT = 7,          /* (6: a window became secure) */
+    CS_KIND_TRUST = 7,          /* trust refused or lost (identity.c); drawable = cs_reason */
+    CS_KIND_INPUT = 8,          /* secure input refused (input.c) */
 };
 
 struct cs_config {
@@ -98,6 +107,28 @@ int cs_client_owns_secure(ClientPtr client);
 void cs_set_event_mask(ClientPtr client, CARD32 mask);
 CARD32 cs_event_mask(ClientPtr client);
 void cs_note_redirect(ClientPtr client, WindowPtr win);
+
+/* identity.c: who a client is, from the kernel (issue 26) */
+enum cs_role { CS_ROLE_NONE = 0, CS_ROLE_TRUST, CS_ROLE_DAEMON, CS_ROLE_GRANT };
+enum cs_reason {
+    CS_REASON_NONE = 0, CS_REASON_INJECTED, CS_REASON_HANDOVER, CS_REASON_NAMESPACE,
+    CS_REASON_TRACER, CS_REASON_PATH_OWNER, CS_REASON_DAEMON_ARGV, CS_REASON_DAEMON_UID,
+    CS_REASON_GONE, CS_REASON_EXE_CHANGED,
+};
+struct cs_verdict {
+    enum cs_role role;          /* in: NONE (look up), GRANT, or the role to re-check */
+    dev_t dev;                  /* in/out: the program's file */
+    ino_t ino;
+    pid_t pid;
+    enum cs_reason reason;
+    char why[160];
+    char exe[PATH_MAX];
+};
+void cs_identity_add(enum cs_role role, const char *path);
+void cs_identity_daemon_users(const char *list);
+int cs_identity_check(ClientPtr client, struct cs_verdict *v);
+int cs_identity_path_only(ClientPtr client, struct cs_verdict *v);
+const char *cs_reason_name(enum cs_reason r);
 
 /* region.c */
 Bool cs_region_init(void);
@@ -136,6 +167,10 @@ void cs_forget_window(WindowPtr win);    /* a window is being destroyed */
 Bool cs_hooks_init(void);
 Bool cs_hook_hold(void);        /* arm the resource hook (one more reason); FALSE: failed */
 void cs_hook_release(void);     /* one reason less; the last one disarms it */
+
+/* record.c */
+Bool cs_record_init(void);
+void cs_record_sweep(void);     /* a window became secure or trust was lost */
 
 /* defences.c */
 Bool cs_defences_init(void);

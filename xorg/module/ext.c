@@ -153,6 +153,7 @@ cs_set_protection(ClientPtr client)
                        stuff->on ? "resumed" : "PAUSED", client->index);
     cs_cfg.paused = !stuff->on;
     cs_mark_dirty();
+    cs_record_sweep();
     return Success;
 }
 

@@ -210,6 +210,58 @@ cs_title_atom(Atom a)
     return 0;
 }
 
+/* Properties of a secure window that clients other than its owner may read: what window
+ * managers, pagers, panels, compositors and drag and drop need, none of which carries
+ * what the window shows (its title, icon name, command line, toolkit object paths...).
+ * WM_CLASS, WM_CLIENT_MACHINE, _NET_WM_PID and _NET_WM_ICON do tell which program it is. */
+static const char *const cs_allowed_names[] = {
+    "WM_CLASS", "WM_HINTS", "WM_NORMAL_HINTS", "WM_SIZE_HINTS", "WM_PROTOCOLS",
+    "WM_TRANSIENT_FOR", "WM_CLIENT_LEADER", "WM_STATE", "WM_WINDOW_ROLE",
+    "WM_COLORMAP_WINDOWS", "WM_CLIENT_MACHINE",
+    "_NET_WM_STATE", "_NET_WM_WINDOW_TYPE", "_NET_WM_DESKTOP", "_NET_WM_PID",
+    "_NET_WM_USER_TIME", "_NET_WM_USER_TIME_WINDOW", "_NET_WM_SYNC_REQUEST_COUNTER",
+    "_NET_FRAME_EXTENTS", "_NET_WM_ALLOWED_ACTIONS", "_NET_WM_ICON", "_NET_WM_ICON_GEOMETRY",
+    "_NET_WM_STRUT", "_NET_WM_STRUT_PARTIAL", "_NET_WM_OPAQUE_REGION",
+    "_NET_WM_BYPASS_COMPOSITOR", "_NET_WM_WINDOW_OPACITY", "_NET_WM_FULLSCREEN_MONITORS",
+    "_NET_STARTUP_ID", "_MOTIF_WM_HINTS", "_GTK_FRAME_EXTENTS", "_GTK_THEME_VARIANT",
+    "_GTK_HIDE_TITLEBAR_WHEN_MAXIMIZED", "_XEMBED_INFO", "XdndAware", "XdndProxy",
+    "XdndTypeList", "XdndActionList",
+    "_CAPTURE_SHIELD_SECURE", "_CAPTURE_SHIELD_POLICY",
+};
+static Atom cs_allowed_atoms[sizeof(cs_allowed_names) / sizeof(cs_allowed_names[0])];
+
+static int
+cs_prop_allowed(Atom a)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(cs_allowed_atoms) / sizeof(cs_allowed_atoms[0]); i++)
+        if (a == cs_allowed_atoms[i])
+            return 1;
+    return 0;
+}
+
+/* Is property `name` of `win` hidden from `client` (issue 25 point 8)? When `win` is, is
+ * inside or frames a secure window of another client (cs_win_title_secret): every
+ * property but the allow-list above, to untrusted clients other than `win`'s owner; a
+ * window manager is exempt only when trusted. Rule "properties" off: only the six title
+ * atoms, and not to the window's owner either; rule "wmtitle" off: any window manager
+ * (SubstructureRedirect on a root) is exempt. */
+static int
+cs_prop_hidden(ClientPtr client, WindowPtr win, Atom name)
+{
+    if (!cs_rule_on(CS_RULE_TITLE) || !cs_secure_count() || cs_client_trusted(client))
+        return 0;               /* (cs_secure_count is 0 while protection is paused) */
+    if (cs_rule_on(CS_RULE_PROPS)) {
+        if (cs_prop_allowed(name) || CLIENT_ID(win->drawable.id) == client->index)
+            return 0;
+    } else if (!cs_title_atom(name))
+        return 0;
+    if (!cs_rule_on(CS_RULE_WMTITLE) && cs_client_is_wm(client))
+        return 0;
+    return cs_win_title_secret(win, client);
+}
+
 static void
 cs_property_hook(CallbackListPtr *list, void *data, void *call)
 {
@@ -231,14 +283,24 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
         rec->status = BadAccess;
         return;
     }
-    if ((rec->access_mode & DixReadAccess) && !(rec->access_mode & DixWriteAccess) &&
-        cs_title_atom(prop->propertyName) && cs_rule_on(CS_RULE_TITLE) && !cs_cfg.paused &&
-        !cs_client_trusted(rec->client) && cs_win_title_secret(rec->pWin, rec->client) &&
-        !cs_client_is_wm(rec->client)) {
-        /* the title of a secure window (or of its frame): GetProperty answers as for a
-         * window without the property (dix's NullPropertyReply on BadMatch) */
-        rec->status = BadMatch;
-        return;
+    if ((rec->access_mode & (DixReadAccess | DixGetAttrAccess)) &&
+        cs_prop_hidden(rec->client, rec->pWin, prop->propertyName)) {
+        if (!(rec->access_mode & DixWriteAccess)) {
+            /* GetProperty (with or without delete) answers as for a window without the
+             * property (dix's NullPropertyReply on BadMatch); ListProperties leaves its
+             * name out (GetAttr) */
+            if ((rec->access_mode & DixReadAccess) || cs_rule_on(CS_RULE_PROPS)) {
+                rec->status = BadMatch;
+                return;
+            }
+        } else if (cs_rule_on(CS_RULE_PROPS)) {
+            /* RotateProperties (read and write): would move the value under a name the
+             * client may read */
+            rec->client->errorValue = prop->propertyName;
+            cs_report(rec->client, rec->pWin->drawable.id, CS_KIND_DENIED);
+            rec->status = BadAccess;
+            return;
+        }
     }
     if ((prop->propertyName != cs_secure_atom() && prop->propertyName != cs_policy_atom()) ||
         !cs_rule_on(CS_RULE_PROPERTY))
@@ -292,8 +354,10 @@ cs_ProcProperty(ClientPtr c)
         }
     }
     r = c->swapped ? cs_orig_sprop[major](c) : cs_orig_prop[major](c);
-    if (recheck && dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) == Success)
+    if (recheck && dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) == Success) {
         cs_update_secure(win);
+        cs_record_sweep();      /* no untrusted RECORD while a window is secure */
+    }
     return r;
 }
 
@@ -329,6 +393,9 @@ cs_hooks_init(void)
             "_NET_WM_VISIBLE_NAME", "_NET_WM_ICON_NAME", "_NET_WM_VISIBLE_ICON_NAME" };
         for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
             cs_title_atoms[i] = MakeAtom(names[i], strlen(names[i]), TRUE);
+        for (i = 0; i < sizeof(cs_allowed_names) / sizeof(cs_allowed_names[0]); i++)
+            cs_allowed_atoms[i] = MakeAtom(cs_allowed_names[i], strlen(cs_allowed_names[i]),
+                                           TRUE);
         cs_wm_state = MakeAtom("WM_STATE", strlen("WM_STATE"), TRUE);
         cs_net_wm_state = MakeAtom("_NET_WM_STATE", strlen("_NET_WM_STATE"), TRUE);
         cs_net_current_desktop = MakeAtom("_NET_CURRENT_DESKTOP",
@@ -348,5 +415,7 @@ cs_hooks_init(void)
         ProcVector[*armed[i]] = cs_ProcArmed;
         SwappedProcVector[*armed[i]] = cs_ProcArmed;
     }
+    if (!cs_record_init())
+        return FALSE;
     return AddCallback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL);
 }

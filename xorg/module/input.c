@@ -2,7 +2,7 @@
  * window inside one) has the keyboard focus, key events reach only trusted clients and the
  * client owning every secure window the keys pass; other clients can neither read the key
  * state, take the keys with a grab, nor type or click into a secure window with XTEST or
- * SendEvent. Refusals: CaptureNotify kind 7, once per client per focus period. */
+ * SendEvent. Refusals: CaptureNotify kind 8, once per client per focus period. */
 #include "cs.h"
 #include "inputstr.h"
 #include "dix.h"

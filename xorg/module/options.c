@@ -17,6 +17,9 @@ static const struct {
     {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
     {"dbe", CS_RULE_DBE}, {"frame", CS_RULE_FRAME}, {"title", CS_RULE_TITLE},
     {"overlay", CS_RULE_OVERLAY},
+    {"identity", CS_RULE_IDENTITY}, {"handover", CS_RULE_HANDOVER},
+    {"daemonrole", CS_RULE_DAEMONROLE},
+    {"record", CS_RULE_RECORD}, {"properties", CS_RULE_PROPS}, {"wmtitle", CS_RULE_WMTITLE},
     {"input", CS_RULE_INPUT},
 };
 
@@ -54,6 +57,29 @@ parse_trust(const char *list)
         }
         cs_cfg.trust[cs_cfg.ntrust++] = strdup(tok);
         LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: trusted program: %s\n", tok);
+        cs_identity_add(CS_ROLE_TRUST, tok);    /* identity.c: its (st_dev, st_ino) */
+    }
+    free(copy);
+}
+
+/* Option "Daemon": the daemon's program (shieldctl), trusted only as "watch" run by one of
+ * Option "DaemonUsers" (identity.c) */
+static void
+parse_daemon(const char *list)
+{
+    char *copy = strdup(list), *save = NULL, *tok;
+
+    if (!copy)
+        return;
+    for (tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+        char real[PATH_MAX];
+        if (tok[0] != '/') {
+            LogMessageVerb(X_WARNING, 0,
+                           "CAPTURESHIELD: ignoring Daemon entry \"%s\" (not an absolute path)\n",
+                           tok);
+            continue;
+        }
+        cs_identity_add(CS_ROLE_DAEMON, realpath(tok, real) ? real : tok);
     }
     free(copy);
 }
@@ -102,6 +128,12 @@ cs_parse_options(void *opts)
     v = xf86FindOptionValue(opts, "Trust");
     if (v)
         parse_trust(v);
+    v = xf86FindOptionValue(opts, "Daemon");
+    if (v)
+        parse_daemon(v);
+    v = xf86FindOptionValue(opts, "DaemonUsers");
+    if (v)
+        cs_identity_daemon_users(v);
     v = xf86FindOptionValue(opts, "DisableRules");
     if (v)
         parse_disabled(v);

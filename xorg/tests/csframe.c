@@ -1,5 +1,6 @@
 /* CaptureShield Xorg tests: a window manager's frame around a secure window (issue 18 point 5). */
 #include "csprobe.h"
+#include <poll.h>
 #include <signal.h>
 
 #define YELLOW 0xffff00 /* the frame and title bar of the secure window */
@@ -149,7 +150,19 @@ app(void)
     set_title(s, TITLE);
     xcb_map_window(c, s);
     xcb_flush(c);
-    while (!(reparented && mapped) && (ev = xcb_wait_for_event(c))) {
+    /* a window manager that has just taken WM_S0 sometimes misses the first MapRequest:
+     * the window is mapped again (a new MapRequest) every 2 s until it is framed */
+    for (i = 0; !(reparented && mapped); ) {
+        struct pollfd pfd = { xcb_get_file_descriptor(c), POLLIN, 0 };
+        if (xcb_connection_has_error(c))
+            die("connection lost");
+        if (!(ev = xcb_poll_for_event(c))) {
+            if (poll(&pfd, 1, 100) == 0 && ++i % 20 == 0 && !reparented) {
+                xcb_map_window(c, s);
+                xcb_flush(c);
+            }
+            continue;
+        }
         uint8_t t = ev->response_type & 0x7f;
         if (t == XCB_REPARENT_NOTIFY && ((xcb_reparent_notify_event_t *) ev)->parent != root)
             reparented = 1;

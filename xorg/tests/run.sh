@@ -6,7 +6,12 @@ OUT=${OUT:-$here/../../.build/xorg}
 N=${CS_CAPTURES:-100}           # captures per path
 TMP=$(mktemp -d /tmp/csxorg.XXXXXX)
 PROBE=$OUT/csprobe
-TPROBE=$OUT/csprobe-trusted
+# the trusted probe where only root can write up to / (the module checks the file and its
+# directories; the build may be under /tmp)
+SAFE=$(mktemp -d /run/csxorg-bin.XXXXXX)
+chmod 755 "$SAFE"
+cp "$OUT/csprobe-trusted" "$SAFE/" && chmod 755 "$SAFE/csprobe-trusted"
+TPROBE=$SAFE/csprobe-trusted
 COUNT=$OUT/cscount
 . "$here/xorg-lib.sh"
 BG_PIDS=()
@@ -14,7 +19,7 @@ cleanup() {
   local p
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_all_xorg
-  rm -rf "$TMP"
+  rm -rf "$TMP" "$SAFE"
 }
 trap cleanup EXIT
 start=$(date +%s)
@@ -93,7 +98,7 @@ start_openbox() {
   for i in $(seq 100); do [ "$("$PROBE" frame wm)" != owner=0x0 ] && break; sleep 0.1; done
   coproc OBAPP { exec "$PROBE" frame app; }
   OBAPP_PID_=$OBAPP_PID; BG_PIDS+=("$OBAPP_PID_")
-  read -r -t 10 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; exit 1; }
+  read -r -t 30 line <&"${OBAPP[0]}" || { echo "Error: openbox did not frame the window" >&2; exit 1; }
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/O_/')"
 }
 stop_openbox() {
@@ -112,7 +117,7 @@ until_other() {
   echo "$out"
 }
 
-for b in "$PROBE" "$TPROBE" "$COUNT" "$OUT/libcaptureshield.so"; do
+for b in "$PROBE" "$OUT/csprobe-trusted" "$COUNT" "$OUT/libcaptureshield.so"; do
   [ -x "$b" ] || [ -f "$b" ] || { echo "Error: $b not built (make xorg-module)" >&2; exit 1; }
 done
 
@@ -407,8 +412,9 @@ YEL=5696      # F1 minus S
 TBAR=4080     # T1: 204x20
 CYANPX=2896   # F2 (104x124) minus P
 start_victim --framed
-[ "${V_WMTITLE:-}" = 21 ] && ok "frame: the window manager reads the secure window's title (21 bytes)" ||
-  bad "frame: the window manager read ${V_WMTITLE:-none} bytes of the title"
+# issue 25: a window manager reads titles only when trusted (this one is not; t-recprop.sh)
+[ "${V_WMTITLE:-}" = 0 ] && ok "frame: an untrusted window manager reads none of the secure window's title" ||
+  bad "frame: the untrusted window manager read ${V_WMTITLE:-none} bytes of the title"
 out=$("$PROBE" frame shot); expect "frame: untrusted root GetImage: frame and title bar black with the secure window, the plain frame intact" "$out" \
   red -eq 0 yellow -eq 0 black -eq $FRAME1 cyan -eq $CYANPX blue -eq $BLUEPX
 for i in $(seq "$N"); do xwd -root -silent >"$TMP/fr$i.xwd"; done
@@ -429,7 +435,7 @@ out=$("$PROBE" frame move "$V_S" 580 380); out="$out $("$PROBE" frame shot)"
 expect "frame: another client moves the secure window out of its frame: the frame (with the title) stays black" "$out" err -eq 0 red -eq 0 yellow -eq 0 black -eq $FRAME1
 stop_victim
 # the same with a real window manager: openbox (untrusted) frames the secure window and
-# draws its title; it reads the title (exempt from the title rule), captures do not
+# draws its frame; it reads no title (a window manager does only when trusted), captures see nothing
 start_openbox
 out=$(until_other "$TPROBE" "$O_F")
 expect "openbox: the trusted client sees the window and openbox's decorations" "$out" red -eq 40000 other -gt 0

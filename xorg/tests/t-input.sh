@@ -8,14 +8,13 @@
 # (DisableRules "input"). An untrusted XTEST typist and clicker, WarpPointer and
 # SetInputFocus are refused, SendEvent is dropped, a window of the attacker's inside the
 # victim gets nothing; all reported
-# (CaptureNotify kind 7); a Control+key shortcut grab keeps working.
+# (CaptureNotify kind 8); a Control+key shortcut grab keeps working.
 # CS_BEFORE=DIR: also print the figures of the module in DIR (e.g. main's, /tmp/buildchk).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/t-lib.sh"
 ATK=$OUT/atk-input
-TATK=$TMP/atk-input-trusted     # the same program at a path the Trust list names
-cp "$ATK" "$TATK"
+TATK=$(trusted_copy "$ATK" atk-input-trusted)  # the same program where the Trust list names it
 N=13
 MS=${CS_INPUT_MS:-20000}        # how long a listener listens at most: it stops 300 ms
 export CS_STOP_FILE=$TMP/typed  # after the typist is done (typed: this file appears)
@@ -186,13 +185,13 @@ for mode in censor deny; do
   scenario "$mode, secure window focused" 1 0
   scenario "$mode, plain window focused (positive control)" 0 all
   sleep 0.3
-  n=$(grep -c "kind=7" "$TMP/events.$mode" || true)
-  [ "$n" -ge 1 ] && ok "$mode: refusals reported to the daemon (CaptureNotify kind 7: $n events)" ||
-    bad "$mode: no kind 7 report [$(tr '\n' ' ' <"$TMP/events.$mode")]"
+  n=$(grep -c "kind=8" "$TMP/events.$mode" || true)
+  [ "$n" -ge 1 ] && ok "$mode: refusals reported to the daemon (CaptureNotify kind 8: $n events)" ||
+    bad "$mode: no kind 8 report [$(tr '\n' ' ' <"$TMP/events.$mode")]"
   # one report per client per focus period: 14 refused clients (4 listeners, 2 grabbers,
   # typist, SendEvent, clicker, 2 nested windows, the victim itself while the tagged
   # nested window held the keys, warper, focus thief), most refused 13 times or more
-  n=$(grep -c "kind=7" "$TMP/events.$mode" || true)
+  n=$(grep -c "kind=8" "$TMP/events.$mode" || true)
   [ "$n" -le 14 ] && ok "$mode: at most one report per client per focus period ($n for 14 refused clients)" ||
     bad "$mode: $n reports for 14 refused clients [$(tr '\n' ' ' <"$TMP/events.$mode")]"
   lv="LOG_I$mode"

@@ -7,7 +7,13 @@ OUT=${OUT:-$here/../../.build/xorg}
 TMP=$(mktemp -d /tmp/csxorg.XXXXXX)
 chmod 755 "$TMP"                # an attacker run as another uid reads its files
 PROBE=$OUT/csprobe
-TPROBE=$OUT/csprobe-trusted
+# Trusted programs must live where only root can write, up to / (the module checks the
+# file and every directory above it): copies in a directory under /run, wherever the
+# build is (a clone under /tmp would not do). trusted_copy SRC NAME prints the copy's path.
+SAFE=$(mktemp -d /run/csxorg-bin.XXXXXX)
+chmod 755 "$SAFE"
+trusted_copy() { cp "$1" "$SAFE/$2" && chmod 755 "$SAFE/$2" && echo "$SAFE/$2"; }
+TPROBE=$(trusted_copy "$OUT/csprobe-trusted" csprobe-trusted)
 COUNT=$OUT/cscount
 . "$here/xorg-lib.sh"
 BG_PIDS=()
@@ -15,7 +21,7 @@ cleanup() {
   local p
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_all_xorg
-  rm -rf "$TMP"
+  rm -rf "$TMP" "$SAFE"
 }
 trap cleanup EXIT
 start=$(date +%s)

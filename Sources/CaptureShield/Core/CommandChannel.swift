@@ -65,24 +65,67 @@ public enum CommandChannel {
     return "the sender runs \(exe), not the daemon's program \(daemonExe.map(withoutDeletedSuffix) ?? "?")"
   }
 
+  /// Whether the daemon answers a query (`titles`: the secure windows' titles) from
+  /// `peer`: any program of the daemon's own user may ask (the session's user sees those
+  /// windows on the screen anyway); another user gets nothing. nil when it may.
+  public static func queryRefusal(peer: Peer, daemonUID: UInt32) -> String? {
+    peer.uid == daemonUID ? nil : "sender uid \(peer.uid) is not the daemon's (\(daemonUID))"
+  }
+
   /// `/usr/bin/shieldctl (deleted)` → `/usr/bin/shieldctl` (readlink of a replaced file).
   public static func withoutDeletedSuffix(_ path: String) -> String {
     path.hasSuffix(" (deleted)") ? String(path.dropLast(" (deleted)".count)) : path
   }
 
-  /// The daemon's answer to a command, one datagram: `ok` or `refused: WHY`.
+  /// The daemon's answer to a command, one datagram: `ok`, `refused: WHY`, or (to
+  /// `titles`) `titles\n` and per window its id and its title's length (32-bit
+  /// little-endian each) and the title's UTF-8 bytes.
   public enum Reply: Sendable, Hashable {
     case ok
     case refused(String)
+    case titles([WindowID: String])
+
+    /// At most this many bytes of a title, and of a whole reply, are sent.
+    public static let titleLimit = 512
+    public static let limit = 60 * 1024
 
     public var wire: [UInt8] {
       switch self {
       case .ok: return Array("ok".utf8)
       case .refused(let why): return Array(("refused: " + why).utf8)
+      case .titles(let titles):
+        var out = Array("titles\n".utf8)
+        for (w, t) in titles.sorted(by: { $0.key < $1.key }) {
+          var bytes = Array(t.utf8.prefix(Self.titleLimit))
+          if bytes.count < t.utf8.count {
+            // Cut before the last character, which may be incomplete.
+            while let last = bytes.last, last & 0xC0 == 0x80 { bytes.removeLast() }
+            if let last = bytes.last, last >= 0xC0 { bytes.removeLast() }
+          }
+          guard out.count + 8 + bytes.count <= Self.limit else { break }
+          for v in [w, UInt32(bytes.count)] { out += (0..<4).map { UInt8(truncatingIfNeeded: v >> ($0 * 8)) } }
+          out += bytes
+        }
+        return out
       }
     }
 
     public init(wire: [UInt8]) {
+      let header = Array("titles\n".utf8)
+      if wire.starts(with: header) {
+        var titles: [WindowID: String] = [:]
+        var i = header.count
+        func word(_ at: Int) -> UInt32 { (0..<4).reduce(UInt32(0)) { $0 | UInt32(wire[at + $1]) << ($1 * 8) } }
+        while i + 8 <= wire.count {
+          let w = word(i)
+          let n = Int(word(i + 4))
+          guard n <= wire.count - i - 8 else { break }
+          titles[w] = String(decoding: wire[(i + 8)..<(i + 8 + n)], as: UTF8.self)
+          i += 8 + n
+        }
+        self = .titles(titles)
+        return
+      }
       let s = String(decoding: wire, as: UTF8.self)
       if s == "ok" {
         self = .ok

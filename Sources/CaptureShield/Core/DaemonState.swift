@@ -57,6 +57,9 @@ public struct DaemonState: Sendable, Codable, Hashable {
     /// Which windows the daemon follows: `all`, or `tagged` when the policy has no rules
     /// about windows (`ServerEnforcement.WindowWatch`).
     public var follows: ServerEnforcement.WindowWatch? = nil
+    /// Why the daemon does not grant the compositor the policy trusts (`CompositorGrant`);
+    /// absent when it is granted or there is none.
+    public var compositorRefused: String? = nil
 
     public init(kind: String) { self.kind = kind }
   }
@@ -74,6 +77,8 @@ public struct DaemonState: Sendable, Codable, Hashable {
   }
   public struct WindowRow: Sendable, Codable, Hashable {
     public var id: WindowID
+    /// Never published (`Engine.snapshot`); `shieldctl` fills it in from the daemon's
+    /// `titles` reply for the daemon's own user.
     public var title: String?
     public var `class`: String?
     public var exe: String?
@@ -115,7 +120,10 @@ public struct DaemonState: Sendable, Codable, Hashable {
 
 extension Engine {
   /// Everything the daemon publishes. Windows: the secure or shielded ones only (the
-  /// state must stay small on desktops with thousands of windows).
+  /// state must stay small on desktops with thousands of windows), without their titles:
+  /// any client of the display can read the state, and a secure window's title can be a
+  /// secret (an account, a file name). The daemon's user gets them over the command
+  /// socket (`secureWindowTitles`).
   public func snapshot(pid: Int, display: String, startedAt: Double) -> DaemonState {
     let live = sessions.values.filter { $0.isLive(at: now) }
     let capturingClients = Set(live.filter { $0.kind != .quarantine && !$0.detached }.map(\.client))
@@ -129,7 +137,7 @@ extension Engine {
       .sorted { $0.info.id < $1.info.id }
       .map { w in
         DaemonState.WindowRow(
-          id: w.info.id, title: w.info.facts.title, class: w.info.facts.class,
+          id: w.info.id, title: nil, class: w.info.facts.class,
           exe: effectiveFacts(w.info).exe, secure: w.reason.isSecure, reason: w.reason.description,
           shielded: shielded.contains(w.info.id))
       }
@@ -153,5 +161,17 @@ extension Engine {
       windows: windowRows, sessions: sessionRows,
       clients: clients.values.sorted { $0.id < $1.id }.map(row),
       pendingLaunches: launches.isEmpty ? nil : launches.count)
+  }
+}
+
+extension Engine {
+  /// The titles of the windows the state lists (secure or shielded), for the daemon's own
+  /// user over the command socket.
+  public func secureWindowTitles() -> [WindowID: String] {
+    var out: [WindowID: String] = [:]
+    for (id, w) in windows where w.reason.isSecure || shielded.contains(id) {
+      if let t = w.info.facts.title { out[id] = t }
+    }
+    return out
   }
 }

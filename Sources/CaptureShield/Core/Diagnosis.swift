@@ -18,15 +18,20 @@ public struct DesktopFacts: Sendable, Hashable {
   public var isXwayland: Bool
   /// The CaptureShield Xorg module's version ("1.2"), nil when it is not loaded.
   public var moduleVersion: String?
-  /// Whether the module trusts this shieldctl (its Trust list), when the module is loaded.
-  public var moduleTrustsShieldctl: Bool?
+  /// Whether the module trusts the running daemon (`shieldctl watch`, its `Daemon`
+  /// option), when the module is loaded; nil when no daemon runs to ask about. The module
+  /// trusts no other shieldctl command (not `doctor`).
+  public var moduleTrustsDaemon: Bool?
+  /// `/proc/sys/kernel/yama/ptrace_scope` (nil: no Yama in this kernel, classic ptrace
+  /// permissions, as 0).
+  public var ptraceScope: Int?
   /// The owner of `_NET_WM_CM_Sn` (a compositing manager), as the X server identifies it.
   public var compositor: ClientIdentity?
 
   public init(
     display: String, vendor: String = "", vendorRelease: UInt32 = 0, hasRecord: Bool = true, hasXRes: Bool = true,
-    hasShape: Bool = true, isXwayland: Bool = false, moduleVersion: String? = nil, moduleTrustsShieldctl: Bool? = nil,
-    compositor: ClientIdentity? = nil
+    hasShape: Bool = true, isXwayland: Bool = false, moduleVersion: String? = nil, moduleTrustsDaemon: Bool? = nil,
+    compositor: ClientIdentity? = nil, ptraceScope: Int? = 1
   ) {
     self.display = display
     self.vendor = vendor
@@ -36,8 +41,9 @@ public struct DesktopFacts: Sendable, Hashable {
     self.hasShape = hasShape
     self.isXwayland = isXwayland
     self.moduleVersion = moduleVersion
-    self.moduleTrustsShieldctl = moduleTrustsShieldctl
+    self.moduleTrustsDaemon = moduleTrustsDaemon
     self.compositor = compositor
+    self.ptraceScope = ptraceScope
   }
 }
 
@@ -118,7 +124,7 @@ public enum Diagnosis {
             "enable RECORD in the X server: Xorg loads it by default (check that xorg.conf does not Disable \"record\"); do not start Xvfb or Xephyr with -extension RECORD"
         ))
     }
-    switch (facts.moduleVersion, facts.moduleTrustsShieldctl) {
+    switch (facts.moduleVersion, facts.moduleTrustsDaemon) {
     case (nil, _):
       out.append(
         Finding(
@@ -126,16 +132,23 @@ public enum Diagnosis {
           "not loaded: the daemon hides secure windows with shield windows while a capture runs; a tool's first frame can race them",
           fix: "for censoring inside the X server, install the module (docs/server-enforcement.md)"))
     case (let v?, true?):
-      out.append(Finding("Xorg module", .ok, "CaptureShield \(v) loaded; it trusts this shieldctl"))
-    case (let v?, _):
+      out.append(Finding("Xorg module", .ok, "CaptureShield \(v) loaded; it trusts the daemon (shieldctl watch)"))
+    case (let v?, false?):
       out.append(
         Finding(
           "Xorg module", .problem,
-          "CaptureShield \(v) loaded but it does not trust this shieldctl: the daemon cannot steer it and falls back to shield windows",
+          "CaptureShield \(v) loaded but it does not trust the running daemon: the daemon cannot steer it and falls back to shield windows",
           fix:
-            "add the absolute path of shieldctl to Option \"Trust\" of SubSection \"captureshield\" in xorg.conf, then restart the X server"
+            "name the daemon's program in Option \"Daemon\" of SubSection \"captureshield\" in xorg.conf (its user must be in Option \"DaemonUsers\", default root and the seat's user; docs/install.md), then restart the X server"
+        ))
+    case (let v?, nil):
+      out.append(
+        Finding(
+          "Xorg module", .note,
+          "CaptureShield \(v) loaded; it trusts shieldctl only as the daemon (shieldctl watch, Option \"Daemon\"), and no daemon runs to check"
         ))
     }
+    out.append(ptraceFinding(facts.ptraceScope))
 
     switch policy {
     case .success(let p):
@@ -151,7 +164,7 @@ public enum Diagnosis {
             "policy", .note, "shield.when is \"always\": secure windows stay hidden even when nobody captures",
             fix: "set shield.when to \"capturing\" to see them while nobody captures"))
       }
-      out.append(compositorFinding(facts, p))
+      out.append(compositorFinding(facts, p, daemon: daemon))
     case .failure(let error):
       out.append(
         Finding(
@@ -208,10 +221,51 @@ public enum Diagnosis {
     return out
   }
 
-  /// The compositor and whether the policy trusts it.
-  static func compositorFinding(_ facts: DesktopFacts, _ policy: Policy) -> Finding {
+  /// What Yama's ptrace scope means for the trust CaptureShield gives (never a problem:
+  /// the kernel setting is the admin's call; docs/security.md, "Trust model").
+  static func ptraceFinding(_ scope: Int?) -> Finding {
+    let fix =
+      "to keep same-user programs out of other processes' memory: sysctl kernel.yama.ptrace_scope=1 (in /etc/sysctl.d/ to keep it)"
+    switch scope {
+    case nil:
+      return Finding(
+        "ptrace", .note,
+        "no Yama in this kernel: classic ptrace permissions (as ptrace_scope 0): any program of your user can read and change the memory of any other, the trusted compositor's and the daemon's included; an attacker running as you is beyond CaptureShield's reach",
+        fix: "use a kernel with Yama (CONFIG_SECURITY_YAMA)")
+    case 0?:
+      return Finding(
+        "ptrace", .note,
+        "kernel.yama.ptrace_scope is 0: any program of your user can read and change the memory of any other (ptrace, /proc/PID/mem), the trusted compositor's and the daemon's included; an attacker running as you is beyond CaptureShield's reach",
+        fix: fix)
+    case 1?:
+      return Finding(
+        "ptrace", .ok,
+        "kernel.yama.ptrace_scope is 1: a program can read another's memory only if it is its parent (or was named by it); a same-user program cannot read the compositor's or the daemon's memory unless it started them (the daemon refuses a compositor started by an untrusted client)"
+      )
+    case 2?:
+      return Finding(
+        "ptrace", .ok, "kernel.yama.ptrace_scope is 2: only root (CAP_SYS_PTRACE) can read another program's memory")
+    case let n?:
+      return Finding(
+        "ptrace", .ok, "kernel.yama.ptrace_scope is \(n): no program can attach to another with ptrace")
+    }
+  }
+
+  /// The compositor and whether the policy trusts it (under the Xorg module: whether the
+  /// daemon granted it).
+  static func compositorFinding(_ facts: DesktopFacts, _ policy: Policy, daemon: DaemonHealth = .notRunning)
+    -> Finding
+  {
     guard let c = facts.compositor else {
       return Finding("compositor", .ok, "none (no client owns the compositor selection)")
+    }
+    if case .running(let s) = daemon, let why = s.enforcement?.compositorRefused {
+      return Finding(
+        "compositor", .problem,
+        "\(program(c)) is not granted by the daemon: \(why); the Xorg module censors its reads, so secure windows are black on your screen",
+        fix:
+          "start the compositor from your session (its autostart, the window manager's configuration or systemd --user), not from a terminal or another program, as your own user; then restart it"
+      )
     }
     if case .trusted(let rule) = policy.compositorTrust(c) {
       return Finding(

@@ -15,7 +15,10 @@
 ///   it whatever the daemon says.
 /// - **Grants.** Clients that `capture.allow` names are granted as soon as they are
 ///   identified (never before); a policy change that no longer allows one revokes it. The
-///   module ends a grant when its client disconnects.
+///   module ends a grant when its client disconnects. The compositor the policy trusts
+///   (`capture.compositors`) is granted too, per connection, once `CompositorGrant.decide`
+///   accepts who runs and started it (`learned(_:)` gives the facts); a refused one is
+///   audited once (`compositor-refused`) and draws secure windows black.
 /// - **Pause.** While paused, protection is off in the module (tagged windows are not
 ///   censored) and nobody new is granted; `resume` turns it back on.
 /// - **Audit.** Each censored or refused read is audited with the reader's identity, at
@@ -41,6 +44,15 @@ public struct ServerEnforcement: Sendable {
   public private(set) var protecting = true
   /// How often one reader's reads of one drawable are audited at most.
   public var auditInterval = PolicyDuration.seconds(5)
+  /// The daemon's user: only a compositor of this user is granted.
+  public var daemonUID: Int
+  /// Compositors the policy trusts but the daemon does not grant, and why.
+  public private(set) var refusedCompositors: [ClientID: String] = [:]
+  /// Clients whose grant the module refused (it re-checks the grantee's kernel identity:
+  /// injected code, a handed-over connection): never granted again.
+  public private(set) var grantRefused: Set<ClientID> = []
+  /// Who started each compositor process (by PID), as the shell found it.
+  private var origins: [Int: CompositorOrigin] = [:]
   private var lastAudit: [AuditKey: (at: MonotonicTime, suppressed: Int)] = [:]
 
   /// One reader (its resource base is reused by the next client once it exits, so the
@@ -51,7 +63,24 @@ public struct ServerEnforcement: Sendable {
     var drawable: UInt32
   }
 
-  public init() {}
+  public init(daemonUID: Int = 0) { self.daemonUID = daemonUID }
+
+  /// The PIDs of compositor connections whose origin the shell must find (`learned(_:)`)
+  /// before the next `sync`.
+  public func originsNeeded(engine: Engine) -> [Int] {
+    let pids = engine.clients.values.filter { $0.clientClass != .allowed && engine.isTrustedCompositor($0.id) }
+      .compactMap { $0.identity?.pid }
+    return Set(pids).subtracting(origins.keys).sorted()
+  }
+
+  /// The module refused the grant of `client` (BadAccess; GetClientTrust says none).
+  public mutating func moduleRefusedGrant(_ client: ClientID) {
+    granted.remove(client)
+    grantRefused.insert(client)
+  }
+
+  /// Who started the compositor process `origin.pid` (kept while it is a compositor).
+  public mutating func learned(_ origin: CompositorOrigin) { origins[origin.pid] = origin }
 
   /// Which windows the daemon follows under server enforcement.
   public enum WindowWatch: String, Sendable, Codable, Hashable {
@@ -92,10 +121,38 @@ public struct ServerEnforcement: Sendable {
       tagged.insert(w)
       fx.append(.tag(w))
     }
-    let allowed = Set(
-      engine.clients.values.filter {
-        ($0.clientClass == .allowed || engine.isTrustedCompositor($0.id)) && $0.identity != nil
-      }.map(\.id))
+    var allowed = Set<ClientID>()
+    var refusals: [ClientID: String] = [:]
+    for c in engine.clients.values where c.identity != nil {
+      if c.clientClass == .allowed {
+        allowed.insert(c.id)
+      } else if engine.isTrustedCompositor(c.id) {
+        let origin = c.identity?.pid.flatMap { origins[$0] }
+        switch CompositorGrant.decide(identity: c.identity, origin: origin, daemonUID: daemonUID) {
+        case .grant: allowed.insert(c.id)
+        case .refuse(let why): refusals[c.id] = why
+        }
+      }
+    }
+    for (c, why) in refusals.sorted(by: { $0.key.base < $1.key.base }) where refusedCompositors[c] != why {
+      let id = engine.clients[c]?.identity
+      fx.append(
+        .audit(
+          AuditRecord(
+            "compositor-refused",
+            [
+              ("client", .string(c.description)), ("pid", id?.pid.map { .int($0) } ?? "-"),
+              ("exe", .string(id?.exe ?? "-")), ("reason", .string(why)),
+            ])))
+    }
+    refusedCompositors = refusals
+    // Only the compositors' origins are kept: a PID used again by another process later
+    // starts from nothing.
+    let compositors = Set(
+      engine.clients.values.filter { engine.isTrustedCompositor($0.id) }.compactMap { $0.identity?.pid })
+    origins = origins.filter { compositors.contains($0.key) }
+    grantRefused = grantRefused.filter { engine.clients[$0] != nil }
+    allowed.subtract(grantRefused)
     for c in granted.subtracting(allowed).sorted(by: { $0.base < $1.base }) {
       granted.remove(c)
       // A client that is gone lost its grant with its connection.

@@ -310,8 +310,8 @@ public struct Policy: Sendable, Hashable {
     Matcher(exe: try! Pattern.parse("*/" + n), name: "default compositor: \(n)")
   }
 
-  /// The programs of `defaultCompositors`. The Xorg module's installed snippet trusts the
-  /// same list in /usr/bin (`scripts/install.sh`; `InstallTests` checks they agree).
+  /// The programs of `defaultCompositors`. Under the Xorg module the daemon grants the one
+  /// running (`CompositorGrant`); the installed snippet lists none.
   public static let defaultCompositorNames = [
     "xfwm4", "mutter", "gnome-shell", "muffin", "cinnamon", "marco", "metacity", "kwin_x11", "picom", "compton",
     "compiz",

@@ -46,6 +46,13 @@ public enum DaemonCommand: Sendable, Hashable {
   /// Remove the window's secure tag (`shieldctl untag` while a daemon runs): a tag another
   /// client removes is put back (docs/security.md, "Tags").
   case untag(WindowID)
+  /// Set the window's secure tag (`shieldctl tag` while a daemon runs): under the Xorg
+  /// module only the window's owner and trusted programs (the daemon) may.
+  case tag(WindowID)
+  /// The titles of the secure windows, for `shieldctl list`, `status` and `policy explain
+  /// --window` (the published state has none: any client can read it). Answered with
+  /// `CommandChannel.Reply.titles` to the daemon's own user only (the socket's check).
+  case titles
 }
 
 /// How `shieldctl watch` runs.

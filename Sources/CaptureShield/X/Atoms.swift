@@ -33,6 +33,10 @@ enum CommandCode: UInt32 {
   case ping
   /// Remove the window's `_CAPTURE_SHIELD_SECURE` (`shieldctl untag`; `TagGuard`).
   case untag
+  /// Set the window's `_CAPTURE_SHIELD_SECURE` (`shieldctl tag`).
+  case tag
+  /// The secure windows' titles (command socket only: the reply carries them).
+  case titles
 
   /// Encodes a command as the five data32 words of a ClientMessage.
   static func encode(_ c: DaemonCommand, senderPID: UInt32) -> [UInt32] {
@@ -47,6 +51,8 @@ enum CommandCode: UInt32 {
     case .clipboardClear: return [Self.clipboardClear.rawValue, 0, 0, senderPID, 0]
     case .ping(let nonce): return [Self.ping.rawValue, nonce, 0, senderPID, 0]
     case .untag(let w): return [Self.untag.rawValue, w, 0, senderPID, 0]
+    case .tag(let w): return [Self.tag.rawValue, w, 0, senderPID, 0]
+    case .titles: return [Self.titles.rawValue, 0, 0, senderPID, 0]
     }
   }
 
@@ -63,6 +69,8 @@ enum CommandCode: UInt32 {
     case .clipboardClear: cmd = .clipboardClear
     case .ping: cmd = .ping(nonce: d[1])
     case .untag: cmd = .untag(d[1])
+    case .tag: cmd = .tag(d[1])
+    case .titles: cmd = .titles
     }
     return (cmd, d[3])
   }

@@ -51,6 +51,8 @@ final class CommandServer {
     let fd: Int32
     let peer: CommandChannel.Peer
     let refusal: String?
+    /// Why a query (`titles`) is refused: only another user is (`CommandChannel.queryRefusal`).
+    let queryRefusal: String?
     let deadline: MonotonicTime
   }
 
@@ -134,10 +136,16 @@ final class CommandServer {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
         close(fd)
       }
-      if let why = c.refusal {
+      let decoded = CommandWire.decode(Array(buf[0..<n]))
+      if decoded == .titles, let why = c.queryRefusal {
         send(.refused(why))
         out.append(.refused(c.peer, why: why))
-      } else if let command = CommandWire.decode(Array(buf[0..<n])) {
+      } else if decoded == .titles {
+        out.append(.command(.titles, c.peer, reply: send))
+      } else if let why = c.refusal {
+        send(.refused(why))
+        out.append(.refused(c.peer, why: why))
+      } else if let command = decoded {
         out.append(.command(command, c.peer, reply: send))
       } else {
         send(.refused("malformed command (\(n) bytes)"))
@@ -169,7 +177,10 @@ final class CommandServer {
       let peer = CommandChannel.Peer(pid: pid, uid: peerUID, exe: ProcessInfoReader.readLink(exePath))
       let refusal = CommandChannel.refusal(peer: peer, daemonUID: uid, daemonExe: ownExe, sameFile: same)
       if connections.count >= maxConnections { close(connections.removeFirst().fd) }
-      connections.append(Connection(fd: fd, peer: peer, refusal: refusal, deadline: now + .seconds(2)))
+      connections.append(
+        Connection(
+          fd: fd, peer: peer, refusal: refusal, queryRefusal: CommandChannel.queryRefusal(peer: peer, daemonUID: uid),
+          deadline: now + .seconds(2)))
     }
   }
 
@@ -211,7 +222,7 @@ enum CommandClient {
     var r: Int32
     repeat { r = poll(&p, 1, ms) } while r < 0 && errno == EINTR
     guard r > 0 else { return .timedOut }
-    var buf = [UInt8](repeating: 0, count: 512)
+    var buf = [UInt8](repeating: 0, count: CommandChannel.Reply.limit + 1024)
     let n = recv(fd, &buf, buf.count, 0)
     guard n > 0 else { return .failed("the daemon closed the connection without a reply") }
     return .reply(CommandChannel.Reply(wire: Array(buf[0..<n])))

@@ -61,7 +61,7 @@ public struct XControl: ~Copyable {
     }
     let nonce = UInt32.random(in: 1...UInt32.max)
     switch CommandClient.request(.ping(nonce: nonce), path: commandSocketPath, timeout: timeout) {
-    case .reply(.ok): return nil
+    case .reply(.ok), .reply(.titles): return nil
     case .reply(.refused(let why)): return "the daemon (pid \(pid)) refused this shieldctl's ping: \(why)"
     case .noSocket: return "the daemon (pid \(pid)) has no command socket at \(commandSocketPath): it cannot be pinged"
     case .failed(let why): return "cannot ping the daemon (pid \(pid)): \(why)"
@@ -88,12 +88,15 @@ public struct XControl: ~Copyable {
   public var commandSocketPath: String { daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber) }
 
   /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag. While a daemon
-  /// runs, a removal is a command (`untag`): the daemon removes the tag itself, since it
-  /// puts back a tag that another client than the window's removes (docs/security.md, "Tags").
+  /// runs, either is a command (`tag`, `untag`): the daemon changes the tag itself, since it
+  /// puts back a tag that another client than the window's removes (docs/security.md,
+  /// "Tags"), and under the Xorg module only the window's owner and trusted programs (the
+  /// daemon, not this command) may change it. Without a daemon this command changes it as
+  /// an ordinary client: the module refuses it for another client's window.
   public func setTag(_ window: WindowID, secure: Bool) throws(XError) {
     guard x.attributes(window) != nil else { throw .noSuchWindow(window) }
-    if !secure && managerOwner != 0 {
-      try send(.untag(window))
+    if managerOwner != 0 {
+      try send(secure ? .tag(window) : .untag(window))
       return
     }
     let atom = x.atom(ProtocolAtom.secure)
@@ -107,7 +110,13 @@ public struct XControl: ~Copyable {
     if let err = xcb_request_check(x.conn, ck) {
       let code = err.pointee.error_code
       free(err)
-      throw code == 3 ? .noSuchWindow(window) : .failed("the X server refused to change the tag (error \(code))")
+      if code == 3 { throw .noSuchWindow(window) }
+      if code == 10 {  // BadAccess: the Xorg module protects the tag
+        throw .failed(
+          "the X server refused to \(secure ? "set" : "remove") the tag of 0x\(String(window, radix: 16)) (BadAccess): the CaptureShield Xorg module lets only the window's own program and the daemon change it, and no daemon runs on display '\(x.displayName)' (start it: shieldctl watch)"
+        )
+      }
+      throw .failed("the X server refused to change the tag (error \(code))")
     }
   }
 
@@ -166,13 +175,27 @@ public struct XControl: ~Copyable {
   /// Sends a command to the running daemon over its command socket and waits for its reply
   /// (`timeout`). Commands no longer travel as ClientMessages: any X client can forge those.
   public func send(_ command: DaemonCommand, timeout: Duration = .seconds(5)) throws(XError) {
+    _ = try request(command, timeout: timeout)
+  }
+
+  /// The secure windows' titles, from the daemon over its command socket (the published
+  /// state has none). Nil when no daemon runs or it does not answer: the caller shows none.
+  public func secureWindowTitles(timeout: Duration = .seconds(2)) -> [WindowID: String]? {
+    guard managerOwner != 0, case .titles(let t)? = try? request(.titles, timeout: timeout) else { return nil }
+    return t
+  }
+
+  /// One command to the daemon and its reply (`refused` is thrown).
+  func request(_ command: DaemonCommand, timeout: Duration) throws(XError) -> CommandChannel.Reply {
     guard managerOwner != 0 else { throw .noDaemon(display: x.displayName) }
     if case .shield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
     if case .unshield(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
     if case .untag(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
+    if case .tag(let w) = command, x.attributes(w) == nil { throw .noSuchWindow(w) }
     let path = commandSocketPath
     switch CommandClient.request(command, path: path, timeout: timeout) {
-    case .reply(.ok): return
+    case .reply(.ok): return .ok
+    case .reply(.titles(let t)): return .titles(t)
     case .reply(.refused(let why)): throw .failed("the daemon refused the command: \(why)")
     case .noSocket(let why):
       throw .failed(

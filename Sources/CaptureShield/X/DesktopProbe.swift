@@ -45,11 +45,17 @@ extension XControl {
       isXwayland: x.hasExtension("XWAYLAND") || xwaylandOutputs())
     if let module = ServerModule.probe(x) {
       facts.moduleVersion = module.versionString
-      facts.moduleTrustsShieldctl = module.callerTrust != .none
+      // The module trusts shieldctl only as the daemon: ask about the daemon's connection
+      // (the owner of the manager selection), not this command's.
+      let owner = managerOwner
+      facts.moduleTrustsDaemon = owner == 0 ? nil : module.trust(of: owner, on: x).map { $0 != .none }
     }
     let owner = x.selectionOwner(x.atom("_NET_WM_CM_S" + String(x.screenNumber)))
     if owner != 0 {
       facts.compositor = ProcessInfoReader.identity(pid: x.clientPID(of: owner))
+    }
+    facts.ptraceScope = ProcessInfoReader.readSmallFile("/proc/sys/kernel/yama/ptrace_scope").flatMap {
+      Int(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
     }
     return facts
   }

@@ -40,11 +40,30 @@ struct ServerModule: Sendable {
     case commandRefused = 5
     /// (1.2, secure mask) A window became secure (reader: its owner; drawable: the window).
     case secure = 6
+    /// The module refused or ended a client's trust (reader: that client; drawable: the
+    /// reason's number, `trustReason`).
+    case trust = 7
+
+    /// Kind 7's reasons (xorg/include/captureshieldproto.h).
+    static func trustReason(_ n: UInt32) -> String {
+      switch n {
+      case 1: return "injected code"
+      case 2: return "handover (another process holds its connection)"
+      case 3: return "another mount namespace"
+      case 4: return "traced"
+      case 5: return "its program or a directory above it is not root's alone"
+      case 6: return "the daemon's program not run as 'watch'"
+      case 7: return "the daemon's program run by a user not in DaemonUsers"
+      case 8: return "process gone"
+      case 9: return "its program file changed"
+      default: return "reason \(n)"
+      }
+    }
 
     /// What a refused defence's audit record says was tried (nil for reads).
     var defence: String? {
       switch self {
-      case .censored, .denied, .secure: return nil
+      case .censored, .denied, .secure, .trust: return nil
       case .selectionRefused: return "take the daemon's manager selection"
       case .killRefused: return "kill a trusted client's connection"
       case .propertyRefused: return "change the daemon's root properties"

@@ -199,6 +199,28 @@ final class XConnection {
     return names
   }
 
+  /// Every local client's PID, by resource base: one X-Resource QueryClientIds for all
+  /// clients (a client without a PID the server knows is left out).
+  func clientPIDs() -> [UInt32: Int] {
+    var spec = xcb_res_client_id_spec_t(client: 0, mask: UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue))
+    guard let r = xcb_res_query_client_ids_reply(conn, xcb_res_query_client_ids(conn, 1, &spec), nil) else {
+      return [:]
+    }
+    defer { free(r) }
+    var out: [UInt32: Int] = [:]
+    var it = xcb_res_query_client_ids_ids_iterator(r)
+    while it.rem > 0 {
+      let v = it.data!
+      if v.pointee.spec.mask & UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue) != 0,
+        xcb_res_client_id_value_value_length(v) >= 1, let p = xcb_res_client_id_value_value(v)
+      {
+        out[clientBase(of: v.pointee.spec.client)] = Int(p.pointee)
+      }
+      xcb_res_client_id_value_next(&it)
+    }
+    return out
+  }
+
   /// Every client's resource base, through X-Resource QueryClients.
   func allClientBases() -> [UInt32] {
     guard let r = xcb_res_query_clients_reply(conn, xcb_res_query_clients(conn), nil) else { return [] }
@@ -278,6 +300,37 @@ enum ProcessInfoReader {
   static func isStopped(pid: Int) -> Bool {
     guard let stat = readSmallFile("/proc/\(pid)/stat") else { return false }
     return processState(stat: stat).map { $0 == UInt8(ascii: "T") || $0 == UInt8(ascii: "t") } ?? false
+  }
+
+  /// The parent's PID: field 4 of `/proc/PID/stat` (after the parenthesised command name).
+  static func parentPID(stat: [UInt8]) -> Int? {
+    guard let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+    let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+    guard fields.count > 1 else { return nil }
+    return Int(String(decoding: fields[1], as: UTF8.self))
+  }
+
+  /// Who started the process `pid`: its ancestors (PPid chain) up to PID 1, each with its
+  /// program, user and `standing(pid)` (how this display sees it). At most 64 steps.
+  static func origin(pid: Int, standing: (Int) -> CompositorOrigin.Standing) -> CompositorOrigin {
+    var ancestors: [CompositorOrigin.Ancestor] = []
+    var current = pid
+    for _ in 0..<64 {
+      guard let bytes = readSmallFile("/proc/\(current)/stat"), let parent = parentPID(stat: bytes) else {
+        return CompositorOrigin(pid: pid, ancestors: ancestors, complete: false)
+      }
+      if parent <= 1 { return CompositorOrigin(pid: pid, ancestors: ancestors, complete: true) }
+      let base = "/proc/\(parent)"
+      let id = parse(
+        pid: parent, exe: readLink(base + "/exe"), comm: nil, status: readSmallFile(base + "/status"), cmdline: nil)
+      var st = stat()
+      let rootOwned = stat(base + "/exe", &st) == 0 ? st.st_uid == 0 && st.st_mode & 0o022 == 0 : nil
+      ancestors.append(
+        CompositorOrigin.Ancestor(
+          pid: parent, exe: id.exe, uid: id.uid, exeRootOwned: rootOwned, standing: standing(parent)))
+      current = parent
+    }
+    return CompositorOrigin(pid: pid, ancestors: ancestors, complete: false)
   }
 
   /// Field 3 of `/proc/PID/stat` (after the parenthesised command name).

@@ -13,7 +13,9 @@ struct ListCommand: Command {
     Prints a table of the windows the running daemon considers secure (and any other
     window it shields): window id, whether it is shielded now, why it is secure (the
     tag, or which policy rule), its WM_CLASS class and its title. Titles are shortened
-    and control characters escaped.
+    and control characters escaped. The daemon gives titles to its own user only, over
+    its command socket (the state it publishes on the display has none): for another
+    user the TITLE column is '-'.
 
     OPTIONS:
       --json        Print the windows as JSON (the 'windows' part of the daemon's

@@ -34,7 +34,9 @@ struct PolicyExplainCommand: Command {
                              {"class":"KeePassXC","title":"db","exe":"/usr/bin/keepassxc","pid":12,"uid":1000,"tag":"secure"}
       --window ID            Read the facts and the tag of this window (decimal or 0x
                              hex); a window manager's frame is resolved to the
-                             application window inside it.
+                             application window inside it. A secure window's
+                             title, which the Xorg module hides from this
+                             command, comes from the daemon (to its own user).
       --display D            The X display for --window (default: $DISPLAY).
       -h, --help             Show this help.
 
@@ -106,7 +108,10 @@ struct PolicyExplainCommand: Command {
     case .window(let given, let display):
       let x = try XControl(display: display)
       let client = try x.clientWindow(for: given)
-      let info = try x.windowFacts(client)
+      var info = try x.windowFacts(client)
+      // Under the Xorg module a secure window's title reads empty for this (untrusted)
+      // command; the daemon tells its own user.
+      if info.facts.title?.isEmpty ?? true, let t = x.secureWindowTitles()?[client] { info.facts.title = t }
       (facts, tag) = (info.facts, info.tag)
       windowLine = "window: " + Common.describe(client: client, given: given)
     }

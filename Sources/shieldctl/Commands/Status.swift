@@ -110,7 +110,7 @@ struct StatusCommand: Command {
       return ExitCode.failure
     }
     if json {
-      var answered = state
+      var answered = DaemonStateReader.withTitles(state, from: control)
       answered.responding = true
       try Output.json(answered)
     } else {
@@ -182,10 +182,15 @@ struct StatusCommand: Command {
 
     if let c = s.compositor {
       let trusted = s.compositorTrust?.hasPrefix("trusted") == true
+      let server = s.enforcement?.kind == "server"
       let verdict =
         c.class == .allowed
         ? "allowed (capture.allow)"
-        : trusted ? s.compositorTrust! : "\(s.compositorTrust ?? "not allowed"); counts as capturing"
+        : trusted
+          ? s.compositorTrust!
+          : server
+            ? "\(s.compositorTrust ?? "not allowed"); secure windows are black on the screen"
+            : "\(s.compositorTrust ?? "not allowed"); counts as capturing"
       out.append(field("compositor", "\(c.client) \(identity(pid: c.pid, exe: c.exe ?? c.comm)) (\(verdict))"))
     } else {
       out.append(field("compositor", "none"))
@@ -235,6 +240,16 @@ enum DaemonStateReader {
   static func read(display: String?) throws -> DaemonState {
     let x = try XControl(display: display)
     guard let state = try x.readState() else { throw XError.noDaemon(display: x.displayName) }
-    return state
+    return withTitles(state, from: x)
+  }
+
+  /// `state` with the secure windows' titles, which the published state never has: the
+  /// daemon sends them over its command socket to its own user's shieldctl only (another
+  /// user, or no answer: no titles).
+  static func withTitles(_ state: DaemonState, from x: borrowing XControl) -> DaemonState {
+    guard let titles = x.secureWindowTitles() else { return state }
+    var s = state
+    for i in s.windows.indices { s.windows[i].title = titles[s.windows[i].id] }
+    return s
   }
 }

@@ -14,8 +14,9 @@ struct TagCommand: Command {
     an application sets on its own secure windows. The daemon shields tagged windows
     while the screen is captured, whatever the policy says. A window manager's frame is
     resolved to the application window inside it. The tag lasts as long as the window
-    (remove it with 'shieldctl untag'). Each tagged window is reported as
-    'tagged 0x...'.
+    (remove it with 'shieldctl untag'). While a daemon runs, it sets the tag on this
+    command's behalf (under the CaptureShield Xorg module only the window's own
+    program and the daemon may). Each tagged window is reported as 'tagged 0x...'.
 
     ARGUMENTS:
       WINDOW        A window id, decimal or hexadecimal with 0x (as printed by xwininfo
@@ -28,7 +29,8 @@ struct TagCommand: Command {
 
     EXIT STATUS:
       0   every window was tagged
-      1   a window does not exist (the others are still tagged), or an X error
+      1   a window does not exist (the others are still tagged), the X server refused
+          (the Xorg module, no daemon), or an X error
       64  usage error
 
     EXAMPLES:

@@ -12,7 +12,9 @@ struct UntagCommand: Command {
     frame is resolved to the application window inside it. Policy rules still apply:
     a window matching a 'secure' rule stays secure (see 'shieldctl policy explain').
     While a daemon runs, it removes the tag on this command's behalf: it puts back a
-    tag that any other client than the window's own removes.
+    tag that any other client than the window's own removes. Without a daemon, this
+    command removes it as an ordinary client: under the CaptureShield Xorg module only
+    the window's own program may, so removing another program's tag fails (exit 1).
     Each window is reported as 'untagged 0x...'.
 
     ARGUMENTS:
@@ -25,7 +27,8 @@ struct UntagCommand: Command {
 
     EXIT STATUS:
       0   the tag was removed from every window
-      1   a window does not exist (the others are still untagged), or an X error
+      1   a window does not exist (the others are still untagged), the X server refused
+          (the Xorg module, no daemon), or an X error
       64  usage error
     """
 

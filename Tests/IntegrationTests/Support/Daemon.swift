@@ -77,11 +77,20 @@ final class Daemon: @unchecked Sendable {
     self.directory = directory
   }
 
-  /// The published state (nil when no daemon owns the display).
+  /// The published state (nil when no daemon owns the display), with the secure windows'
+  /// titles as the daemon's own user gets them over its command socket (the published
+  /// state has none; a stopped daemon's answer is not waited for long).
   func state() throws -> DaemonState? {
     let control = try XControl(display: server.display)
-    return try control.readState()
+    guard var state = try control.readState() else { return nil }
+    if let titles = control.secureWindowTitles(timeout: .milliseconds(200)) {
+      for i in state.windows.indices { state.windows[i].title = titles[state.windows[i].id] }
+    }
+    return state
   }
+
+  /// The state exactly as published on the root window (no titles).
+  func publishedState() throws -> DaemonState? { try XControl(display: server.display).readState() }
 
   func isShielded(_ window: UInt32) -> Bool {
     (try? state())??.windows.first { $0.id == window }?.shielded ?? false

@@ -69,9 +69,9 @@ enum DesktopError: Error, CustomStringConvertible {
 enum DesktopServer: String, Sendable, CustomStringConvertible {
   /// Xvfb: the daemon's client-side shields.
   case xvfb
-  /// A headless Xorg (dummy driver) with the CaptureShield module, trusting what the
-  /// installed snippet trusts (the daemon and the default compositors, `XorgModule`) and
-  /// this test process, whose reads are what the user sees: the module censors.
+  /// A headless Xorg (dummy driver) with the CaptureShield module as the installed snippet
+  /// sets it (the daemon by its role, no compositor: the daemon grants it, `XorgModule`),
+  /// trusting this test process too, whose reads are what the user sees: the module censors.
   case xorgModule = "Xorg with the module"
 
   var description: String { rawValue }
@@ -125,9 +125,8 @@ final class RunningDesktop: @unchecked Sendable {
         guard XorgModule.isBuilt else {
           throw DesktopError.failed("no module in \(XorgModule.directory): build it first (make xorg-module)")
         }
-        let trusted = [XorgModule.daemon] + XorgModule.defaultCompositors + [XorgModule.testExecutable]
         server = try await XvfbServer.startXorg(
-          moduleDirectory: XorgModule.directory, moduleOptions: [XorgModule.trustOption(trusted)], width: 1024,
+          moduleDirectory: XorgModule.directory, moduleOptions: XorgModule.snippetOptions(), width: 1024,
           height: 768)
       }
     } catch {

@@ -30,13 +30,24 @@ enum XorgModule {
   /// The daemon the tests run (`Shieldctl.path`), resolved.
   static var daemon: String { realPath(Shieldctl.path) }
 
-  /// The compositors the installed snippet trusts besides the daemon (`make
-  /// install-xorg-module`; `InstallTests` and scripts/test-install-xorg.sh check that its
-  /// Trust line is exactly `$(PREFIX)/bin/shieldctl` and these).
-  static let defaultCompositors = Policy.defaultCompositorNames.map { "/usr/bin/" + $0 }
+  /// Whether the built module knows `Option "Daemon"` (issue 26's module).
+  static var knowsDaemonOption: Bool {
+    guard let data = FileManager.default.contents(atPath: directory + "/libcaptureshield.so") else { return false }
+    return data.range(of: Data("DaemonUsers".utf8)) != nil
+  }
 
   /// The `Option "Trust"` line of a `SubSection "captureshield"` trusting `programs`.
   static func trustOption(_ programs: [String]) -> String {
     "Option \"Trust\" \"\(programs.joined(separator: ":"))\""
+  }
+
+  /// The module's options as the installed snippet sets them (`make install-xorg-module`:
+  /// the daemon by its role, no compositor list: the daemon grants the compositor), and
+  /// `also` trusted outright (this test process, whose reads are what the user sees). A
+  /// module without the Daemon option trusts the daemon's program by path instead.
+  static func snippetOptions(alsoTrusting also: [String] = [testExecutable]) -> [String] {
+    guard knowsDaemonOption else { return [trustOption([daemon] + also)] }
+    return ["Option \"Daemon\" \"\(daemon)\"", "Option \"DaemonUsers\" \"\(getuid())\""]
+      + (also.isEmpty ? [] : [trustOption(also)])
   }
 }

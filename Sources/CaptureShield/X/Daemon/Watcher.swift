@@ -158,7 +158,7 @@ final class WatcherLoop {
   /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).
   var module: ServerModule?
   /// What the module has been told (policy tags, grants, protection).
-  var enforcement = ServerEnforcement()
+  var enforcement = ServerEnforcement(daemonUID: Int(geteuid()))
   /// Forged events (another client's SendEvent) dropped since the last audit record, and
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
@@ -259,7 +259,7 @@ final class WatcherLoop {
     if let m = ServerModule.probe(x) {
       if m.callerTrust == .none {
         log.error(
-          "the CaptureShield Xorg module \(m.versionString) is loaded but does not trust this daemon (\(ProcessInfo.processInfo.arguments.first ?? "shieldctl")): add its absolute path to Option \"Trust\" of SubSection \"captureshield\" in xorg.conf; using client-side shields"
+          "the CaptureShield Xorg module \(m.versionString) is loaded but does not trust this daemon (\(ProcessInfoReader.readLink("/proc/self/exe") ?? "shieldctl"), uid \(geteuid())): name this program in Option \"Daemon\" of SubSection \"captureshield\" in xorg.conf, with this user in Option \"DaemonUsers\" (default: root and the seat's user), and run it from a clean environment (no LD_PRELOAD, no tracer; docs/install.md); using client-side shields"
         )
       } else {
         module = m

@@ -100,6 +100,10 @@ extension WatcherLoop {
       e.policyTagged = enforcement.tagged.count
       e.protecting = enforcement.protecting
       e.follows = windowWatch
+      if let c = engine.compositor, let why = enforcement.refusedCompositors[c] {
+        e.compositorRefused = why
+        snap.compositorTrust = "not granted by the daemon: \(why)"
+      }
       snap.enforcement = e
       for i in snap.clients.indices where enforcement.granted.contains(snap.clients[i].client) {
         snap.clients[i].granted = true

@@ -39,7 +39,38 @@ extension WatcherLoop {
   /// After every engine event, under server enforcement: tell the module what changed.
   func syncServerEnforcement() {
     guard let module else { return }
+    let needed = enforcement.originsNeeded(engine: engine)
+    if !needed.isEmpty {
+      let standing = clientStandings(module: module)
+      for pid in needed {
+        enforcement.learned(ProcessInfoReader.origin(pid: pid) { standing[$0] ?? .notAClient })
+      }
+    }
+    let refused = enforcement.refusedCompositors
     for e in enforcement.sync(engine: engine) { performServer(e, module: module) }
+    if enforcement.refusedCompositors != refused { stateDirty = true }
+  }
+
+  /// How this display sees each local client's process (by PID), for the compositor's
+  /// origin (`CompositorGrant`): trusted by the module (or granted), the window manager (the
+  /// owner of `WM_Sn`), or an ordinary untrusted client. Round trips: one X-Resource
+  /// query, one GetSelectionOwner, one GetClientTrust per client; only when a compositor
+  /// process is new.
+  func clientStandings(module: ServerModule) -> [Int: CompositorOrigin.Standing] {
+    let wmOwner = x.selectionOwner(x.atom("WM_S" + String(x.screenNumber)))
+    let wm = wmOwner == 0 ? nil : x.clientBase(of: wmOwner)
+    var out: [Int: CompositorOrigin.Standing] = [:]
+    for (base, pid) in x.clientPIDs() {
+      let trusted =
+        enforcement.granted.contains(ClientID(base)) || (module.trust(of: base, on: x).map { $0 != .none } ?? false)
+      let s: CompositorOrigin.Standing = trusted ? .trusted : (base == wm ? .windowManager : .untrusted)
+      // A process with several connections counts by its least trusted one's standing.
+      switch (out[pid], s) {
+      case (nil, _), (.trusted?, _), (.windowManager?, .untrusted): out[pid] = s
+      default: break
+      }
+    }
+    return out
   }
 
   func performServer(_ e: ServerEnforcement.Effect, module: ServerModule) {
@@ -48,8 +79,27 @@ extension WatcherLoop {
     case .untag(let w): effects.policyUntag(w, atom: aPolicyTag)
     case .grant(let c):
       effects.grant(c, granted: true, module: module)
+      // The module re-checks the grantee's kernel identity and may refuse (BadAccess): ask.
+      if module.trust(of: c.base, on: x) == ServerModule.Trust.none {
+        enforcement.moduleRefusedGrant(c)
+        log.write(
+          AuditRecord(
+            "grant-refused",
+            [("client", .string(c.description))] + identityFields(c) + [
+              ("reason", "the module refused it (its identity checks: injected code, a handed-over connection, ...)")
+            ]))
+        stateDirty = true
+        return
+      }
       log.write(AuditRecord("grant", [("client", .string(c.description))] + identityFields(c)))
       stateDirty = true
+      // The compositor may have painted secure windows before its grant (black): each is
+      // redrawn, and its next paint reads them.
+      if engine.isTrustedCompositor(c) {
+        for (w, s) in engine.windows.sorted(by: { $0.key < $1.key }) where s.reason.isSecure {
+          effects.exposeWindow(w)
+        }
+      }
     case .revoke(let c):
       effects.grant(c, granted: false, module: module)
       log.write(AuditRecord("revoke", [("client", .string(c.description))] + identityFields(c)))
@@ -138,6 +188,19 @@ extension WatcherLoop {
       identity = ProcessInfoReader.identity(pid: Int(n.pid))
     } else {
       identity = identify(base: n.reader)
+    }
+    if n.kind == ServerModule.NotifyKind.trust.rawValue {
+      // The module refused (or ended) a client's trust: a Trust or Daemon program that failed
+      // its kernel identity checks, or a grantee. Audited every time (once per connection).
+      log.write(
+        AuditRecord(
+          "trust-refused",
+          [
+            ("client", .string(reader.description)),
+            ("reason", .string(ServerModule.NotifyKind.trustReason(n.drawable))),
+            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
+          ]))
+      return
     }
     if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
       // One of the daemon's own defences held: the module refused it. Audited every time

@@ -117,6 +117,9 @@ extension WatcherLoop {
     guard listenerReady || !ready.isEmpty || commands.nextDeadline.map({ Clock.now() >= $0 }) == true else { return }
     for outcome in commands.service(listenerReady: listenerReady, ready: ready, now: Clock.now()) {
       switch outcome {
+      case .command(.titles, _, let reply):
+        // A query: answered, not audited (list and status ask).
+        reply(.titles(engine.secureWindowTitles()))
       case .command(let cmd, let peer, let reply):
         handleCommand(cmd, sender: "shieldctl (pid \(peer.pid), uid \(peer.uid))")
         // Buffered requests (a shield, the pong) reach the server before the reply.
@@ -163,7 +166,11 @@ extension WatcherLoop {
     }
     trackPending()
     switch cmd {
-    case .ping: break
+    case .ping, .titles: break
+    case .tag(let w):
+      follow(w)
+      effects.restoreTag(w, atom: aSecure)
+      log.info("tag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .shield(let w):
       follow(w)
       apply(.manualOverride(w, shielded: true, by: sender))

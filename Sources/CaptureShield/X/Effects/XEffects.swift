@@ -96,6 +96,12 @@ extension XEffects {
       major: module.majorOpcode, minor: granted ? ServerModule.Minor.grant : ServerModule.Minor.revoke, client.base)
   }
 
+  /// Asks the app of `w` to redraw it: ClearArea with exposures (an Expose for the whole
+  /// window; with background None its pixels stay as they are). After a compositor's
+  /// grant its next paint of a secure window, the app's redraw damages it, reads the
+  /// window uncensored (what it drew before the grant was black there).
+  func exposeWindow(_ w: WindowID) { x.clearArea(w) }
+
   /// The module's CaptureNotify events, to this connection; with `secureWindows`, also
   /// its notices of windows that become secure (1.2).
   func selectModuleEvents(_ module: ServerModule, secureWindows: Bool) {
