@@ -47,6 +47,10 @@ enum cs_rule {
     CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
     CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
     CS_RULE_OVERLAY = 1 << 12,         /* windows in the Composite overlay window cover nothing */
+    CS_RULE_OWNSECURE = 1 << 16,       /* others' secure windows inside a reader's own stay secret */
+    CS_RULE_RESOURCES = 1 << 17,       /* pixmaps, pictures, GCs, SHM segments of secure owners */
+    CS_RULE_STALE = 1 << 18,           /* unrepainted areas; the trail computed at tree changes */
+    CS_RULE_TAINT = 1 << 19,           /* pixmaps named before a reparent, a tag, during a pause */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -125,6 +129,13 @@ void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pix
 void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);
 Atom cs_secure_atom(void);
 Atom cs_policy_atom(void);
+/* secret.c, region.c: one definition of what is secret */
+void cs_taint_pixmap_win(PixmapPtr pix, WindowPtr win);    /* secret but to win's owner */
+int cs_pixmap_reader(PixmapPtr pix, ClientPtr client, XID id);
+int cs_win_foreign_secure(WindowPtr win, ClientPtr client);
+void cs_note_manual_redirect(WindowPtr win, int subwindows, int on);
+void cs_secure_changed(int on, int nsecure);
+int cs_foreign_resource_refused(XaceResourceAccessRec *rec);
 
 /* censor.c */
 Bool cs_censor_init(void);

@@ -17,6 +17,8 @@ static const struct {
     {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
     {"dbe", CS_RULE_DBE}, {"frame", CS_RULE_FRAME}, {"title", CS_RULE_TITLE},
     {"overlay", CS_RULE_OVERLAY},
+    {"ownsecure", CS_RULE_OWNSECURE}, {"resources", CS_RULE_RESOURCES},
+    {"stale", CS_RULE_STALE}, {"taint", CS_RULE_TAINT},
 };
 
 const char *
