@@ -141,6 +141,15 @@ attack_(int argc, char **argv)
         sync_();
         rd(&st, w, 50, 50, 200, 200);
         rd(&st, root, 100, 100, 200, 200);
+        {
+            /* and the pixmap of our window, S inside */
+            xcb_pixmap_t p;
+            xcb_composite_redirect_window(c, w, XCB_COMPOSITE_REDIRECT_AUTOMATIC);
+            if (!(p = name_pixmap(w)))
+                refused(&st);
+            else
+                rd(&st, p, 50, 50, 200, 200);
+        }
     } else if (!strcmp(kind, "pixmap")) {
         /* s: the owner's double buffer; read directly, and copied into our own pixmap */
         rd(&st, s, 0, 0, 200, 200);
@@ -182,7 +191,7 @@ attack_(int argc, char **argv)
         else
             rd(&st, own, 0, 0, 200, 200);
     } else if (!strncmp(kind, "overlay-", 8) || !strncmp(kind, "saver-", 6) ||
-               !strncmp(kind, "manual-", 7)) {
+               !strcmp(kind, "manual-over")) {
         /* freeze the framebuffer over S (the Composite overlay window, the screen saver,
          * or a window of our own that nothing paints), then move, unmap or destroy S and
          * read where it was */
@@ -245,10 +254,17 @@ attack_(int argc, char **argv)
         printf("named=%d\n", p != 0);
         fflush(stdout);
         wait_line("go");
-        if (!p)
+        if (!p) {
             refused(&st);
-        else
-            rd(&st, p, 0, 0, 200, 200);
+        } else {
+            /* copied into a pixmap of ours (a pixmap source is not censored, only
+             * refused when secret) */
+            own = own_pixmap(&gc);
+            if (check(xcb_copy_area_checked(c, p, own, gc, 0, 0, 0, 0, 200, 200)))
+                refused(&st);
+            else
+                rd(&st, own, 0, 0, 200, 200);
+        }
     } else if (!strcmp(kind, "lag")) {
         /* under a compositor: a window of ours mapped over S and the root read at once */
         xcb_window_t w = mkwin(root, 100, 100, 200, 200, BLUE, 0);
