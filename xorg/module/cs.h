@@ -133,6 +133,7 @@ Atom cs_policy_atom(void);
 void cs_taint_pixmap_win(PixmapPtr pix, WindowPtr win);    /* secret but to win's owner */
 int cs_pixmap_reader(PixmapPtr pix, ClientPtr client, XID id);
 int cs_win_foreign_secure(WindowPtr win, ClientPtr client);
+int cs_win_sealed(WindowPtr win, ClientPtr reader);     /* in a secure window it can't read */
 void cs_note_manual_redirect(WindowPtr win, int subwindows, int on);
 void cs_secure_changed(int on, int nsecure);
 int cs_foreign_resource_refused(XaceResourceAccessRec *rec);

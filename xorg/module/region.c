@@ -508,6 +508,18 @@ cs_subtree_foreign(WindowPtr win, int idx)
     return 0;
 }
 
+/* What is drawn into `win` stays where `reader` cannot read it back: inside a secure
+ * window of another client (not one of its own: rule ownsecure). */
+int
+cs_win_sealed(WindowPtr win, ClientPtr reader)
+{
+    for (; win; win = win->parent)
+        if (cs_win_secure(win) && (!cs_rule_on(CS_RULE_OWNSECURE) ||
+                                   CLIENT_ID(win->drawable.id) != reader->index))
+            return 1;
+    return 0;
+}
+
 int
 cs_win_foreign_secure(WindowPtr win, ClientPtr client)
 {

@@ -22,7 +22,9 @@
  *   windows it shows, not by whoever owns the pixmap's id.
  * - in the owner's own resources (rule resources): an untrusted client may not use
  *   another client's pixmaps (DBE buffers included), GCs (their tiles), pictures, glyph
- *   sets or MIT-SHM segments while that client owns a secure window. The application
+ *   sets, MIT-SHM segments, GLX drawables or contexts while that client owns a secure
+ *   window. Windows are not in the list (their rules are the screen's), nor what holds
+ *   no pixels (cursors, colormaps, fonts, XSync counters a window manager uses). The application
  *   draws its secure window from these (double buffers, SHM images, RENDER pictures,
  *   glyphs), and any client can find their ids by scanning the resource id range.
  *   Refused with BadAccess in both modes (no partial censoring of a resource). The
@@ -32,24 +34,25 @@
 #include "registry.h"
 #include <string.h>
 
-static RESTYPE cs_types[3];     /* PICTURE, ShmSeg, GLYPHSET (0: absent) */
-static Bool cs_types_known;
+#define CS_NTYPES 5
+static RESTYPE cs_types[CS_NTYPES];     /* by name (0: absent), see cs_find_types */
 static int cs_holding;          /* the rule holds the resource hook */
 
 static void
 cs_find_types(void)
 {
-    static const char *const names[] = { "PICTURE", "ShmSeg", "GLYPHSET" };
+    static const char *const names[CS_NTYPES] = { "PICTURE", "ShmSeg", "GLYPHSET",
+        "GLXDrawable", "GLXContext" };
     RESTYPE t;
     size_t i;
 
+    memset(cs_types, 0, sizeof(cs_types));
     for (t = 1; t <= lastResourceType; t++) {
         const char *n = LookupResourceName(t);
         for (i = 0; n && i < sizeof(names) / sizeof(names[0]); i++)
             if (!strcmp(n, names[i]))
                 cs_types[i] = t;
     }
-    cs_types_known = TRUE;
 }
 
 /* The number of secure windows went from 0 to 1 (on) or from 1 to 0: the resources
@@ -59,18 +62,28 @@ cs_secure_changed(int on, int nsecure)
 {
     if (!cs_rule_on(CS_RULE_RESOURCES))
         return;
-    if (!cs_types_known)
+    if (on && nsecure == 1) {
+        /* types found again each time: a server reset registers them anew */
         cs_find_types();
-    if (on && nsecure == 1 && !cs_holding) {
-        if (cs_hook_hold())
-            cs_holding = 1;
-        else
+        cs_holding = cs_hook_hold();
+        if (!cs_holding)
             LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the resource hook for "
                            "the resources of secure windows' owners\n");
     } else if (!on && nsecure == 0 && cs_holding) {
         cs_holding = 0;
         cs_hook_release();
     }
+}
+
+static int
+cs_listed(RESTYPE t)
+{
+    int i;
+
+    for (i = 0; i < CS_NTYPES; i++)
+        if (t && t == cs_types[i])
+            return 1;
+    return 0;
 }
 
 /* The resource hook's first rule: `rec` is a resource of another client (the caller
@@ -91,7 +104,7 @@ cs_foreign_resource_refused(XaceResourceAccessRec *rec)
     if (!(t == RT_PIXMAP || t == RT_GC ||
           ((t & RC_DRAWABLE) && t != RT_WINDOW && rec->res &&
            ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP) ||
-          (t && (t == cs_types[0] || t == cs_types[1] || t == cs_types[2]))))
+          cs_listed(t)))
         return 0;
     return !cs_client_trusted(client);
 }

@@ -150,6 +150,28 @@ attack_(int argc, char **argv)
             else
                 rd(&st, p, 50, 50, 200, 200);
         }
+    } else if (!strcmp(kind, "copy-own")) {
+        /* the root (S in it) copied into a secure window of our own, by CopyArea and by
+         * RENDER Composite, and that window read back */
+        xcb_window_t w = mkwin(root, 500, 350, 200, 200, BLUE, 0);
+        xcb_render_picture_t src = xcb_generate_id(c), dst = xcb_generate_id(c);
+        uint32_t inf = XCB_SUBWINDOW_MODE_INCLUDE_INFERIORS;
+        set_secure(w, 1);
+        xcb_map_window(c, w);
+        wait_mapped(w);
+        gc = xcb_generate_id(c);
+        xcb_create_gc(c, gc, w, XCB_GC_SUBWINDOW_MODE, &inf);
+        if (check(xcb_copy_area_checked(c, root, w, gc, 100, 100, 0, 0, 200, 200)))
+            refused(&st);
+        else
+            rd(&st, w, 0, 0, 200, 200);
+        xcb_render_create_picture(c, src, root, root_format(), XCB_RENDER_CP_SUBWINDOW_MODE, &inf);
+        xcb_render_create_picture(c, dst, w, root_format(), 0, NULL);
+        if (check(xcb_render_composite_checked(c, XCB_RENDER_PICT_OP_SRC, src, 0, dst, 100, 100,
+                                               0, 0, 0, 0, 200, 200)))
+            refused(&st);
+        else
+            rd(&st, w, 0, 0, 200, 200);
     } else if (!strcmp(kind, "pixmap")) {
         /* s: the owner's double buffer; read directly, and copied into our own pixmap */
         rd(&st, s, 0, 0, 200, 200);

@@ -61,7 +61,7 @@ name_wait() {
 run_all() {
   local k out
   export DISPLAY=$1
-  for k in reparent-own pixmap shmpixmap shmput picture overlay-move overlay-unmap overlay-destroy \
+  for k in reparent-own copy-own pixmap shmpixmap shmput picture overlay-move overlay-unmap overlay-destroy \
            saver-move saver-unmap saver-destroy manual-over name-reparent; do
     sv
     case $k in
@@ -119,6 +119,7 @@ check() {
 }
 check reparent-own "S reparented into the reader's own secure window: reads of it and the root, NameWindowPixmap of it" readname
 expect "censor: S in the reader's own secure window, NameWindowPixmap of that window refused" "$(res A reparent-own)" frames -eq 3 refused -eq 1
+check copy-own "the root (S in it) copied into the reader's own secure window (CopyArea, RENDER Composite), read back" read
 check pixmap "the owner's double buffer (pixmap): GetImage, CopyArea" refuse
 check shmpixmap "the owner's SHM segment via ShmCreatePixmap" refuse
 check shmput "the owner's SHM segment via ShmPutImage" refuse
