@@ -171,7 +171,7 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
     if (dixLookupDrawable(&dst, dst_id, serverClient, 0, DixWriteAccess) != Success ||
         dixLookupGC(&gc, gc_id, serverClient, DixReadAccess) != Success)
         return;
-    if (dst->type == DRAWABLE_WINDOW && cs_win_in_secure((WindowPtr) dst))
+    if (dst->type == DRAWABLE_WINDOW && cs_win_sealed((WindowPtr) dst, c))
         return;                 /* stays inside a secure window: nothing leaves */
     /* a private GC: a shared scratch GC would keep the copied clip for its next user */
     {
@@ -386,7 +386,7 @@ cs_render_composite(ClientPtr c)
             RegionUnion(&s1, &s1, &s2);
         }
         if (dst && !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
-                     cs_win_in_secure((WindowPtr) dst->pDrawable))) {
+                     cs_win_sealed((WindowPtr) dst->pDrawable, c))) {
             int i, n = RegionNumRects(&s1);
             BoxPtr b = RegionRects(&s1);
             xRenderColor black = { 0, 0, 0, 0xffff };

@@ -56,6 +56,10 @@ enum cs_rule {
     CS_RULE_PROPS = 1 << 21,           /* secure windows: only allow-listed properties readable */
     CS_RULE_WMTITLE = 1 << 22,         /* a window manager reads titles only when trusted */
     CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
+    CS_RULE_OWNSECURE = 1 << 16,       /* others' secure windows inside a reader's own stay secret */
+    CS_RULE_RESOURCES = 1 << 17,       /* pixmaps, pictures, GCs, SHM segments of secure owners */
+    CS_RULE_STALE = 1 << 18,           /* unrepainted areas; the trail computed at tree changes */
+    CS_RULE_TAINT = 1 << 19,           /* pixmaps named before a reparent, a tag, during a pause */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -158,6 +162,14 @@ void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pix
 void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);
 Atom cs_secure_atom(void);
 Atom cs_policy_atom(void);
+/* secret.c, region.c: one definition of what is secret */
+void cs_taint_pixmap_win(PixmapPtr pix, WindowPtr win);    /* secret but to win's owner */
+int cs_pixmap_reader(PixmapPtr pix, ClientPtr client, XID id);
+int cs_win_foreign_secure(WindowPtr win, ClientPtr client);
+int cs_win_sealed(WindowPtr win, ClientPtr reader);     /* in a secure window it can't read */
+void cs_note_manual_redirect(WindowPtr win, int subwindows, int on);
+void cs_secure_changed(int on, int nsecure);
+int cs_foreign_resource_refused(XaceResourceAccessRec *rec);
 
 /* censor.c */
 Bool cs_censor_init(void);

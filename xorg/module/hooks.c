@@ -32,6 +32,8 @@ cs_trusted_for(ClientPtr client, WindowPtr win)
 
     if (cs_client_trusted(client))
         return 1;
+    if (cs_rule_on(CS_RULE_OWNSECURE) && cs_win_foreign_secure(win, client))
+        return 0;               /* another client's secure window in or around it */
     for (s = win; s && !cs_win_secure(s); s = s->parent)
         ;
     return s && CLIENT_ID(s->drawable.id) == client->index;
@@ -50,6 +52,13 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !client)
         return;
+    if (CLIENT_ID(rec->id) != client->index && cs_foreign_resource_refused(rec)) {
+        /* a pixmap, GC, picture or SHM segment of a secure window's owner (secret.c) */
+        client->errorValue = rec->id;
+        cs_report(client, rec->id, CS_KIND_DENIED);
+        rec->status = BadAccess;
+        return;
+    }
     if (!(rec->rtype & RC_DRAWABLE))
         return;                 /* GCs, fonts, colormaps...: no rule below concerns them */
 
@@ -77,7 +86,12 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         if (cs_trusted_for(client, win)) {
             /* a trusted client (compositor) or the secure window's owner: allowed, but
              * the pixmap is now secret to everyone else */
-            cs_taint_pixmap(rec->res);
+            cs_taint_pixmap_win(rec->res, win);
+            return;
+        }
+        if (cs_cfg.paused && cs_rule_on(CS_RULE_TAINT)) {
+            /* allowed while protection is paused, secret once it resumes */
+            cs_taint_pixmap_win(rec->res, win);
             return;
         }
         if (cs_rule_on(CS_RULE_NAMEPIXMAP) && !cs_cfg.paused) {
@@ -92,7 +106,7 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP &&
         rec->access_mode != DixGetAttrAccess &&
         cs_rule_on(CS_RULE_PIXMAP) && !cs_cfg.paused && cs_pixmap_tainted(rec->res) &&
-        !cs_client_trusted(client) && CLIENT_ID(rec->id) != client->index) {
+        !cs_client_trusted(client) && !cs_pixmap_reader(rec->res, client, rec->id)) {
         /* a pixmap a trusted client named from a secure window: copy source, picture,
          * GC tile or stipple, DRI3 export... nobody else may touch it */
         client->errorValue = rec->id;
@@ -105,8 +119,22 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
         int major = client->majorOp;
         if (major == cs_composite_major &&
             (client->minorOp == X_CompositeRedirectWindow ||
-             client->minorOp == X_CompositeRedirectSubwindows))
+             client->minorOp == X_CompositeRedirectSubwindows)) {
             cs_note_redirect(client, rec->res);
+            /* manual redirection by an untrusted client: nothing paints there (secret.c) */
+            if (client->req_len >= 3 &&
+                ((CARD8 *) client->requestBuffer)[8] == CompositeRedirectManual &&
+                !cs_client_trusted(client))
+                cs_note_manual_redirect(rec->res,
+                                        client->minorOp == X_CompositeRedirectSubwindows, 1);
+        }
+        if (major == cs_composite_major && !cs_client_trusted(client) &&
+            (client->minorOp == X_CompositeUnredirectWindow ||
+             client->minorOp == X_CompositeUnredirectSubwindows) &&
+            client->req_len >= 3 &&
+            ((CARD8 *) client->requestBuffer)[8] == CompositeRedirectManual)
+            cs_note_manual_redirect(rec->res,
+                                    client->minorOp == X_CompositeUnredirectSubwindows, 0);
         if (major > 0 && !cs_cfg.paused && (((major == cs_dri2_major || major == cs_dri3_major) &&
                             cs_rule_on(CS_RULE_DRI)) ||
                            (major == cs_dbe_major && cs_rule_on(CS_RULE_DBE))) &&

@@ -21,6 +21,8 @@ static const struct {
     {"daemonrole", CS_RULE_DAEMONROLE},
     {"record", CS_RULE_RECORD}, {"properties", CS_RULE_PROPS}, {"wmtitle", CS_RULE_WMTITLE},
     {"input", CS_RULE_INPUT},
+    {"ownsecure", CS_RULE_OWNSECURE}, {"resources", CS_RULE_RESOURCES},
+    {"stale", CS_RULE_STALE}, {"taint", CS_RULE_TAINT},
 };
 
 const char *

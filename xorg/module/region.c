@@ -12,6 +12,9 @@ struct cs_screen {
     RegionRec drawn;            /* the part of it a compositor draws (manual redirection) */
     RegionRec trail;            /* where a compositor may still show a secure window */
     OsTimerPtr trail_timer;     /* empties `trail` TrailMs after it last grew */
+    RegionRec vis;              /* the visible secure area alone (secret.c) */
+    RegionRec stale;            /* where secure pixels were shown and nothing repainted since */
+    ValidateTreeProcPtr ValidateTree;
     ClipNotifyProcPtr ClipNotify;
     PositionWindowProcPtr PositionWindow;
     RealizeWindowProcPtr RealizeWindow;
@@ -32,12 +35,24 @@ struct cs_window {
     XID framed;                 /* on a child of the root: the other client's window that the
                                  * window manager last reparented into its subtree (it frames
                                  * that window), 0: none */
+    unsigned char umanual;      /* an untrusted client redirected it manually (secret.c) */
+    unsigned char umanual_sub;  /* ... or its subwindows */
+};
+
+/* A tainted pixmap (cs_taint_pixmap): `flag` 1 holds the resource hook, 2 holds nothing;
+ * `reader` the one untrusted client that may still use it (the owner of every secure
+ * window whose pixels it holds), -1 nobody, 0 unknown (the id's owner, as before). */
+struct cs_pixmap {
+    unsigned char flag;
+    int reader;
 };
 
 /* Every change that can move the secret area goes through here: the cached region is
  * computed again at its next use, and cs_gen moves on, so what cs_win_clear said no
  * longer counts. */
 unsigned long cs_gen = 1;
+
+static void cs_refresh(struct cs_screen *cs, WindowPtr root);
 
 static inline void
 cs_set_dirty(struct cs_screen *cs)
@@ -88,7 +103,7 @@ cs_taint_dbe(WindowPtr w)
         return;
     }
     cw->dbe_secret = 1;
-    cs_taint_pixmap(p);
+    cs_taint_pixmap_win(p, w);
 }
 
 /* The pixmap of a redirected window (Composite), which a compositor may have named, and
@@ -103,7 +118,7 @@ cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix)
         return;
     pix = w->drawable.pScreen->GetWindowPixmap(w);
     if (pix && pix != screen_pix)
-        cs_taint_pixmap(pix);
+        cs_taint_pixmap_win(pix, w);
 }
 
 static void
@@ -129,6 +144,9 @@ cs_set_win_secure(WindowPtr win, int on)
     cs_nsecure += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
+    cs_secure_changed(on, cs_nsecure);
+    if (on && cs_rule_on(CS_RULE_STALE) && s->root)
+        cs_refresh(SCR(s), s->root);    /* from now on its pixels are secret wherever shown */
     if (on) {
         /* tagged after a compositor named a pixmap holding its pixels or after a DBE back
          * buffer was allocated (the policy tag is set on mapped windows): the pixmaps of
@@ -140,10 +158,23 @@ cs_set_win_secure(WindowPtr win, int on)
     }
 }
 
+/* A screen still holds secret pixels where no secure window is now: trail or stale. */
+static int
+cs_residue(void)
+{
+    int i;
+
+    for (i = 0; i < screenInfo.numScreens; i++)
+        if (cs_screens[i] && (RegionNotEmpty(&cs_screens[i]->stale) ||
+                              RegionNotEmpty(&cs_screens[i]->trail)))
+            return 1;
+    return 0;
+}
+
 int
 cs_secure_count(void)
 {
-    return cs_cfg.paused ? 0 : cs_nsecure;
+    return cs_cfg.paused ? 0 : cs_nsecure + cs_residue();
 }
 
 int
@@ -292,6 +323,69 @@ cs_taint_pixmap(PixmapPtr pix)
     }
 }
 
+/* The one client owning every secure window in `win`, around it or in its window
+ * manager frame: its index, -1 when there are several (or none: a secure window gone). */
+static int
+cs_secure_owner_in(WindowPtr win, int owner)
+{
+    WindowPtr c;
+
+    if (cs_win_secure(win)) {
+        int o = CLIENT_ID(win->drawable.id);
+        if (owner && owner != o)
+            return -1;
+        owner = o;
+    }
+    for (c = win->firstChild; c && owner >= 0; c = c->nextSib)
+        owner = cs_secure_owner_in(c, owner);
+    return owner;
+}
+
+static int
+cs_secure_owner(WindowPtr win)
+{
+    WindowPtr a;
+    int owner = cs_secure_owner_in(win, 0);
+
+    for (a = win->parent; a && owner >= 0; a = a->parent)
+        if (cs_win_secure(a)) {
+            int o = CLIENT_ID(a->drawable.id);
+            if (owner && owner != o)
+                return -1;
+            owner = o;
+        }
+    return owner > 0 ? owner : -1;
+}
+
+/* cs_taint_pixmap for a pixmap holding `win`'s pixels: only the owner of the secure
+ * windows shown in it may still use it (not whoever named it: secret.c, taint gaps). */
+void
+cs_taint_pixmap_win(PixmapPtr pix, WindowPtr win)
+{
+    struct cs_pixmap *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+    int owner;
+
+    cs_taint_pixmap(pix);
+    if (!cs_rule_on(CS_RULE_TAINT))
+        return;
+    owner = cs_secure_owner(win);
+    if (!p->reader)
+        p->reader = owner;
+    else if (p->reader != owner)
+        p->reader = -1;
+}
+
+/* May `client` (untrusted) use tainted `pix`, named by resource `id`? */
+int
+cs_pixmap_reader(PixmapPtr pix, ClientPtr client, XID id)
+{
+    struct cs_pixmap *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+
+    if (p->reader && cs_rule_on(CS_RULE_TAINT))
+        return client->index == p->reader;
+    return id && CLIENT_ID(id) == client->index;
+}
+
 /* A DOUBLE-BUFFER back buffer (resource `id` of type `type`) was allocated on `win`,
  * secret if `secret`: remembered, since DBE replaces the pixmap when the window is resized
  * and the window may be tagged later. */
@@ -304,7 +398,7 @@ cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secre
     w->dbe_type = type;
     w->dbe_secret = secret;
     if (secret)
-        cs_taint_pixmap(pix);
+        cs_taint_pixmap_win(pix, win);
 }
 
 void
@@ -315,6 +409,128 @@ cs_mark_dirty(void)
     for (i = 0; i < screenInfo.numScreens; i++)
         if (cs_screens[i])
             cs_set_dirty(cs_screens[i]);
+}
+
+/* ---- what the server does not repaint (secret.c describes the rule) ---- */
+
+/* While the screen's secret area is computed: the part of the screen no one repaints
+ * (NULL otherwise), and whether a trusted compositor paints the overlay window. */
+static RegionPtr cs_unp;
+static Bool cs_unp_comp;
+
+/* `win` was redirected manually by an untrusted client (or is a child of a window whose
+ * subwindows one redirected): nothing paints where it is. */
+static int
+cs_untrusted_manual(WindowPtr win)
+{
+    struct cs_window *cw, *cp;
+
+    if (win->redirectDraw != RedirectDrawManual || !cs_rule_on(CS_RULE_STALE))
+        return 0;
+    cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+    if (cw->umanual)
+        return 1;
+    if (!win->parent)
+        return 0;
+    cp = dixLookupPrivate(&win->parent->devPrivates, &cs_window_key_rec);
+    return cp->umanual_sub;
+}
+
+void
+cs_note_manual_redirect(WindowPtr win, int subwindows, int on)
+{
+    struct cs_window *cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+
+    if (subwindows)
+        cw->umanual_sub = on;
+    else
+        cw->umanual = on;
+    cs_mark_dirty();
+}
+
+static void
+cs_unpainted_begin(WindowPtr root, RegionPtr unpainted)
+{
+    WindowPtr c;
+
+    cs_unp = unpainted;
+    cs_unp_comp = FALSE;
+    for (c = root->firstChild; c && !cs_unp_comp; c = c->nextSib)
+        if (c->redirectDraw == RedirectDrawManual && !cs_untrusted_manual(c))
+            cs_unp_comp = TRUE;
+}
+
+static void
+cs_unpainted_end(void)
+{
+    cs_unp = NULL;
+}
+
+/* `win` (its visible part `mine`, drawn into the framebuffer) has background None: no
+ * exposure repaints it, the pixels under it stay. The overlay window (the server's
+ * window in the root with background None other than the screen saver) is painted by
+ * the compositor when a trusted one redirects the root's windows. */
+static void
+cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
+{
+    WindowPtr w, c;
+    RegionRec r;
+
+    if (!cs_unp)
+        return;
+    for (w = win; w->backgroundState == ParentRelative && w->parent; w = w->parent)
+        ;
+    if (w->backgroundState != None)
+        return;
+    if (server_owned && win->parent && !win->parent->parent && cs_unp_comp &&
+        win != win->drawable.pScreen->screensaver.pWindow)
+        return;
+    RegionNull(&r);
+    RegionCopy(&r, mine);
+    for (c = win->firstChild; c; c = c->nextSib)
+        if (c->realized && c->drawable.class == InputOutput)
+            RegionSubtract(&r, &r, &c->borderSize);
+    RegionUnion(cs_unp, cs_unp, &r);
+    RegionUninit(&r);
+}
+
+/* `win`, an ancestor or a descendant is a secure window `client` does not own. */
+static int
+cs_subtree_foreign(WindowPtr win, int idx)
+{
+    WindowPtr c;
+
+    if (cs_win_secure(win) && CLIENT_ID(win->drawable.id) != idx)
+        return 1;
+    for (c = win->firstChild; c; c = c->nextSib)
+        if (cs_subtree_foreign(c, idx))
+            return 1;
+    return 0;
+}
+
+/* What is drawn into `win` stays where `reader` cannot read it back: inside a secure
+ * window of another client (not one of its own: rule ownsecure). */
+int
+cs_win_sealed(WindowPtr win, ClientPtr reader)
+{
+    for (; win; win = win->parent)
+        if (cs_win_secure(win) && (!cs_rule_on(CS_RULE_OWNSECURE) ||
+                                   CLIENT_ID(win->drawable.id) != reader->index))
+            return 1;
+    return 0;
+}
+
+int
+cs_win_foreign_secure(WindowPtr win, ClientPtr client)
+{
+    WindowPtr a;
+
+    if (!cs_nsecure)
+        return 0;
+    for (a = win->parent; a; a = a->parent)
+        if (cs_win_secure(a) && CLIENT_ID(a->drawable.id) != client->index)
+            return 1;
+    return cs_subtree_foreign(win, client->index);
 }
 
 /* Walks a subtree from the top of the stacking order down, collecting the part of each
@@ -346,6 +562,17 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     hide = secure && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index);
     if (!secure && cs_win_frames_secure(win, exclude))
         secure = hide = 1;      /* a window manager's frame of a secure window */
+    if (!manual && cs_untrusted_manual(win)) {
+        /* redirected by an untrusted client, nothing paints its area: X treats it as
+         * transparent (mivaltree.c), the windows under it keep drawing into the
+         * framebuffer, and those inside it draw into its pixmap only */
+        occludes = 0;
+        inert = 1;
+    }
+    if (!manual && win->redirectDraw != RedirectDrawManual)
+        cs_note_unpainted(win, &mine, server_owned);
+    if (secure && !hide && cs_rule_on(CS_RULE_OWNSECURE))
+        secure = 0;             /* the reader's own: what it holds of others stays secret */
     if (secure) {
         if (hide) {
             RegionRec vis;
@@ -450,9 +677,14 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
 {
     RegionRec old;
 
+    RegionRec unpainted;
+
     RegionNull(&old);
+    RegionNull(&unpainted);
     RegionCopy(&old, &cs->drawn);
+    cs_unpainted_begin(root, &unpainted);
     cs_compute(root, &cs->secret, NULL, &cs->drawn);
+    cs_unpainted_end();
     if (RegionNotEmpty(&cs->drawn))
         cs_compositing = TRUE;
     if (RegionNotEmpty(&old) && !RegionEqual(&old, &cs->drawn)) {
@@ -460,6 +692,17 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
         cs_trail_add(cs, RegionExtents(&old));
     }
     RegionUninit(&old);
+    /* stale: what was shown as secret and lies where nothing repainted it since */
+    if (cs_rule_on(CS_RULE_STALE)) {
+        RegionUnion(&cs->stale, &cs->stale, &cs->vis);
+        RegionIntersect(&cs->stale, &cs->stale, &unpainted);
+    } else {
+        RegionEmpty(&cs->stale);
+    }
+    RegionUninit(&unpainted);
+    RegionCopy(&cs->vis, &cs->secret);
+    if (RegionNotEmpty(&cs->stale))
+        RegionUnion(&cs->secret, &cs->secret, &cs->stale);
     if (RegionNotEmpty(&cs->trail))
         RegionUnion(&cs->secret, &cs->secret, &cs->trail);
     cs->dirty = FALSE;
@@ -523,7 +766,7 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
         }
         return 0;
     }
-    if (!cs_nsecure)
+    if (!cs_nsecure && !cs_residue())
         return 0;
     win = (WindowPtr) draw;
     ox = draw->x;
@@ -545,6 +788,14 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
         WindowPtr s = win;
         while (s && !cs_win_secure(s))
             s = s->parent;
+        if (s && cs_rule_on(CS_RULE_OWNSECURE)) {
+            /* inside the reader's own secure window: a secure window of another client
+             * around that one makes all of it secret */
+            WindowPtr a;
+            for (a = s->parent; a; a = a->parent)
+                if (cs_win_secure(a) && CLIENT_ID(a->drawable.id) != client->index)
+                    s = a;
+        }
         if (!s || CLIENT_ID(s->drawable.id) != client->index) {
             box.x1 = x; box.y1 = y; box.x2 = x + w; box.y2 = y + h;
             RegionReset(out, &box);
@@ -558,6 +809,8 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
         cs_compute(dom, &tmp, client, NULL);
         if (!dom->parent && RegionNotEmpty(&cs->trail))
             RegionUnion(&tmp, &tmp, &cs->trail);
+        if (!dom->parent && RegionNotEmpty(&cs->stale))
+            RegionUnion(&tmp, &tmp, &cs->stale);
         src = &tmp;
     } else {
         if (cs->dirty)
@@ -583,6 +836,28 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
 }
 
 /* ---- window tree changes mark the cache dirty ---- */
+
+/* The window tree changed (its clip lists are final here): the secret area is computed
+ * at once, not at the next read, so that every place a secure window was shown between
+ * two reads counts (the trail, stale areas: secret.c). */
+static int
+cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
+{
+    ScreenPtr s = parent->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+    int r;
+
+    s->ValidateTree = cs->ValidateTree;
+    r = s->ValidateTree(parent, child, kind);
+    cs->ValidateTree = s->ValidateTree;
+    s->ValidateTree = cs_ValidateTree;
+    if (cs_rule_on(CS_RULE_STALE) && s->root &&
+        (cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale))) {
+        cs_refresh(cs, s->root);
+        cs_gen++;
+    }
+    return r;
+}
 
 static void
 cs_ClipNotify(WindowPtr win, int dx, int dy)
@@ -695,6 +970,15 @@ cs_ReparentWindow(WindowPtr win, WindowPtr prior)
         s->ReparentWindow(win, prior);
     cs->ReparentWindow = s->ReparentWindow;
     s->ReparentWindow = cs_ReparentWindow;
+    if (cs_rule_on(CS_RULE_TAINT) && cs_win_has_secure(win)) {
+        /* secure pixels moved into (or a window moved into secure pixels under) redirected
+         * windows whose pixmaps may have been named before: those pixmaps are secret now,
+         * as NameWindowPixmap would make them */
+        WindowPtr a;
+        for (a = win->parent; a; a = a->parent)
+            cs_taint_if_redirected(a, s->GetScreenPixmap(s));
+        cs_taint_redirected_subtree(win, s->GetScreenPixmap(s));
+    }
 }
 
 static int
@@ -720,10 +1004,11 @@ cs_DestroyPixmap(PixmapPtr pix)
     Bool r;
 
     if (pix->refcnt == 1) {
-        unsigned char *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
-        if (*p == 1)
+        struct cs_pixmap *p = dixLookupPrivate(&pix->devPrivates, &cs_pixmap_key_rec);
+        if (p->flag == 1)
             cs_hook_release();
-        *p = 0;
+        p->flag = 0;
+        p->reader = 0;
     }
     s->DestroyPixmap = cs->DestroyPixmap;
     r = s->DestroyPixmap(pix);
@@ -739,7 +1024,7 @@ cs_region_init(void)
 
     if (!dixRegisterPrivateKey(&cs_screen_key_rec, PRIVATE_SCREEN, 0) ||
         !dixRegisterPrivateKey(&cs_window_key_rec, PRIVATE_WINDOW, sizeof(struct cs_window)) ||
-        !dixRegisterPrivateKey(&cs_pixmap_key_rec, PRIVATE_PIXMAP, 1))
+        !dixRegisterPrivateKey(&cs_pixmap_key_rec, PRIVATE_PIXMAP, sizeof(struct cs_pixmap)))
         return FALSE;
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
     cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
@@ -767,6 +1052,10 @@ cs_region_init(void)
         s->DestroyPixmap = cs_DestroyPixmap;
         cs->ReparentWindow = s->ReparentWindow;
         s->ReparentWindow = cs_ReparentWindow;
+        cs->ValidateTree = s->ValidateTree;
+        s->ValidateTree = cs_ValidateTree;
+        RegionNull(&cs->vis);
+        RegionNull(&cs->stale);
         cs_screens[i] = cs;
     }
     cs_reparenting = NULL;
