@@ -47,6 +47,9 @@ enum cs_rule {
     CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
     CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
     CS_RULE_OVERLAY = 1 << 12,         /* windows in the Composite overlay window cover nothing */
+    CS_RULE_GEOMETRY = 1 << 13,        /* copy geometry clamped to the 16-bit range first */
+    CS_RULE_BLANKFIRST = 1 << 14,      /* no secret pixel is written, then blanked */
+    CS_RULE_FILTER = 1 << 15,          /* RENDER filters with a kernel move pixels */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -120,6 +123,7 @@ extern unsigned long cs_gen;
 int cs_win_clear(WindowPtr win);
 int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
                        RegionPtr out);
+void cs_box_clamp(BoxPtr b, int x, int y, int w, int h);   /* in int, to the 16-bit range */
 int cs_pixmap_tainted(PixmapPtr pix);
 void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pixmap lives */
 void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);

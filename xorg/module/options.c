@@ -17,6 +17,9 @@ static const struct {
     {"property", CS_RULE_PROPERTY}, {"dri", CS_RULE_DRI}, {"daemon", CS_RULE_DAEMON},
     {"dbe", CS_RULE_DBE}, {"frame", CS_RULE_FRAME}, {"title", CS_RULE_TITLE},
     {"overlay", CS_RULE_OVERLAY},
+    {"geometry", CS_RULE_GEOMETRY},
+    {"blankfirst", CS_RULE_BLANKFIRST},
+    {"filter", CS_RULE_FILTER},
 };
 
 const char *
