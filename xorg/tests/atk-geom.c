@@ -27,6 +27,7 @@
 #define VH 200
 
 static int first_err;
+static long blue_n;             /* blue pixels red_in saw (the plain window stays) */
 
 static void
 note(int e)
@@ -43,8 +44,10 @@ red_in(const uint8_t *data, int w, int h, int stride)
 
     for (y = 0; y < h; y++) {
         const uint32_t *l = (const uint32_t *) (data + (size_t) y * stride);
-        for (x = 0; x < w; x++)
+        for (x = 0; x < w; x++) {
             n += (l[x] & 0xffffff) == RED;
+            blue_n += (l[x] & 0xffffff) == BLUE;
+        }
     }
     return n;
 }
@@ -120,14 +123,25 @@ static volatile long seen;
 static const uint8_t *shm_mem;
 static int shm_w, shm_h;
 
+static volatile long hits;
+
+/* looks at one pixel inside the victim's visible area as fast as it can; on red, counts
+ * the whole segment at once */
 static void *
 reader(void *arg)
 {
+    const volatile uint32_t *px =
+        (const volatile uint32_t *) (shm_mem + ((size_t) (VY + 50) * shm_w + VX + 50) * 4);
     (void) arg;
     while (!stop) {
-        long n = red_in(shm_mem, shm_w, shm_h, shm_w * 4);
-        if (n > seen)
-            seen = n;
+        if ((*px & 0xffffff) == RED) {
+            long n = red_in(shm_mem, shm_w, shm_h, shm_w * 4);
+            hits++;
+            if (n > seen)
+                seen = n;
+            if (!n)
+                seen = seen ? seen : 1;
+        }
     }
     return NULL;
 }
@@ -142,8 +156,9 @@ race(const char *kind, int n)
     xcb_pixmap_t sp = 0;
     xcb_gcontext_t g = 0;
 
-    shm_w = VW;
-    shm_h = VH;
+    /* the whole screen: the server takes long enough over it for the reader to look */
+    shm_w = SW;
+    shm_h = SH;
     shmid = shmget(IPC_PRIVATE, (size_t) shm_w * shm_h * 4, IPC_CREAT | 0600);
     if (shmid < 0 || (mem = shmat(shmid, NULL, 0)) == (void *) -1)
         die("shm");
@@ -160,10 +175,10 @@ race(const char *kind, int n)
     pthread_create(&t, NULL, reader, NULL);
     for (i = 0; i < n; i++) {
         if (sp) {
-            note(check(xcb_copy_area_checked(c, root, sp, g, VX, VY, 0, 0, VW, VH)));
+            note(check(xcb_copy_area_checked(c, root, sp, g, 0, 0, 0, 0, SW, SH)));
         } else {
             xcb_generic_error_t *e = NULL;
-            free(xcb_shm_get_image_reply(c, xcb_shm_get_image(c, root, VX, VY, VW, VH, ~0u,
+            free(xcb_shm_get_image_reply(c, xcb_shm_get_image(c, root, 0, 0, SW, SH, ~0u,
                                                               XCB_IMAGE_FORMAT_Z_PIXMAP,
                                                               seg, 0), &e));
             note(e ? e->error_code : 0);
@@ -172,7 +187,7 @@ race(const char *kind, int n)
     }
     stop = 1;
     pthread_join(t, NULL);
-    printf("seen=%ld red=%ld err=%d\n", seen, red_in(mem, shm_w, shm_h, shm_w * 4), first_err);
+    printf("seen=%ld hits=%ld red=%ld err=%d\n", seen, hits, red_in(mem, shm_w, shm_h, shm_w * 4), first_err);
     return 0;
 }
 
@@ -310,10 +325,11 @@ fuzz(int n, unsigned seed)
     xcb_pixmap_t pix = black_pixmap(800, 600);
     xcb_drawable_t d[5];
     xcb_render_picture_t p[5];
-    xcb_gcontext_t g[5];
+    xcb_gcontext_t g[5], gc[5];
     long red = 0;
     int i, alive;
     uint32_t below = XCB_STACK_MODE_BELOW;
+    int trace = getenv("ATK_TRACE") != NULL;
 
     xcb_configure_window(c, far1, XCB_CONFIG_WINDOW_STACK_MODE, &below);
     xcb_configure_window(c, near, XCB_CONFIG_WINDOW_STACK_MODE, &below);
@@ -327,6 +343,8 @@ fuzz(int n, unsigned seed)
     d[4] = pix;
     for (i = 0; i < 5; i++) {
         g[i] = inferiors_gc(d[i]);
+        gc[i] = xcb_generate_id(c);
+        xcb_create_gc(c, gc[i], d[i], 0, NULL);     /* ClipByChildren, exposures on */
         p[i] = picture(d[i], f, 1);
     }
     sync_();
@@ -334,15 +352,16 @@ fuzz(int n, unsigned seed)
         int k = rand_r(&seed) % 5, s = rand_r(&seed) % 5, t = rand_r(&seed) % 5;
         int sx = pick16(&seed), sy = pick16(&seed), dx = pick16(&seed), dy = pick16(&seed);
         int w = pickw(&seed), h = pickw(&seed);
+        xcb_gcontext_t gg = rand_r(&seed) % 2 ? g[t ? t : 4] : gc[t ? t : 4];
         if (t == 0)
             t = 4;              /* no writes into the root: the victim stays visible */
         switch (k) {
         case 0:
         case 1:
-            xcb_copy_area(c, d[s], d[t], g[t], sx, sy, dx, dy, w, h);
+            xcb_copy_area(c, d[s], d[t], gg, sx, sy, dx, dy, w, h);
             break;
         case 2:
-            xcb_copy_plane(c, d[s], d[t], g[t], sx, sy, dx, dy, w, h, 1u << 16);
+            xcb_copy_plane(c, d[s], d[t], gg, sx, sy, dx, dy, w, h, 1u << 16);
             break;
         case 3:
             free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, d[s],
@@ -353,8 +372,15 @@ fuzz(int n, unsigned seed)
                                  dx, dy, w, h);
             break;
         }
-        if (i % 50 == 49)
+        if (trace) {
+            fprintf(stderr, "%d k=%d s=%d t=%d %d %d %d %d %d %d\n", i, k, s, t, sx, sy, dx,
+                    dy, w, h);
             sync_();
+            if (xcb_connection_has_error(c))
+                break;
+        } else if (i % 50 == 49) {
+            sync_();
+        }
     }
     xcb_flush(c);
     {
@@ -387,7 +413,60 @@ main(int argc, char **argv)
         else
             note(check(xcb_copy_plane_checked(c, root, pix, g, a[0], a[1], a[2], a[3], a[4],
                                               a[5], 1u << 16)));
-        printf("red=%ld err=%d\n", red_of(pix, SW, SH), first_err);
+        long red = red_of(pix, SW, SH);
+        printf("red=%ld blue=%ld err=%d\n", red, blue_n, first_err);
+    } else if (!strcmp(m, "farcopy")) {
+        /* a window (65535 x 65535, below the others) at WX,WY; CopyArea from it at SX,SY
+         * (W x H) into an own pixmap, GC ClipByChildren; alive=1: the server answers */
+        xcb_window_t w = mkwin(root, a[0], a[1], 65535, 65535, GREEN, 0);
+        xcb_pixmap_t pix = black_pixmap(SW, SH);
+        xcb_gcontext_t g = xcb_generate_id(c);
+        uint32_t below = XCB_STACK_MODE_BELOW;
+        xcb_get_input_focus_reply_t *r;
+        xcb_configure_window(c, w, XCB_CONFIG_WINDOW_STACK_MODE, &below);
+        xcb_map_window(c, w);
+        xcb_create_gc(c, g, pix, 0, NULL);
+        xcb_copy_area(c, w, pix, g, a[2], a[3], 0, 0, a[4], a[5]);
+        r = xcb_get_input_focus_reply(c, xcb_get_input_focus(c), NULL);
+        printf("alive=%d\n", r != NULL);
+        free(r);
+    } else if (!strcmp(m, "selfcopy")) {
+        /* CopyArea of an own pixmap onto itself (no clip): mi's source box is 16-bit */
+        xcb_pixmap_t pix = black_pixmap(SW, SH);
+        xcb_gcontext_t g = xcb_generate_id(c);
+        xcb_get_input_focus_reply_t *r;
+        xcb_create_gc(c, g, pix, 0, NULL);
+        xcb_copy_area(c, pix, pix, g, a[0], a[1], a[2], a[3], a[4], a[5]);
+        r = xcb_get_input_focus_reply(c, xcb_get_input_focus(c), NULL);
+        printf("alive=%d\n", r != NULL);
+        free(r);
+    } else if (!strcmp(m, "getimage-xy")) {
+        /* GetImage XYPixmap of the root, all 24 planes: pixels put back together */
+        xcb_generic_error_t *e = NULL;
+        xcb_get_image_reply_t *r = xcb_get_image_reply(
+            c, xcb_get_image(c, XCB_IMAGE_FORMAT_XY_PIXMAP, root, a[0], a[1], a[2], a[3],
+                             0xffffff), &e);
+        long red = 0, blue = 0;
+        if (r) {
+            const uint8_t *d = xcb_get_image_data(r);
+            int stride = (a[2] + 31) / 32 * 4, x, y, p;
+            int lsb = xcb_get_setup(c)->bitmap_format_bit_order == XCB_IMAGE_ORDER_LSB_FIRST;
+            for (y = 0; y < a[3]; y++)
+                for (x = 0; x < a[2]; x++) {
+                    uint32_t v = 0;
+                    for (p = 0; p < 24; p++) {
+                        uint8_t b = d[(size_t) p * stride * a[3] + (size_t) y * stride + x / 8];
+                        int bit = lsb ? (b >> (x & 7)) & 1 : (b >> (7 - (x & 7))) & 1;
+                        v |= (uint32_t) bit << (23 - p);
+                    }
+                    red += v == RED;
+                    blue += v == BLUE;
+                }
+            free(r);
+        }
+        note(e ? e->error_code : 0);
+        free(e);
+        printf("red=%ld blue=%ld err=%d\n", red, blue, first_err);
     } else if (!strcmp(m, "getimage")) {
         struct stats s = { 0 };
         note(getimage(&s, root, a[0], a[1], a[2], a[3]));
@@ -397,7 +476,8 @@ main(int argc, char **argv)
         xcb_pixmap_t pix = black_pixmap(SW, SH);
         note(comp(XCB_RENDER_PICT_OP_SRC, picture(root, f, 1), 0, picture(pix, f, 0),
                   a[0], a[1], 0, 0, a[2], a[3], a[4], a[5]));
-        printf("red=%ld err=%d\n", red_of(pix, SW, SH), first_err);
+        long red = red_of(pix, SW, SH);
+        printf("red=%ld blue=%ld err=%d\n", red, blue_n, first_err);
     } else if (!strcmp(m, "shmget") || !strcmp(m, "shmcopy")) {
         return race(m, a[0] > 0 ? a[0] : 200);
     } else if (!strcmp(m, "owncopy") || !strcmp(m, "owncomp")) {
