@@ -9,6 +9,7 @@
  *   atk-geom shmget N                  N ShmGetImage of the victim's box; a thread reads
  *                                      the segment all the while
  *   atk-geom shmcopy N                 N CopyArea root -> SHM pixmap, the same thread
+ *   atk-geom shmcomp N                 N RENDER Composite root -> SHM pixmap, the same
  *   atk-geom owncopy | owncomp         copy / composite the victim's box into an own
  *                                      secure window, then read that window back
  *   atk-geom conv | xform | repeat | reflect | alphamap | mask
@@ -155,6 +156,7 @@ race(const char *kind, int n)
     pthread_t t;
     xcb_pixmap_t sp = 0;
     xcb_gcontext_t g = 0;
+    xcb_render_picture_t rs = 0, rd = 0;
 
     /* the whole screen: the server takes long enough over it for the reader to look */
     shm_w = SW;
@@ -166,15 +168,22 @@ race(const char *kind, int n)
     memset(mem, 0, (size_t) shm_w * shm_h * 4);
     shm_mem = mem;
     note(check(xcb_shm_attach_checked(c, seg, shmid, 0)));
-    if (!strcmp(kind, "shmcopy")) {
+    if (strcmp(kind, "shmget")) {
         sp = xcb_generate_id(c);
         note(check(xcb_shm_create_pixmap_checked(c, sp, root, shm_w, shm_h, scr->root_depth,
                                                  seg, 0)));
         g = inferiors_gc(sp);
+        if (!strcmp(kind, "shmcomp")) {
+            xcb_render_pictformat_t f = root_format();
+            rs = picture(root, f, 1);
+            rd = picture(sp, f, 0);
+        }
     }
     pthread_create(&t, NULL, reader, NULL);
     for (i = 0; i < n; i++) {
-        if (sp) {
+        if (rs) {
+            note(comp(XCB_RENDER_PICT_OP_SRC, rs, 0, rd, 0, 0, 0, 0, 0, 0, SW, SH));
+        } else if (sp) {
             note(check(xcb_copy_area_checked(c, root, sp, g, 0, 0, 0, 0, SW, SH)));
         } else {
             xcb_generic_error_t *e = NULL;
@@ -478,7 +487,7 @@ main(int argc, char **argv)
                   a[0], a[1], 0, 0, a[2], a[3], a[4], a[5]));
         long red = red_of(pix, SW, SH);
         printf("red=%ld blue=%ld err=%d\n", red, blue_n, first_err);
-    } else if (!strcmp(m, "shmget") || !strcmp(m, "shmcopy")) {
+    } else if (!strcmp(m, "shmget") || !strcmp(m, "shmcopy") || !strcmp(m, "shmcomp")) {
         return race(m, a[0] > 0 ? a[0] : 200);
     } else if (!strcmp(m, "owncopy") || !strcmp(m, "owncomp")) {
         return own(!strcmp(m, "owncomp"));

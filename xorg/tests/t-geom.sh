@@ -49,7 +49,8 @@ ATTACKS=(
   "copy-into-own-secure|owncopy"
   "composite-into-own-secure|owncomp"
 )
-RACES=("shm-race-getimage|shmget 1000" "shm-race-copyarea|shmcopy 300")
+RACES=("shm-race-getimage|shmget 1000" "shm-race-copyarea|shmcopy 300"
+       "shm-race-composite|shmcomp 300")
 
 # ---- censor mode: nothing red, ever (the racing reader included) ----
 server C
