@@ -142,6 +142,8 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
             memset(out, 0, len);
             goto done;
         }
+        if (buf != out)
+            memcpy(buf, out, len);      /* a partial planemask keeps what `out` held */
     }
     s->GetImage = cs_orig_GetImage[s->myNum];
     s->GetImage(draw, sx, sy, w, h, format, planemask, buf);
