@@ -75,6 +75,51 @@ cs_blank_xy(char *buf, int stride, BoxPtr b)
     }
 }
 
+/* Bytes pScreen->GetImage writes for a w x h image: ZPixmap lines padded for the depth;
+ * XYPixmap one bitmap per plane in planemask (miGetImage). */
+static size_t
+cs_image_len(DrawablePtr draw, int w, int h, unsigned int format, unsigned long planemask,
+             size_t *plane_len)
+{
+    unsigned long planes = planemask;
+    size_t n = 0;
+
+    if (format == ZPixmap) {
+        *plane_len = (size_t) PixmapBytePad(w, draw->depth) * h;
+        return *plane_len;
+    }
+    if (draw->depth < 8 * (int) sizeof(planes))
+        planes &= (1UL << draw->depth) - 1;
+    *plane_len = (size_t) BitmapBytePad(w) * h;
+    for (; planes; planes &= planes - 1)
+        n++;
+    return n * *plane_len;
+}
+
+/* Blanks the secret part of what a read of draw at sx,sy (w x h) put into buf. */
+static void
+cs_blank_image(DrawablePtr draw, int sx, int sy, int w, unsigned int format, char *buf,
+               size_t len, size_t plane_len, RegionPtr secret)
+{
+    int i, n = RegionNumRects(secret);
+    BoxPtr b = RegionRects(secret);
+    int stride = format == ZPixmap ? PixmapBytePad(w, draw->depth) : BitmapBytePad(w);
+    size_t p;
+
+    for (i = 0; i < n; i++) {
+        BoxRec r = { b[i].x1 - sx, b[i].y1 - sy, b[i].x2 - sx, b[i].y2 - sy };
+        if (format == ZPixmap)
+            cs_blank_z(buf, stride, BitsPerPixel(draw->depth), &r);
+        else
+            for (p = 0; plane_len && p + plane_len <= len; p += plane_len)
+                cs_blank_xy(buf + p, stride, &r);
+    }
+}
+
+/* The secret part is found before the read. When there is one, the real read goes into a
+ * private buffer, is blanked there and only then copied to `out`: `out` can be memory the
+ * client sees while the request runs (ShmGetImage writes into the client's segment), so
+ * no secret pixel is ever written there, not even for a moment. No buffer: all black. */
 static void
 cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
             unsigned long planemask, char *out)
@@ -82,30 +127,38 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
     ScreenPtr s = draw->pScreen;
     ClientPtr client = GetCurrentClient();
     RegionRec secret;
+    size_t len = 0, plane_len = 0;
+    char *buf = out;
+    int hit = 0;
 
-    s->GetImage = cs_orig_GetImage[s->myNum];
-    s->GetImage(draw, sx, sy, w, h, format, planemask, out);
-    s->GetImage = cs_GetImage;
-
-    if (!cs_rule_on(CS_RULE_GETIMAGE) || cs_client_trusted(client))
-        return;
     RegionNull(&secret);
-    if (cs_secret_for_read(client, draw, sx, sy, w, h, &secret)) {
-        int i, n = RegionNumRects(&secret);
-        BoxPtr b = RegionRects(&secret);
-        int stride = format == ZPixmap ? PixmapBytePad(w, draw->depth) : BitmapBytePad(w);
-
-        for (i = 0; i < n; i++) {
-            BoxRec r = { b[i].x1 - sx, b[i].y1 - sy, b[i].x2 - sx, b[i].y2 - sy };
-            if (format == ZPixmap)
-                cs_blank_z(out, stride, BitsPerPixel(draw->depth), &r);
-            else
-                cs_blank_xy(out, stride, &r);
+    if (cs_rule_on(CS_RULE_GETIMAGE) && !cs_client_trusted(client) &&
+        cs_secret_for_read(client, draw, sx, sy, w, h, &secret)) {
+        hit = 1;
+        len = cs_image_len(draw, w, h, format, planemask, &plane_len);
+        if (cs_rule_on(CS_RULE_BLANKFIRST))
+            buf = len ? malloc(len) : NULL;
+        if (!buf) {
+            memset(out, 0, len);
+            goto done;
         }
-        /* one event per request, not per strip or plane */
-        if (cs_report_once(client))
-            cs_report(client, draw->id, CS_KIND_CENSORED);
+        if (buf != out)
+            memcpy(buf, out, len);      /* a partial planemask keeps what `out` held */
     }
+    s->GetImage = cs_orig_GetImage[s->myNum];
+    s->GetImage(draw, sx, sy, w, h, format, planemask, buf);
+    s->GetImage = cs_GetImage;
+    if (hit) {
+        cs_blank_image(draw, sx, sy, w, format, buf, len, plane_len, &secret);
+        if (buf != out) {
+            memcpy(out, buf, len);
+            free(buf);
+        }
+    }
+done:
+    /* one event per request, not per strip or plane */
+    if (hit && cs_report_once(client))
+        cs_report(client, draw->id, CS_KIND_CENSORED);
     RegionUninit(&secret);
 }
 
@@ -171,8 +224,11 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
     if (dixLookupDrawable(&dst, dst_id, serverClient, 0, DixWriteAccess) != Success ||
         dixLookupGC(&gc, gc_id, serverClient, DixReadAccess) != Success)
         return;
-    if (dst->type == DRAWABLE_WINDOW && cs_win_sealed((WindowPtr) dst, c))
-        return;                 /* stays inside a secure window: nothing leaves */
+    /* a copy into the reader's own secure window is blanked like any other: its owner
+     * may read it back */
+    if (!cs_rule_on(CS_RULE_BLANKFIRST) && dst->type == DRAWABLE_WINDOW &&
+        cs_win_sealed((WindowPtr) dst, c))
+        return;
     /* a private GC: a shared scratch GC would keep the copied clip for its next user */
     {
         int status;
@@ -199,6 +255,113 @@ cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
     }
     FreeGC(scratch, 0);
     (void) c;
+}
+
+static inline void
+p16(ClientPtr c, int off, int v)
+{
+    CARD16 u = (CARD16) v;
+
+    if (c->swapped)
+        u = bswap_16(u);
+    memcpy((char *) c->requestBuffer + off, &u, 2);
+}
+
+/* One axis of a copy: the part t in [0, n) for which every coordinate the server derives
+ * (s + t and d + t, relative to the drawables and absolute) lies in the 16-bit range, so
+ * that no BoxRec in mi (miDoCopy, miHandleExposures) or here wraps. */
+static void
+cs_clamp_axis(int *s, int *d, int *n, int so, int dorg)
+{
+    int base[4] = { *s, so + *s, *d, dorg + *d };
+    int lo = 0, hi = *n, i;
+
+    for (i = 0; i < 4; i++) {
+        lo = max(lo, MINSHORT - base[i]);
+        hi = min(hi, MAXSHORT - base[i]);
+    }
+    if (lo >= hi) {
+        *s = *d = *n = 0;
+        return;
+    }
+    *s += lo;
+    *d += lo;
+    *n = hi - lo;
+}
+
+/* CopyArea / CopyPlane geometry clamped in the request itself, before anyone reads it:
+ * what lies past the 16-bit range exists in no drawable, so the copy does the same, and
+ * neither the secret computed here nor the server's own boxes wrap. Every client's
+ * request passes here (the stock server was seen to crash on such copies). */
+static void
+cs_clamp_copy(ClientPtr c)
+{
+    void *src, *dst;
+    DrawablePtr s, d;
+    int sx = (INT16) g16(c, 16), sy = (INT16) g16(c, 18);
+    int dx = (INT16) g16(c, 20), dy = (INT16) g16(c, 22);
+    int w = g16(c, 24), h = g16(c, 26);
+
+    if (dixLookupResourceByClass(&src, g32(c, 4), RC_DRAWABLE, NullClient, DixReadAccess) !=
+        Success ||
+        dixLookupResourceByClass(&dst, g32(c, 8), RC_DRAWABLE, NullClient, DixReadAccess) !=
+        Success)
+        return;                 /* the real request reports the error */
+    s = src;
+    d = dst;
+    cs_clamp_axis(&sx, &dx, &w, s->x, d->x);
+    cs_clamp_axis(&sy, &dy, &h, s->y, d->y);
+    if (!w || !h)
+        sx = sy = dx = dy = w = h = 0;
+    p16(c, 16, sx);
+    p16(c, 18, sy);
+    p16(c, 20, dx);
+    p16(c, 22, dy);
+    p16(c, 24, w);
+    p16(c, 26, h);
+}
+
+/* Takes `rgn` (destination coordinates) out of the GC's clip for one request; *saved gets
+ * what cs_gc_restore puts back. FALSE: no memory (nothing changed). */
+static Bool
+cs_gc_exclude(GCPtr gc, RegionPtr rgn, RegionPtr *saved, DDXPointRec *org)
+{
+    BoxRec all = { MINSHORT, MINSHORT, MAXSHORT, MAXSHORT };
+    RegionPtr clip = RegionCreate(&all, 1);
+
+    *saved = NULL;
+    *org = gc->clipOrg;
+    if (!clip)
+        return FALSE;
+    if (gc->clientClip) {
+        *saved = RegionCreate(NullBox, 0);
+        if (!*saved || !RegionCopy(*saved, gc->clientClip) ||
+            !RegionCopy(clip, gc->clientClip)) {
+            if (*saved)
+                RegionDestroy(*saved);
+            RegionDestroy(clip);
+            return FALSE;
+        }
+        RegionTranslate(rgn, -org->x, -org->y);
+    } else {
+        gc->clipOrg.x = gc->clipOrg.y = 0;
+    }
+    RegionSubtract(clip, clip, rgn);
+    if (gc->clientClip)
+        RegionTranslate(rgn, org->x, org->y);
+    (*gc->funcs->ChangeClip) (gc, CT_REGION, clip, 0);
+    gc->stateChanges |= GCClipMask | GCClipXOrigin | GCClipYOrigin;
+    gc->serialNumber |= GC_CHANGE_SERIAL_BIT;
+    return TRUE;
+}
+
+static void
+cs_gc_restore(GCPtr gc, RegionPtr saved, DDXPointRec org)
+{
+    (*gc->funcs->ChangeClip) (gc, saved ? CT_REGION : CT_NONE, saved, 0);
+    gc->clipOrg = org;
+    gc->stateChanges |= GCClipMask | GCClipXOrigin | GCClipYOrigin;
+    gc->serialNumber |= GC_CHANGE_SERIAL_BIT;
 }
 
 /* The last window found as a copy source, by id: a client copies from the same window
@@ -239,6 +402,8 @@ cs_ProcCopy(ClientPtr c)
 
     if (c->req_len < 7)
         return cs_call_orig(c);
+    if (cs_rule_on(CS_RULE_GEOMETRY))
+        cs_clamp_copy(c);
     src_id = g32(c, 4);
     /* the same source again, and nothing moved since it was found clear: the copy can
      * read nothing secret, whoever asks (the common case: a client copying inside its own
@@ -281,9 +446,30 @@ cs_ProcCopy(ClientPtr c)
         cs_report(c, src_id, CS_KIND_DENIED);
         return BadAccess;
     }
-    r = cs_call_orig(c);
+    /* the copy itself carries no secret pixel: the secret part is clipped out of the
+     * destination for this request (a racing reader of an SHM pixmap sees none), then
+     * filled black */
+    RegionTranslate(&secret, dx - sx, dy - sy);
+    if (cs_rule_on(CS_RULE_BLANKFIRST)) {
+        GCPtr gc;
+        RegionPtr saved;
+        DDXPointRec org;
+
+        if (dixLookupGC(&gc, gc_id, NullClient, DixReadAccess) != Success) {
+            RegionUninit(&secret);
+            c->errorValue = gc_id;
+            return BadGC;
+        }
+        if (!cs_gc_exclude(gc, &secret, &saved, &org)) {
+            RegionUninit(&secret);
+            return BadAlloc;
+        }
+        r = cs_call_orig(c);
+        cs_gc_restore(gc, saved, org);
+    } else {
+        r = cs_call_orig(c);
+    }
     if (r == Success) {
-        RegionTranslate(&secret, dx - sx, dy - sy);
         cs_fill_black_gc(c, dst_id, gc_id, &secret);
         cs_report(c, src_id, CS_KIND_CENSORED);
     }
@@ -305,7 +491,7 @@ cs_picture(ClientPtr c, XID id)
 }
 
 /* Secret part (in picture coordinates, read box x,y,w,h) of reading picture `pic`;
- * a transformed or repeating picture counts as wholly secret if any of it is. */
+ * a transformed, repeating or filtered picture counts as wholly secret if any of it is. */
 static int
 cs_picture_secret(ClientPtr c, PicturePtr pic, int x, int y, int w, int h, RegionPtr out,
                   int *whole)
@@ -323,7 +509,11 @@ cs_picture_secret(ClientPtr c, PicturePtr pic, int x, int y, int w, int h, Regio
     d = pic->pDrawable;
     if (!d || d->type != DRAWABLE_WINDOW)
         return hit;
-    if (pic->transform || pic->repeat) {
+    /* a transform, a repeat or a filter with a kernel (anything but nearest) reads pixels
+     * outside the read box into it */
+    if (pic->transform || pic->repeat ||
+        (cs_rule_on(CS_RULE_FILTER) && pic->filter != PictFilterNearest &&
+         pic->filter != PictFilterFast)) {
         if (cs_secret_for_read(c, d, 0, 0, d->width, d->height, out)) {
             *whole = 1;
             return 1;
@@ -343,6 +533,40 @@ cs_render_refuse(ClientPtr c, XID id)
     return BadAccess;
 }
 
+/* Takes `rgn` (destination coordinates) out of the picture's clip for one request; *saved
+ * and *org get what to put back (SetPictureClipRegion). FALSE: no memory. */
+static Bool
+cs_pict_exclude(PicturePtr pic, RegionPtr rgn, RegionPtr *saved, DDXPointRec *org)
+{
+    BoxRec all = { MINSHORT, MINSHORT, MAXSHORT, MAXSHORT };
+    RegionRec clip;
+    int r;
+
+    *saved = NULL;
+    *org = pic->clipOrigin;
+    RegionInit(&clip, &all, 1);
+    if (pic->clientClip) {
+        *saved = RegionCreate(NullBox, 0);
+        if (!*saved || !RegionCopy(*saved, pic->clientClip) ||
+            !RegionCopy(&clip, pic->clientClip)) {
+            if (*saved)
+                RegionDestroy(*saved);
+            *saved = NULL;
+            RegionUninit(&clip);
+            return FALSE;
+        }
+        RegionTranslate(&clip, org->x, org->y);
+    }
+    RegionSubtract(&clip, &clip, rgn);
+    r = SetPictureClipRegion(pic, 0, 0, &clip);
+    RegionUninit(&clip);
+    if (r != Success && *saved) {
+        RegionDestroy(*saved);
+        *saved = NULL;
+    }
+    return r == Success;
+}
+
 static int
 cs_render_composite(ClientPtr c)
 {
@@ -353,6 +577,10 @@ cs_render_composite(ClientPtr c)
     int w = g16(c, 32), h = g16(c, 34);
     RegionRec s1, s2;
     int hs, hm, ws, wm, r;
+    PicturePtr dst;
+    BoxRec all;
+    RegionPtr saved = NULL;
+    DDXPointRec org;
 
     RegionNull(&s1);
     RegionNull(&s2);
@@ -368,25 +596,46 @@ cs_render_composite(ClientPtr c)
         RegionUninit(&s2);
         return cs_render_refuse(c, hs ? src_id : mask_id);
     }
-    r = cs_call_orig(c);
+    dst = cs_picture(c, dst_id);
+    cs_box_clamp(&all, xd, yd, w, h);
+    if (hs) {
+        if (ws)
+            RegionReset(&s1, &all);
+        else
+            RegionTranslate(&s1, xd - xs, yd - ys);
+    }
+    if (hm) {
+        if (wm)
+            RegionReset(&s2, &all);
+        else
+            RegionTranslate(&s2, xd - xm, yd - ym);
+        RegionUnion(&s1, &s1, &s2);
+    }
+    /* the composite itself writes no secret pixel: the secret part is clipped out of the
+     * destination for this request (a racing reader of an SHM pixmap sees none), then
+     * filled black, into the reader's own secure window too (its owner reads it back) */
+    if (cs_rule_on(CS_RULE_BLANKFIRST)) {
+        if (!dst || !dst->pDrawable) {
+            RegionUninit(&s1);
+            RegionUninit(&s2);
+            return cs_render_refuse(c, hs ? src_id : mask_id);
+        }
+        if (!cs_pict_exclude(dst, &s1, &saved, &org)) {
+            RegionUninit(&s1);
+            RegionUninit(&s2);
+            return BadAlloc;
+        }
+        r = cs_call_orig(c);
+        SetPictureClipRegion(dst, org.x, org.y, saved);
+        if (saved)
+            RegionDestroy(saved);
+    } else {
+        r = cs_call_orig(c);
+    }
     if (r == Success) {
-        PicturePtr dst = cs_picture(c, dst_id);
-        BoxRec all = { xd, yd, xd + w, yd + h };
-        if (hs) {
-            if (ws)
-                RegionReset(&s1, &all);
-            else
-                RegionTranslate(&s1, xd - xs, yd - ys);
-        }
-        if (hm) {
-            if (wm)
-                RegionReset(&s2, &all);
-            else
-                RegionTranslate(&s2, xd - xm, yd - ym);
-            RegionUnion(&s1, &s1, &s2);
-        }
-        if (dst && !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
-                     cs_win_sealed((WindowPtr) dst->pDrawable, c))) {
+        if (dst && (cs_rule_on(CS_RULE_BLANKFIRST) ||
+                    !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
+                      cs_win_sealed((WindowPtr) dst->pDrawable, c)))) {
             int i, n = RegionNumRects(&s1);
             BoxPtr b = RegionRects(&s1);
             xRenderColor black = { 0, 0, 0, 0xffff };

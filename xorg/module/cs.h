@@ -49,17 +49,20 @@ enum cs_rule {
     CS_RULE_FRAME = 1 << 10,           /* the window manager's frame of a secure window */
     CS_RULE_TITLE = 1 << 11,           /* title properties of secure windows (GetProperty) */
     CS_RULE_OVERLAY = 1 << 12,         /* windows in the Composite overlay window cover nothing */
-    CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
-    CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
-    CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
-    CS_RULE_RECORD = 1 << 20,          /* no untrusted RECORD while a secure window exists */
-    CS_RULE_PROPS = 1 << 21,           /* secure windows: only allow-listed properties readable */
-    CS_RULE_WMTITLE = 1 << 22,         /* a window manager reads titles only when trusted */
-    CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
+    CS_RULE_GEOMETRY = 1 << 13,        /* copy geometry clamped to the 16-bit range first */
+    CS_RULE_BLANKFIRST = 1 << 14,      /* no secret pixel is written, then blanked */
+    CS_RULE_FILTER = 1 << 15,          /* RENDER filters with a kernel move pixels */
     CS_RULE_OWNSECURE = 1 << 16,       /* others' secure windows inside a reader's own stay secret */
     CS_RULE_RESOURCES = 1 << 17,       /* pixmaps, pictures, GCs, SHM segments of secure owners */
     CS_RULE_STALE = 1 << 18,           /* unrepainted areas; the trail computed at tree changes */
     CS_RULE_TAINT = 1 << 19,           /* pixmaps named before a reparent, a tag, during a pause */
+    CS_RULE_RECORD = 1 << 20,          /* no untrusted RECORD while a secure window exists */
+    CS_RULE_PROPS = 1 << 21,           /* secure windows: only allow-listed properties readable */
+    CS_RULE_WMTITLE = 1 << 22,         /* a window manager reads titles only when trusted */
+    CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
+    CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
+    CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
+    CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -157,6 +160,7 @@ extern unsigned long cs_gen;
 int cs_win_clear(WindowPtr win);
 int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
                        RegionPtr out);
+void cs_box_clamp(BoxPtr b, int x, int y, int w, int h);   /* in int, to the 16-bit range */
 int cs_pixmap_tainted(PixmapPtr pix);
 void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pixmap lives */
 void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);

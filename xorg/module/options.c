@@ -23,6 +23,9 @@ static const struct {
     {"input", CS_RULE_INPUT},
     {"ownsecure", CS_RULE_OWNSECURE}, {"resources", CS_RULE_RESOURCES},
     {"stale", CS_RULE_STALE}, {"taint", CS_RULE_TAINT},
+    {"geometry", CS_RULE_GEOMETRY},
+    {"blankfirst", CS_RULE_BLANKFIRST},
+    {"filter", CS_RULE_FILTER},
 };
 
 const char *

@@ -744,6 +744,18 @@ cs_win_clear(WindowPtr win)
     return !RegionNotEmpty(&cs->secret) || RegionContainsRect(&cs->secret, &inside) == rgnOUT;
 }
 
+/* The box x,y,w,h (computed in int) clamped to the 16-bit coordinate space, as mi clamps
+ * its boxes: a request's box reaches past it (INT16 origin plus CARD16 size, plus the
+ * drawable's origin), where a BoxRec would wrap. */
+void
+cs_box_clamp(BoxPtr b, int x, int y, int w, int h)
+{
+    b->x1 = max(min(x, MAXSHORT), MINSHORT);
+    b->y1 = max(min(y, MAXSHORT), MINSHORT);
+    b->x2 = max(min(x + w, MAXSHORT), MINSHORT);
+    b->y2 = max(min(y + h, MAXSHORT), MINSHORT);
+}
+
 int
 cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
                    RegionPtr out)
@@ -760,7 +772,7 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     if (draw->type != DRAWABLE_WINDOW) {
         if (draw->type == DRAWABLE_PIXMAP && cs_rule_on(CS_RULE_PIXMAP) &&
             cs_pixmap_tainted((PixmapPtr) draw)) {
-            box.x1 = x; box.y1 = y; box.x2 = x + w; box.y2 = y + h;
+            cs_box_clamp(&box, x, y, w, h);
             RegionReset(out, &box);
             return 1;
         }
@@ -771,7 +783,7 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     win = (WindowPtr) draw;
     ox = draw->x;
     oy = draw->y;
-    box.x1 = ox + x; box.y1 = oy + y; box.x2 = box.x1 + w; box.y2 = box.y1 + h;
+    cs_box_clamp(&box, ox + x, oy + y, w, h);
     dom = cs_domain(win);
     cs = SCR(draw->pScreen);
     if (!dom->parent && !cs->dirty) {
@@ -797,7 +809,7 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
                     s = a;
         }
         if (!s || CLIENT_ID(s->drawable.id) != client->index) {
-            box.x1 = x; box.y1 = y; box.x2 = x + w; box.y2 = y + h;
+            cs_box_clamp(&box, x, y, w, h);
             RegionReset(out, &box);
             return 1;
         }
