@@ -112,8 +112,9 @@ for a in "${ATTACKS[@]}" "${RACES[@]}"; do
   esac
 done
 stop_victim
-# the new rules alone: what only they close
-server B 'Option "DisableRules" "blankfirst filter"'
+# the new rules alone: what only they close (a copy into the own secure window is also
+# blanked by ownsecure, which must be off too)
+server B 'Option "DisableRules" "blankfirst filter ownsecure"'
 start_victim
 for a in "convolution|conv" "mask-convolution|mask" "copy-into-own-secure|owncopy" \
          "composite-into-own-secure|owncomp"; do
