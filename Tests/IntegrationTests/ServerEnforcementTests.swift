@@ -169,6 +169,36 @@ struct ServerEnforcementTests {
     await server.stop()
   }
 
+  @Test("secure input: an untrusted program typing into the focused secure window is refused and audited by name")
+  func untrustedTypingIsAudited() async throws {
+    let server = try await Self.startServer()
+    let plain = try await TestWindow.open(on: server, rect: Self.ruleRect, color: .blue, secure: false)
+    let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    // The control: a plain window focused, xdotool's typing is nobody's business.
+    _ = try await server.run("xdotool", ["windowfocus", "--sync", String(plain.id)])
+    let typedPlain = try await server.run("xdotool", ["type", "--delay", "5", "hunter2"])
+    #expect(typedPlain.succeeded, "\(typedPlain)")
+    // The secure window focused: the module refuses the fake keys (XTEST), the daemon names
+    // the program that sent them.
+    _ = try await server.run("xdotool", ["windowfocus", "--sync", String(window.id)])
+    _ = try await server.run("xdotool", ["type", "--delay", "5", "hunter2"])
+    let hex = "0x" + String(window.id, radix: 16)
+    defer { print("secure input, refusals audited: \(daemon.auditEvents("input-refused"))") }
+    try await waitUntil("the refusal audited", timeout: .seconds(10)) {
+      daemon.auditEvents("input-refused").contains { ($0["window"] as? String) == hex }
+    }
+    let records = daemon.auditEvents("input-refused")
+    #expect(
+      records.allSatisfy { ($0["window"] as? String) == hex }, "nothing refused while the plain window had the focus")
+    #expect(records.contains { ($0["exe"] as? String)?.hasSuffix("/xdotool") == true })
+    await daemon.stop()
+    window.close()
+    plain.close()
+    await server.stop()
+  }
+
   @Test("status --json reports server enforcement; clients marks granted clients")
   func statusReportsTheMode() async throws {
     let server = try await Self.startServer()

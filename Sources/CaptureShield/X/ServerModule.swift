@@ -43,6 +43,9 @@ struct ServerModule: Sendable {
     /// The module refused or ended a client's trust (reader: that client; drawable: the
     /// reason's number, `trustReason`).
     case trust = 7
+    /// The module kept a focused secure window's keys from an untrusted client, or refused
+    /// its input into one (reader: that client; drawable: the secure window).
+    case input = 8
 
     /// Kind 7's reasons (xorg/include/captureshieldproto.h).
     static func trustReason(_ n: UInt32) -> String {
@@ -63,7 +66,7 @@ struct ServerModule: Sendable {
     /// What a refused defence's audit record says was tried (nil for reads).
     var defence: String? {
       switch self {
-      case .censored, .denied, .secure, .trust: return nil
+      case .censored, .denied, .secure, .trust, .input: return nil
       case .selectionRefused: return "take the daemon's manager selection"
       case .killRefused: return "kill a trusted client's connection"
       case .propertyRefused: return "change the daemon's root properties"

@@ -202,6 +202,20 @@ extension WatcherLoop {
           ]))
       return
     }
+    if n.kind == ServerModule.NotifyKind.input.rawValue {
+      // Secure input (the module sends one per client per focus period): a listener, a
+      // grab, or XTEST / SendEvent into the focused secure window, refused.
+      log.write(
+        AuditRecord(
+          "input-refused",
+          [
+            ("client", .string(reader.description)),
+            ("window", .string("0x" + String(n.drawable, radix: 16))),
+            ("request", .string(moduleRequestNames[n.requestMajor] ?? "request \(n.requestMajor).\(n.requestMinor)")),
+            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
+          ]))
+      return
+    }
     if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
       // One of the daemon's own defences held: the module refused it. Audited every time
       // (nobody does this by accident).
