@@ -35,6 +35,7 @@ start_xorg B "$TMP/B.conf"
 run() {
   local name=$1 disp out
   disp=XDISPLAY_$name
+  if [ -n "${2:-}" ]; then export CS_FUZZ_STOCK_SAFE=1; else unset CS_FUZZ_STOCK_SAFE; fi
   out=$(DISPLAY=${!disp} timeout 120 "$FUZZ" "$CASES" 2>&1) || true
   printf -v "OUT_$name" '%s' "$out"
   echo "## $name: $(echo "$out" | tail -1)"
@@ -43,10 +44,10 @@ run() {
 pathline() { echo "$1" | grep "^path=$2 " || echo "path=$2 missing"; }
 lastline() { echo "$1" | grep "^seed=.* alive=" || echo "no summary"; }
 
-# servers with the rules on: nothing secret on any path, and the server still up
-for s in A D; do
-  name=$([ "$s" = A ] && echo censor || echo deny)
-  run "$s"
+# rules_on S NAME PID [stock-safe]: nothing secret on any path, and the server still up
+rules_on() {
+  local s=$1 name=$2 pid=$3 o out last p
+  run "$s" "${4:-}"
   o=OUT_$s
   out=${!o}
   echo "$out" | grep -E "^(kind=|LEAK|record:|connection)" | sed "s/^/# $name: /"
@@ -55,11 +56,11 @@ for s in A D; do
     echo "$out" | grep "CLASS" | sort -t: -k1,1 | sed "s/^ */#   /"
   fi
   last=$(lastline "$out")
-  pid_var=${XORG_PIDS[$([ "$s" = A ] && echo 0 || echo 1)]}
-  if kill -0 "$pid_var" 2>/dev/null && [ "$(fld "$last" alive)" = 1 ]; then
+  if kill -0 "$pid" 2>/dev/null && [ "$(fld "$last" alive)" = 1 ]; then
     ok "fuzz $name: server alive after the run"
   else
     bad "fuzz $name: the server died (replay: CS_FUZZ_SEED=$SEED CS_FUZZ_TRACE=1 names the case)"
+    DIED=1
   fi
   expect "fuzz $name: all $CASES cases ran" "$last" cases -ge "$CASES"
   for p in $PATHS; do
@@ -67,12 +68,25 @@ for s in A D; do
       leaked_px -eq 0 title_bytes -eq 0
   done
   expect "fuzz $name: seed $SEED, no secret anywhere" "$last" leaked_px -eq 0 title_bytes -eq 0
+}
+for s in A D; do
+  name=$([ "$s" = A ] && echo censor || echo deny)
+  DIED=0
+  rules_on "$s" "$name" "${XORG_PIDS[$([ "$s" = A ] && echo 0 || echo 1)]}"
+  if [ "$DIED" = 1 ]; then
+    # the same seed again on a fresh server, without the copies stock Xorg dies on, so
+    # that what leaks after the crash point is seen too
+    start_xorg "${s}2" "$TMP/$s.conf"
+    rules_on "${s}2" "$name (again, no stock-crash copies)" "${XORG_PIDS[-1]}" 1
+  fi
 done
 
 # positive controls: every rule off, and no module, read secrets on every path
 for s in C B; do
   name=$([ "$s" = C ] && echo rules-off || echo no-module)
-  run "$s"
+  # stock Xorg 21.1.7 itself segfaults on a copy from a redirected window with a source
+  # box past 32767 (e.g. 2x65535): the controls leave those out so that they finish
+  run "$s" 1
   o=OUT_$s
   out=${!o}
   last=$(lastline "$out")
