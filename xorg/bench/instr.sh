@@ -167,8 +167,20 @@ main(int argc, char **argv)
         attack_setup();
         printf("ready\n");
         fflush(stdout);
-        if (argc > 3)                   /* attack 0 hold: keep the windows, idle */
+        if (argc > 3 && !strcmp(argv[3], "hold"))  /* keep the windows, idle */
             pause();
+        if (argc > 3) {                 /* attack N wait: loop on a line, "done", exit on EOF */
+            char line[16];
+            if (!fgets(line, sizeof(line), stdin))
+                return 0;
+            attack_loop(n);
+            sync_();
+            printf("done\n");
+            fflush(stdout);
+            while (fgets(line, sizeof(line), stdin))
+                ;
+            return 0;
+        }
         attack_loop(n);
         sync_();
         return 0;
@@ -290,6 +302,9 @@ per() {
     'BEGIN { printf "%.0f", ((a + b) - (c + d)) / 2 / n }'
 }
 
+PARTS=${CS_INSTR_PARTS:-ops attack rtt}
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+if has ops; then
 echo "# Xorg 21.1.7, dummy driver, 800x600x24; server instructions per request (callgrind Ir,"
 echo "# baseline of the same client with 0 requests subtracted); another client's red secure"
 echo "# window and a plain window are mapped on both servers"
@@ -310,6 +325,7 @@ row "NoOperation" noop 100000
 row "GetProperty (WM_NAME, own window)" getprop 10000
 row "XTEST FakeInput key (press/release)" xtestkey 2000
 row "GetImage 1x1 of the root" getimage1root 5000
+fi
 
 # ---- cost as an attack ----
 echo
@@ -324,14 +340,32 @@ attack_row() {
   printf '%-52s %12s %12s %8s\n' "$label" "$wo" "$wi" \
     "$(awk -v a="$wo" -v b="$wi" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')"
 }
-# the attacker's loop: instructions per iteration (2 requests); few iterations with the
-# module (each costs tens of ms natively, ~50 times that under callgrind)
+# the attacker's loop: instructions per iteration (2 requests), counted from after its
+# 2,000 windows are mapped until its last reply; few iterations with the module (each
+# costs tens of ms natively, ~50 times that under callgrind)
 atk_per() {
-  local n a c
-  n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
-  a=$(ir "$1" "$TMP/w" attack "$n")
-  c=$(ir "$1" "$TMP/w" attack 0)
-  awk -v a="$a" -v c="$c" -v n="$n" 'BEGIN { printf "%.0f", (a - c) / n }'
+  local s=$1 n pid disp p f before i
+  n=$([ "$s" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
+  pid=PID_$s; disp=XDISPLAY_$s
+  rm -f "$TMP/go$s" "$TMP/atk$s"
+  mkfifo "$TMP/go$s"
+  DISPLAY=${!disp} "$TMP/w" attack "$n" wait <"$TMP/go$s" >"$TMP/atk$s" &
+  p=$!
+  exec 8>"$TMP/go$s"
+  for i in $(seq 3000); do grep -q ready "$TMP/atk$s" && break; sleep 0.1; done
+  callgrind_control -z "${!pid}" >/dev/null 2>&1
+  echo go >&8
+  for i in $(seq 6000); do grep -q done "$TMP/atk$s" && break; sleep 0.1; done
+  before=$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)
+  callgrind_control -d "${!pid}" >/dev/null 2>&1
+  for i in $(seq 100); do
+    [ "$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)" -gt "$before" ] && break
+    sleep 0.05
+  done
+  exec 8>&-
+  wait "$p" 2>/dev/null || true
+  f=$(ls -t "$TMP"/cg."$s".* | head -1)
+  sed -n 's/^summary: //p' "$f" | awk -v n="$n" '{ printf "%.0f", $1 / n }'
 }
 # another client's GetImage 1x1 while the 2,000 windows are mapped (attacker idle)
 other_per() {
@@ -340,12 +374,16 @@ other_per() {
   DISPLAY=${!disp} "$TMP/w" attack 0 hold >"$TMP/hold$s" &
   p=$!
   for r in $(seq 600); do [ -s "$TMP/hold$s" ] && break; sleep 0.1; done
-  r=$(per "$s" getimage1root $(( 1000 * SCALE )))
+  # with the module each of these costs millions of instructions: few of them
+  r=$(per "$s" getimage1root $(( $([ "$s" = W ] && echo 10 || echo 1000) * SCALE )))
   kill "$p"; wait "$p" 2>/dev/null || true
   echo "$r"
 }
+if has attack; then
 attack_row "attacker: instructions per move+read loop" atk_per
 attack_row "other client: instructions per GetImage 1x1 (root)" other_per
+fi
+has rtt || exit 0
 
 # native servers (no valgrind) for round-trip times
 stop_all_xorg

@@ -96,6 +96,7 @@ static const char *const sname[NS] = { "root", "victim_win", "atk_redirected_par
     "named_victim", "named_parent", "atk_bgnone", "atk_win" };
 static const int sweight[NS] = { 24, 14, 10, 6, 7, 7, 6, 5, 6, 6, 6, 5 };
 static uint32_t sid[NS];
+static struct kstat bysrc[NS + 2];  /* leaks per source, + solid fill, + RECORD */
 static int serr[NS];        /* error creating the source (0: usable) */
 
 static xcb_window_t vroot, VW, C, C2, AW1, AW1c, AWD, AW2, N;
@@ -323,7 +324,7 @@ title_in(const uint8_t *d, size_t len)
 /* ---- one case ---- */
 enum rb { RB_NONE, RB_IMAGE, RB_SHMIMG, RB_SHMMEM, RB_PROP, RB_PROP2 };
 struct kcase {
-    int kind, rb, nck, xy, w, h, depth;
+    int kind, rb, nck, xy, w, h, depth, src;
     uint32_t pm, cpm, base;     /* read planes; planes and fill the secret test assumes */
     int excl, ox, oy, ex0, ey0, ex1, ey1;
     size_t shm_off;
@@ -882,6 +883,7 @@ gen_case(struct kcase *k, int slot, int *big_used)
                                      (uint32_t[]) { pct(50) ? XCB_STACK_MODE_ABOVE :
                                                     XCB_STACK_MODE_BELOW });
         }
+        s = victim_win ? S_ADB : S_AW1;
         ck.sequence = dbe_swap_on(ca, victim_win ? VW : AW2);
         add_ck(k, ck);
         k->rb = RB_IMAGE;
@@ -904,6 +906,7 @@ gen_case(struct kcase *k, int slot, int *big_used)
             0, 1 }[rr(0, 3)];
         xcb_atom_t type = pct(60) ? XCB_GET_PROPERTY_TYPE_ANY : pct(50) ? XCB_ATOM_STRING : a_utf8;
         k->rb = RB_PROP;
+        s = S_VW;
         k->prop_off = (long) off * 4;
         k->rb_seq = xcb_get_property(ca, del, VW, a_title[a], type, off, len).sequence;
         snprintf(sd, sizeof(sd), "GetProperty(victim_win, title atom %d, offset %u, length %u,"
@@ -921,6 +924,7 @@ gen_case(struct kcase *k, int slot, int *big_used)
         xcb_change_property(ca, XCB_PROP_MODE_REPLACE, VW, a_atk[1], XCB_ATOM_STRING, 8, 1, "y");
         add_ck(k, xcb_rotate_properties_checked(ca, VW, 3, delta ? delta : 1, at));
         k->rb = RB_PROP2;
+        s = S_VW;
         k->prop_off = 0;
         k->rb_seq = xcb_get_property(ca, 0, VW, a_atk[0], XCB_GET_PROPERTY_TYPE_ANY, 0, 64).sequence;
         k->rb_seq2 = xcb_get_property(ca, 0, VW, a_atk[1], XCB_GET_PROPERTY_TYPE_ANY, 0, 64).sequence;
@@ -935,6 +939,7 @@ gen_case(struct kcase *k, int slot, int *big_used)
     }
     if (sd[0])
         snprintf(k->desc, sizeof(k->desc), "%s", sd);
+    k->src = s;
     snprintf(k->key + strlen(k->key), sizeof(k->key) - strlen(k->key), " in=%s",
              v.parent == C ? "atk_redirected" : v.parent == C2 ? "atk_parent" : "root");
 }
@@ -948,6 +953,9 @@ note_leak(struct kcase *k, long px, long bytes)
     st->leak_cases++;
     st->leak_px += px;
     st->title_bytes += bytes;
+    bysrc[k->kind == K_RECORD ? NS + 1 : k->src].leak_cases++;
+    bysrc[k->kind == K_RECORD ? NS + 1 : k->src].leak_px += px;
+    bysrc[k->kind == K_RECORD ? NS + 1 : k->src].title_bytes += bytes;
     for (i = 0; i < nlc; i++)
         if (!strcmp(lc[i].key, k->key))
             break;
@@ -1613,6 +1621,11 @@ main(int argc, char **argv)
     for (k = 0; k < NPATH; k++)
         printf("path=%s cases=%ld leak_cases=%ld leaked_px=%ld title_bytes=%ld\n", pname[k],
                pt[k].cases, pt[k].leak_cases, pt[k].leak_px, pt[k].title_bytes);
+    for (k = 0; k < NS + 2; k++)
+        if (bysrc[k].leak_cases)
+            printf("source=%s leak_cases=%ld leaked_px=%ld title_bytes=%ld\n",
+                   k == NS ? "solid_fill" : k == NS + 1 ? "record" : sname[k],
+                   bysrc[k].leak_cases, bysrc[k].leak_px, bysrc[k].title_bytes);
     if (nlc) {
         printf("leak classes (kind source[->dest] [mode] geometry victim-state: cases, red px,"
                " title bytes, first case; example):\n");

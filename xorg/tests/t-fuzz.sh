@@ -50,7 +50,7 @@ rules_on() {
   run "$s" "${4:-}"
   o=OUT_$s
   out=${!o}
-  echo "$out" | grep -E "^(kind=|LEAK|record:|connection)" | sed "s/^/# $name: /"
+  echo "$out" | grep -E "^(kind=|source=|LEAK|record:|connection)" | sed "s/^/# $name: /"
   if echo "$out" | grep -q "CLASS"; then
     echo "# $name: leak classes:"
     echo "$out" | grep "CLASS" | sort -t: -k1,1 | sed "s/^ */#   /"
