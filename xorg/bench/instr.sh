@@ -201,6 +201,13 @@ main(int argc, char **argv)
     }
     xtest = !strcmp(op, "xtestkey") ? ext("XTEST") : -1;
     sync_();
+    if (argc > 3) {                     /* OP N wait: count from a line on stdin */
+        char line[16];
+        printf("ready\n");
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+            return 0;
+    }
     if (!strcmp(op, "rtt")) {           /* rtt N: GetImage 1x1 round trips, microseconds */
         double *t = calloc(n, sizeof(double)), t0;
         for (i = 0; i < n; i++) {
@@ -248,6 +255,13 @@ main(int argc, char **argv)
             sync_();
     }
     sync_();
+    if (argc > 3) {
+        char line[16];
+        printf("done\n");
+        fflush(stdout);
+        while (fgets(line, sizeof(line), stdin))
+            ;
+    }
     return 0;
 }
 EOF
@@ -277,36 +291,45 @@ for i in $(seq 300); do
   sleep 0.1
 done
 
-# ir SERVER(W|N) CMD...: the server's instructions (callgrind Ir) while CMD runs
-ir() {
-  local s=$1 pid disp f before; shift
+# counted SERVER N CMD...: the server's instructions (callgrind Ir) per request while
+# CMD (a workload started with "wait") sends its N requests: counters zeroed once it is
+# set up, dumped once its last reply came; its setup and exit are not counted
+counted() {
+  local s=$1 n=$2 pid disp p f before i; shift 2
   pid=PID_$s; disp=XDISPLAY_$s
+  rm -f "$TMP/go$s" "$TMP/st$s"
+  mkfifo "$TMP/go$s"
+  DISPLAY=${!disp} "$@" <"$TMP/go$s" >"$TMP/st$s" &
+  p=$!
+  exec 8>"$TMP/go$s"
+  for i in $(seq 3000); do grep -q ready "$TMP/st$s" && break; sleep 0.1; done
   callgrind_control -z "${!pid}" >/dev/null 2>&1
-  DISPLAY=${!disp} "$@" >/dev/null
+  echo go >&8
+  for i in $(seq 12000); do grep -q done "$TMP/st$s" && break; sleep 0.1; done
   before=$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)
   callgrind_control -d "${!pid}" >/dev/null 2>&1
-  for f in $(seq 100); do
+  for i in $(seq 100); do
     [ "$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)" -gt "$before" ] && break
     sleep 0.05
   done
+  exec 8>&-
+  wait "$p" 2>/dev/null || true
   f=$(ls -t "$TMP"/cg."$s".* | head -1)
-  sed -n 's/^summary: //p' "$f" | awk '{print $1}'
+  sed -n 's/^summary: //p' "$f" | awk -v n="$n" '{ printf "%.0f", $1 / n }'
 }
-# per SERVER OP N: instructions per request, baseline (0 requests) subtracted; the
-# mean of two runs of each
+# per SERVER OP N: instructions per request, the mean of two runs
 per() {
-  local s=$1 op=$2 n=$3 a b c d
-  a=$(ir "$s" "$TMP/w" "$op" "$n"); b=$(ir "$s" "$TMP/w" "$op" "$n")
-  c=$(ir "$s" "$TMP/w" "$op" 0); d=$(ir "$s" "$TMP/w" "$op" 0)
-  awk -v a="$a" -v b="$b" -v c="$c" -v d="$d" -v n="$n" \
-    'BEGIN { printf "%.0f", ((a + b) - (c + d)) / 2 / n }'
+  local a b
+  a=$(counted "$1" "$3" "$TMP/w" "$2" "$3" wait)
+  b=$(counted "$1" "$3" "$TMP/w" "$2" "$3" wait)
+  echo $(( (a + b) / 2 ))
 }
 
 PARTS=${CS_INSTR_PARTS:-ops attack rtt}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has ops; then
 echo "# Xorg 21.1.7, dummy driver, 800x600x24; server instructions per request (callgrind Ir,"
-echo "# baseline of the same client with 0 requests subtracted); another client's red secure"
+echo "# counted from after the client's setup to its last reply, mean of 2 runs); another client's red secure"
 echo "# window and a plain window are mapped on both servers"
 printf '%-34s %7s %12s %12s %8s\n' operation N without with "ratio"
 row() {
@@ -344,28 +367,18 @@ attack_row() {
 # 2,000 windows are mapped until its last reply; few iterations with the module (each
 # costs tens of ms natively, ~50 times that under callgrind)
 atk_per() {
-  local s=$1 n pid disp p f before i
-  n=$([ "$s" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
-  pid=PID_$s; disp=XDISPLAY_$s
-  rm -f "$TMP/go$s" "$TMP/atk$s"
-  mkfifo "$TMP/go$s"
-  DISPLAY=${!disp} "$TMP/w" attack "$n" wait <"$TMP/go$s" >"$TMP/atk$s" &
-  p=$!
-  exec 8>"$TMP/go$s"
-  for i in $(seq 3000); do grep -q ready "$TMP/atk$s" && break; sleep 0.1; done
-  callgrind_control -z "${!pid}" >/dev/null 2>&1
-  echo go >&8
-  for i in $(seq 6000); do grep -q done "$TMP/atk$s" && break; sleep 0.1; done
-  before=$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)
-  callgrind_control -d "${!pid}" >/dev/null 2>&1
-  for i in $(seq 100); do
-    [ "$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)" -gt "$before" ] && break
-    sleep 0.05
-  done
-  exec 8>&-
-  wait "$p" 2>/dev/null || true
-  f=$(ls -t "$TMP"/cg."$s".* | head -1)
-  sed -n 's/^summary: //p' "$f" | awk -v n="$n" '{ printf "%.0f", $1 / n }'
+  local n
+  n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
+  counted "$1" "$n" "$TMP/w" attack "$n" wait
+}
+# the same, each loop after the first 4 (the first read after the setup builds the
+# secret region of all 2,000 windows once): (I(3n) - I(n)) / 2n
+atk_marginal() {
+  local n a b
+  n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
+  a=$(counted "$1" "$n" "$TMP/w" attack "$n" wait)
+  b=$(counted "$1" $(( 3 * n )) "$TMP/w" attack $(( 3 * n )) wait)
+  awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { printf "%.0f", (b * 3 * n - a * n) / (2 * n) }'
 }
 # another client's GetImage 1x1 while the 2,000 windows are mapped (attacker idle)
 other_per() {
@@ -375,13 +388,16 @@ other_per() {
   p=$!
   for r in $(seq 600); do [ -s "$TMP/hold$s" ] && break; sleep 0.1; done
   # with the module each of these costs millions of instructions: few of them
-  r=$(per "$s" getimage1root $(( $([ "$s" = W ] && echo 10 || echo 1000) * SCALE )))
+  r=$(per "$s" getimage1root $(( $([ "$s" = W ] && echo 20 || echo 1000) * SCALE )))
   kill "$p"; wait "$p" 2>/dev/null || true
   echo "$r"
 }
 if has attack; then
 attack_row "attacker: instructions per move+read loop" atk_per
 attack_row "other client: instructions per GetImage 1x1 (root)" other_per
+fi
+if has attackloop; then
+attack_row "attacker: per loop after the first 4 (marginal)" atk_marginal
 fi
 has rtt || exit 0
 
