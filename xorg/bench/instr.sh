@@ -1,0 +1,436 @@
+#!/usr/bin/env bash
+# CaptureShield Xorg bench: the X server's instructions per request with the module and
+# without it, side by side (valgrind callgrind on Xorg: perf has no hardware counters in
+# this VM). For each operation a client sends N requests; the server's instructions
+# between a zeroing and a dump of callgrind's counters, minus those of the same client
+# sending 0 requests (connection, window setup, sync), divided by N.
+# Then the cost as an attack: an untrusted client maps 2,000 shaped secure windows of its
+# own and loops "move one 1 px, read 1 pixel": the server's instructions per loop, another
+# client's instructions per GetImage 1x1 with those windows mapped, and (native servers,
+# no valgrind) that client's GetImage 1x1 round trip with and without the attacker looping.
+# Figures only: nothing here is asserted. Env: CS_INSTR_SCALE (default 1) multiplies N.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+OUT=${OUT:-$here/../../.build/xorg}
+SCALE=${CS_INSTR_SCALE:-1}
+TMP=$(mktemp -d /tmp/csinstr.XXXXXX)
+chmod 755 "$TMP"
+. "$here/../tests/xorg-lib.sh"
+BG=()
+cleanup() {
+  local p
+  for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
+  stop_all_xorg
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+for t in valgrind callgrind_control cc; do
+  command -v "$t" >/dev/null || { echo "Error: $t missing (apt-get install valgrind gcc)" >&2; exit 1; }
+done
+[ -f "$OUT/libcaptureshield.so" ] && [ -x "$OUT/csprobe" ] ||
+  { echo "Error: build first (make -C xorg module probes)" >&2; exit 1; }
+
+# ---- the workload client ----
+cat >"$TMP/w.c" <<'EOF'
+/* instr.sh workload: w OP N. Sets up its windows, then sends N requests of OP, then syncs. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <sys/uio.h>
+#include <xcb/xcb.h>
+#include <xcb/xcbext.h>
+#include <xcb/shm.h>
+
+static xcb_connection_t *c;
+static xcb_window_t root;
+
+static void sync_(void) { free(xcb_get_input_focus_reply(c, xcb_get_input_focus(c), NULL)); }
+
+static xcb_window_t
+win(int x, int y, int w, int h, uint32_t px)
+{
+    xcb_window_t id = xcb_generate_id(c);
+    uint32_t v[2] = { px, 1 };
+    xcb_create_window(c, XCB_COPY_FROM_PARENT, id, root, x, y, w, h, 0,
+                      XCB_WINDOW_CLASS_INPUT_OUTPUT, XCB_COPY_FROM_PARENT,
+                      XCB_CW_BACK_PIXEL | XCB_CW_OVERRIDE_REDIRECT, v);
+    xcb_map_window(c, id);
+    return id;
+}
+
+static int
+ext(const char *n)
+{
+    xcb_query_extension_reply_t *q =
+        xcb_query_extension_reply(c, xcb_query_extension(c, strlen(n), n), NULL);
+    int m = q && q->present ? q->major_opcode : -1;
+    free(q);
+    return m;
+}
+
+static void
+raw(void *req, size_t len)
+{
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 1 };
+    iov[2].iov_base = req;
+    iov[2].iov_len = len;
+    xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr);
+}
+
+static double
+now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+static int
+cmpd(const void *a, const void *b)
+{
+    double x = *(const double *) a, y = *(const double *) b;
+    return x < y ? -1 : x > y;
+}
+
+/* 2,000 shaped secure windows of this (untrusted) client */
+#define NW 2000
+static xcb_window_t aw[NW];
+static int ax[NW], ay[NW];
+
+static void
+attack_setup(void)
+{
+    int shape = ext("SHAPE"), i;
+    xcb_intern_atom_reply_t *r = xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, 22,
+        "_CAPTURE_SHIELD_SECURE"), NULL);
+    uint32_t one = 1;
+    srand(1);
+    for (i = 0; i < NW; i++) {
+        struct {
+            uint8_t major, minor; uint16_t len; uint8_t op, kind, order, pad;
+            uint32_t win; int16_t x, y; xcb_rectangle_t r[2];
+        } sr = { (uint8_t) shape, 1, 8, 0, 0, 0, 0, 0, 0, 0,
+                 { { 0, 0, 24, 6 }, { 0, 0, 6, 24 } } };
+        ax[i] = rand() % 780;
+        ay[i] = rand() % 580;
+        aw[i] = win(ax[i], ay[i], 24, 24, 0xff0000);
+        xcb_change_property(c, XCB_PROP_MODE_REPLACE, aw[i], r->atom, XCB_ATOM_CARDINAL, 32, 1,
+                            &one);
+        sr.win = aw[i];
+        if (shape > 0)
+            raw(&sr, sizeof(sr));       /* ShapeRectangles Set Bounding: an L */
+        if (i % 200 == 199)
+            sync_();
+    }
+    free(r);
+    sync_();
+}
+
+static void
+attack_loop(long n)
+{
+    long k;
+    for (k = 0; n < 0 || k < n; k++) {
+        int i = (int) (k % NW);
+        uint32_t g[2];
+        ax[i] += (k / NW) % 2 ? -1 : 1;
+        g[0] = (uint32_t) ax[i];
+        g[1] = (uint32_t) ay[i];
+        xcb_configure_window(c, aw[i], XCB_CONFIG_WINDOW_X | XCB_CONFIG_WINDOW_Y, g);
+        free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, root, ax[i] + 2,
+                                                  ay[i] + 2, 1, 1, ~0u), NULL));
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    const char *op = argv[1];
+    long n = argc > 2 ? atol(argv[2]) : 0, i;
+    xcb_window_t a, b;
+    xcb_gcontext_t gc;
+    uint32_t v = 0x00ff00;
+    xcb_shm_seg_t seg = 0;
+    int xtest;
+
+    c = xcb_connect(NULL, NULL);
+    if (xcb_connection_has_error(c))
+        return 2;
+    root = xcb_setup_roots_iterator(xcb_get_setup(c)).data->root;
+    if (!strcmp(op, "attack")) {        /* attack N: setup, N loops; N < 0: forever */
+        attack_setup();
+        printf("ready\n");
+        fflush(stdout);
+        if (argc > 3 && !strcmp(argv[3], "hold"))  /* keep the windows, idle */
+            pause();
+        if (argc > 3) {                 /* attack N wait: loop on a line, "done", exit on EOF */
+            char line[16];
+            if (!fgets(line, sizeof(line), stdin))
+                return 0;
+            attack_loop(n);
+            sync_();
+            printf("done\n");
+            fflush(stdout);
+            while (fgets(line, sizeof(line), stdin))
+                ;
+            return 0;
+        }
+        attack_loop(n);
+        sync_();
+        return 0;
+    }
+    a = win(0, 0, 500, 500, 0x0000ff);
+    b = win(520, 20, 200, 200, 0x00ff00);
+    gc = xcb_generate_id(c);
+    xcb_create_gc(c, gc, a, XCB_GC_FOREGROUND, &v);
+    xcb_change_property(c, XCB_PROP_MODE_REPLACE, a, XCB_ATOM_WM_NAME, XCB_ATOM_STRING, 8, 5,
+                        "bench");
+    if (!strcmp(op, "shmget500")) {
+        int id = shmget(IPC_PRIVATE, 500 * 500 * 4, IPC_CREAT | 0600);
+        seg = xcb_generate_id(c);
+        shmat(id, NULL, 0);
+        xcb_shm_attach(c, seg, id, 0);
+        sync_();
+        shmctl(id, IPC_RMID, NULL);
+    }
+    xtest = !strcmp(op, "xtestkey") ? ext("XTEST") : -1;
+    sync_();
+    if (argc > 3) {                     /* OP N wait: count from a line on stdin */
+        char line[16];
+        printf("ready\n");
+        fflush(stdout);
+        if (!fgets(line, sizeof(line), stdin))
+            return 0;
+    }
+    if (!strcmp(op, "rtt")) {           /* rtt N: GetImage 1x1 round trips, microseconds */
+        double *t = calloc(n, sizeof(double)), t0;
+        for (i = 0; i < n; i++) {
+            t0 = now_us();
+            free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, root, 400,
+                                                      300, 1, 1, ~0u), NULL));
+            t[i] = now_us() - t0;
+        }
+        qsort(t, n, sizeof(double), cmpd);
+        printf("median_us=%.0f p99_us=%.0f\n", t[n / 2], t[n * 99 / 100]);
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (!strcmp(op, "copyarea10"))
+            xcb_copy_area(c, a, b, gc, 10, 10, 20, 20, 10, 10);
+        else if (!strcmp(op, "getimage10"))
+            free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, a, 10, 10,
+                                                      10, 10, ~0u), NULL));
+        else if (!strcmp(op, "getimage500"))
+            free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, a, 0, 0,
+                                                      500, 500, ~0u), NULL));
+        else if (!strcmp(op, "getimage1root"))
+            free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, root, 400,
+                                                      300, 1, 1, ~0u), NULL));
+        else if (!strcmp(op, "shmget500"))
+            free(xcb_shm_get_image_reply(c, xcb_shm_get_image(c, a, 0, 0, 500, 500, ~0u,
+                                         XCB_IMAGE_FORMAT_Z_PIXMAP, seg, 0), NULL));
+        else if (!strcmp(op, "fill10")) {
+            xcb_rectangle_t r = { 30, 30, 10, 10 };
+            xcb_poly_fill_rectangle(c, a, gc, 1, &r);
+        } else if (!strcmp(op, "noop"))
+            xcb_no_operation(c);
+        else if (!strcmp(op, "getprop"))
+            free(xcb_get_property_reply(c, xcb_get_property(c, 0, a, XCB_ATOM_WM_NAME,
+                                                            XCB_ATOM_STRING, 0, 10), NULL));
+        else if (!strcmp(op, "xtestkey") && xtest > 0) {
+            struct {
+                uint8_t major, minor; uint16_t len; uint8_t type, detail, pad[2];
+                uint32_t time, root; uint8_t pad2[8]; int16_t x, y; uint8_t pad3[7], dev;
+            } f = { (uint8_t) xtest, 2, 9, (uint8_t) (i % 2 ? 3 : 2), 38, { 0 }, 0, 0,
+                    { 0 }, 0, 0, { 0 }, 0 };
+            raw(&f, sizeof(f));         /* XTEST FakeInput: key press, then release */
+        }
+        if (i % 1000 == 999)
+            sync_();
+    }
+    sync_();
+    if (argc > 3) {
+        char line[16];
+        printf("done\n");
+        fflush(stdout);
+        while (fgets(line, sizeof(line), stdin))
+            ;
+    }
+    return 0;
+}
+EOF
+cc -O2 -Wall -o "$TMP/w" "$TMP/w.c" -lxcb -lxcb-shm
+
+# ---- servers under callgrind ----
+cat >"$TMP/xorg-cg" <<EOF
+#!/bin/sh
+exec valgrind --tool=callgrind --callgrind-out-file="\$CG_OUT" --dump-instr=no /usr/lib/xorg/Xorg "\$@"
+EOF
+chmod +x "$TMP/xorg-cg"
+write_conf "$TMP/with.conf" 1
+write_conf "$TMP/without.conf" 0
+# no GLX on either (loading swrast under valgrind takes longer than start_xorg waits)
+sed -i 's/^Section "Module"$/Section "Module"\n  Disable "glx"/' "$TMP/with.conf" "$TMP/without.conf"
+CG_OUT=$TMP/cg.W XORG_BIN=$TMP/xorg-cg start_xorg W "$TMP/with.conf"
+PID_W=${XORG_PIDS[-1]}
+CG_OUT=$TMP/cg.N XORG_BIN=$TMP/xorg-cg start_xorg N "$TMP/without.conf"
+PID_N=${XORG_PIDS[-1]}
+# the same scene on both: the probe's red secure window and a plain one, another client's
+for d in "$XDISPLAY_W" "$XDISPLAY_N"; do
+  DISPLAY=$d "$OUT/csprobe" victim >"$TMP/victim$d" &
+  BG+=($!)
+done
+for i in $(seq 300); do
+  [ -s "$TMP/victim$XDISPLAY_W" ] && [ -s "$TMP/victim$XDISPLAY_N" ] && break
+  sleep 0.1
+done
+
+# counted SERVER N CMD...: the server's instructions (callgrind Ir) per request while
+# CMD (a workload started with "wait") sends its N requests: counters zeroed once it is
+# set up, dumped once its last reply came; its setup and exit are not counted
+counted() {
+  local s=$1 n=$2 pid disp p f before i; shift 2
+  pid=PID_$s; disp=XDISPLAY_$s
+  rm -f "$TMP/go$s" "$TMP/st$s"
+  mkfifo "$TMP/go$s"
+  DISPLAY=${!disp} "$@" <"$TMP/go$s" >"$TMP/st$s" &
+  p=$!
+  exec 8>"$TMP/go$s"
+  for i in $(seq 3000); do grep -q ready "$TMP/st$s" && break; sleep 0.1; done
+  callgrind_control -z "${!pid}" >/dev/null 2>&1
+  echo go >&8
+  for i in $(seq 12000); do grep -q done "$TMP/st$s" && break; sleep 0.1; done
+  before=$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)
+  callgrind_control -d "${!pid}" >/dev/null 2>&1
+  for i in $(seq 100); do
+    [ "$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)" -gt "$before" ] && break
+    sleep 0.05
+  done
+  exec 8>&-
+  wait "$p" 2>/dev/null || true
+  f=$(ls -t "$TMP"/cg."$s".* | head -1)
+  sed -n 's/^summary: //p' "$f" | awk -v n="$n" '{ printf "%.0f", $1 / n }'
+}
+# per SERVER OP N: instructions per request, the mean of two runs
+per() {
+  local a b
+  a=$(counted "$1" "$3" "$TMP/w" "$2" "$3" wait)
+  b=$(counted "$1" "$3" "$TMP/w" "$2" "$3" wait)
+  echo $(( (a + b) / 2 ))
+}
+
+PARTS=${CS_INSTR_PARTS:-ops attack rtt}
+has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+if has ops; then
+echo "# Xorg 21.1.7, dummy driver, 800x600x24; server instructions per request (callgrind Ir,"
+echo "# counted from after the client's setup to its last reply, mean of 2 runs); another client's red secure"
+echo "# window and a plain window are mapped on both servers"
+printf '%-34s %7s %12s %12s %8s\n' operation N without with "ratio"
+row() {
+  local label=$1 op=$2 n=$(( $3 * SCALE )) wo wi
+  wo=$(per N "$op" "$n")
+  wi=$(per W "$op" "$n")
+  printf '%-34s %7s %12s %12s %8s\n' "$label" "$n" "$wo" "$wi" \
+    "$(awk -v a="$wo" -v b="$wi" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+}
+row "CopyArea 10x10 win->win" copyarea10 20000
+row "GetImage 10x10 (own window)" getimage10 5000
+row "GetImage 500x500 (own window)" getimage500 40
+row "ShmGetImage 500x500 (own window)" shmget500 40
+row "PolyFillRectangle 10x10" fill10 20000
+row "NoOperation" noop 100000
+row "GetProperty (WM_NAME, own window)" getprop 10000
+row "XTEST FakeInput key (press/release)" xtestkey 2000
+row "GetImage 1x1 of the root" getimage1root 5000
+fi
+
+# ---- cost as an attack ----
+echo
+echo "# attack: an untrusted client maps 2,000 shaped (L) secure windows of its own, then"
+echo "# loops: move one window 1 px, GetImage 1x1 of the root where it is"
+printf '%-52s %12s %12s %8s\n' measure without with ratio
+attack_row() {
+  local label=$1 wo wi
+  shift
+  wo=$("$@" N)
+  wi=$("$@" W)
+  printf '%-52s %12s %12s %8s\n' "$label" "$wo" "$wi" \
+    "$(awk -v a="$wo" -v b="$wi" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')"
+}
+# the attacker's loop: instructions per iteration (2 requests), counted from after its
+# 2,000 windows are mapped until its last reply; few iterations with the module (each
+# costs tens of ms natively, ~50 times that under callgrind)
+atk_per() {
+  local n
+  n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
+  counted "$1" "$n" "$TMP/w" attack "$n" wait
+}
+# the same, each loop after the first 4 (the first read after the setup builds the
+# secret region of all 2,000 windows once): (I(3n) - I(n)) / 2n
+atk_marginal() {
+  local n a b
+  n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
+  a=$(counted "$1" "$n" "$TMP/w" attack "$n" wait)
+  b=$(counted "$1" $(( 3 * n )) "$TMP/w" attack $(( 3 * n )) wait)
+  awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { printf "%.0f", (b * 3 * n - a * n) / (2 * n) }'
+}
+# another client's GetImage 1x1 while the 2,000 windows are mapped (attacker idle)
+other_per() {
+  local s=$1 disp p r
+  disp=XDISPLAY_$s
+  DISPLAY=${!disp} "$TMP/w" attack 0 hold >"$TMP/hold$s" &
+  p=$!
+  for r in $(seq 600); do [ -s "$TMP/hold$s" ] && break; sleep 0.1; done
+  # with the module each of these costs millions of instructions: few of them
+  r=$(per "$s" getimage1root $(( $([ "$s" = W ] && echo 20 || echo 1000) * SCALE )))
+  kill "$p"; wait "$p" 2>/dev/null || true
+  echo "$r"
+}
+if has attack; then
+attack_row "attacker: instructions per move+read loop" atk_per
+attack_row "other client: instructions per GetImage 1x1 (root)" other_per
+fi
+if has attackloop; then
+attack_row "attacker: per loop after the first 4 (marginal)" atk_marginal
+fi
+has rtt || exit 0
+
+# native servers (no valgrind) for round-trip times
+stop_all_xorg
+for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
+BG=()
+start_xorg W2 "$TMP/with.conf"
+start_xorg N2 "$TMP/without.conf"
+for d in "$XDISPLAY_W2" "$XDISPLAY_N2"; do
+  DISPLAY=$d "$OUT/csprobe" victim >"$TMP/v2$d" &
+  BG+=($!)
+done
+sleep 1
+# rtt SERVER attack|quiet: "median_us=M p99_us=P" of GetImage 1x1 round trips (2000;
+# 200 under attack)
+rtt() {
+  local disp=XDISPLAY_$1 p="" r out
+  if [ "$2" = attack ]; then
+    DISPLAY=${!disp} "$TMP/w" attack -1 >"$TMP/atk$1" &
+    p=$!
+    for r in $(seq 600); do [ -s "$TMP/atk$1" ] && break; sleep 0.1; done
+  fi
+  out=$(DISPLAY=${!disp} "$TMP/w" rtt "$([ "$2" = attack ] && echo 200 || echo 2000)")
+  [ -n "$p" ] && { kill "$p"; wait "$p" 2>/dev/null || true; }
+  echo "$out"
+}
+echo
+echo "# another client's GetImage 1x1 round trip (native servers; 2 shared cores, so only a"
+echo "# rough figure)"
+for s in N2 W2; do
+  for m in quiet attack; do
+    printf '%-8s %-7s %-8s %s\n' "$([ "$s" = N2 ] && echo without || echo with)" module "$m" \
+      "$(rtt "$s" "$m")"
+  done
+done
