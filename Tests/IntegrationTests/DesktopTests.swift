@@ -85,7 +85,7 @@ struct DesktopTests {
     if module {
       let d = try await Daemon.start(on: server, policy: "{ version: 1 }")
       if let name = kind.compositor {
-        try await waitUntil("the daemon grants \(name)", timeout: .seconds(10)) {
+        try await waitUntil("the daemon grants \(name)", timeout: .seconds(30)) {
           d.auditEvents("grant").contains { ($0["exe"] as? String)?.hasSuffix("/" + name) == true }
         }
       }

@@ -36,8 +36,10 @@ private func withAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, so
 }
 
 /// The socket path for the display `x` is connected to (see `CommandChannel`).
-func daemonCommandSocketPath(display: String, screen: Int32) -> String {
-  CommandChannel.directory(environment: ProcessInfo.processInfo.environment, uid: geteuid()) + "/"
+func daemonCommandSocketPath(
+  display: String, screen: Int32, environment: [String: String] = ProcessInfo.processInfo.environment
+) -> String {
+  CommandChannel.directory(environment: environment, uid: geteuid()) + "/"
     + CommandChannel.socketName(display: display, screen: Int(screen))
 }
 

@@ -5,10 +5,16 @@ import Foundation
 /// Every request here is one the user asked for explicitly.
 public struct XControl: ~Copyable {
   let x: XConnection
+  /// The environment the daemon's command socket is found by (`XDG_RUNTIME_DIR`).
+  let environment: [String: String]
 
-  /// Connects to `display` (nil: `$DISPLAY`).
-  public init(display: String?) throws(XError) {
+  /// Connects to `display` (nil: `$DISPLAY`); the daemon's command socket is looked for
+  /// where a daemon with `environment` puts it (this process's by default).
+  public init(display: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
+    throws(XError)
+  {
     x = try XConnection(display: display)
+    self.environment = environment
   }
 
   /// The display this control talks to.
@@ -85,7 +91,9 @@ public struct XControl: ~Copyable {
   }
 
   /// The daemon's command socket for this display (`CommandChannel`).
-  public var commandSocketPath: String { daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber) }
+  public var commandSocketPath: String {
+    daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber, environment: environment)
+  }
 
   /// Sets (`secure: true`) or removes the `_CAPTURE_SHIELD_SECURE` tag. While a daemon
   /// runs, either is a command (`tag`, `untag`): the daemon changes the tag itself, since it

@@ -81,7 +81,7 @@ final class Daemon: @unchecked Sendable {
   /// titles as the daemon's own user gets them over its command socket (the published
   /// state has none; a stopped daemon's answer is not waited for long).
   func state() throws -> DaemonState? {
-    let control = try XControl(display: server.display)
+    let control = try XControl(display: server.display, environment: server.environment)
     guard var state = try control.readState() else { return nil }
     if let titles = control.secureWindowTitles(timeout: .milliseconds(200)) {
       for i in state.windows.indices { state.windows[i].title = titles[state.windows[i].id] }
