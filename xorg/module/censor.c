@@ -8,7 +8,10 @@
 #include <X11/extensions/shmproto.h>
 #include <X11/extensions/renderproto.h>
 
-static GetImageProcPtr cs_orig_GetImage[MAXSCREENS];
+/* per screen: where wrap.c keeps the screen's previous GetImage */
+static DevPrivateKeyRec cs_getimage_key_rec;
+#define CS_ORIG_GETIMAGE(s) \
+    (*(GetImageProcPtr *) dixLookupPrivate(&(s)->devPrivates, &cs_getimage_key_rec))
 static int (*cs_orig_proc[256])(ClientPtr);
 static int (*cs_orig_sproc[256])(ClientPtr);
 static int cs_shm_major = -1, cs_render_major = -1;
@@ -83,7 +86,7 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
     ClientPtr client = GetCurrentClient();
     RegionRec secret;
 
-    s->GetImage = cs_orig_GetImage[s->myNum];
+    s->GetImage = CS_ORIG_GETIMAGE(s);
     s->GetImage(draw, sx, sy, w, h, format, planemask, out);
     s->GetImage = cs_GetImage;
 
@@ -448,13 +451,10 @@ cs_ProcRender(ClientPtr c)
     return cs_call_orig(c);
 }
 
-static void
+static Bool
 cs_wrap(int major, int (*fn)(ClientPtr))
 {
-    cs_orig_proc[major] = ProcVector[major];
-    cs_orig_sproc[major] = SwappedProcVector[major];
-    ProcVector[major] = fn;
-    SwappedProcVector[major] = fn;
+    return cs_wrap_proc(major, fn, &cs_orig_proc[major], &cs_orig_sproc[major]);
 }
 
 Bool
@@ -466,27 +466,36 @@ cs_censor_init(void)
 
     cs_last_src = NULL;
     cs_last_src_id = 0;
+    cs_last_src_clear = 0;
+    cs_shm_major = cs_render_major = -1;
+    cs_picture_type = 0;
+    if (!dixRegisterPrivateKey(&cs_getimage_key_rec, PRIVATE_SCREEN, 0))
+        return FALSE;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];
-        cs_orig_GetImage[i] = s->GetImage;
-        s->GetImage = cs_GetImage;
+        GetImageProcPtr *orig = CS_WRAP_SCREEN_OWN(s, GetImage, cs_GetImage);
+        if (!orig)
+            return FALSE;
+        dixSetPrivate(&s->devPrivates, &cs_getimage_key_rec, orig);
     }
     for (t = 1; t <= lastResourceType; t++)
         if (!strcmp(LookupResourceName(t), "PICTURE"))
             cs_picture_type = t;
     /* censor mode needs no request wrapper for GetImage/ShmGetImage: the screen
      * wrapper blanks what they read */
-    if (cs_cfg.mode == CS_MODE_DENY)
-        cs_wrap(X_GetImage, cs_ProcGetImage);
-    cs_wrap(X_CopyArea, cs_ProcCopy);
-    cs_wrap(X_CopyPlane, cs_ProcCopy);
+    if (cs_cfg.mode == CS_MODE_DENY && !cs_wrap(X_GetImage, cs_ProcGetImage))
+        return FALSE;
+    if (!cs_wrap(X_CopyArea, cs_ProcCopy) || !cs_wrap(X_CopyPlane, cs_ProcCopy))
+        return FALSE;
     if (cs_cfg.mode == CS_MODE_DENY && (e = CheckExtension("MIT-SHM"))) {
         cs_shm_major = e->base;
-        cs_wrap(cs_shm_major, cs_ProcShm);
+        if (!cs_wrap(cs_shm_major, cs_ProcShm))
+            return FALSE;
     }
     if ((e = CheckExtension("RENDER"))) {
         cs_render_major = e->base;
-        cs_wrap(cs_render_major, cs_ProcRender);
+        if (!cs_wrap(cs_render_major, cs_ProcRender))
+            return FALSE;
     }
     if (!cs_picture_type)
         LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: RENDER picture type not found\n");

@@ -51,9 +51,8 @@ static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
-static struct cs_screen *cs_screens[MAXSCREENS];
-
-#define SCR(s) (cs_screens[(s)->myNum])
+/* the screen's struct cs_screen, in a screen private (freed at CloseScreen) */
+#define SCR(s) ((struct cs_screen *) dixLookupPrivate(&(s)->devPrivates, &cs_screen_key_rec))
 
 Atom
 cs_secure_atom(void)
@@ -313,8 +312,8 @@ cs_mark_dirty(void)
     int i;
 
     for (i = 0; i < screenInfo.numScreens; i++)
-        if (cs_screens[i])
-            cs_set_dirty(cs_screens[i]);
+        if (SCR(screenInfo.screens[i]))
+            cs_set_dirty(SCR(screenInfo.screens[i]));
 }
 
 /* Walks a subtree from the top of the stacking order down, collecting the part of each
@@ -437,10 +436,10 @@ cs_settle(void)
     if (!cs_compositing || !cs_nsecure)
         return;
     for (i = 0; i < screenInfo.numScreens; i++)
-        if (cs_screens[i]) {
+        if (SCR(screenInfo.screens[i])) {
             WindowPtr root = screenInfo.screens[i]->root;
             if (root)
-                cs_trail_add(cs_screens[i], RegionExtents(&root->winSize));
+                cs_trail_add(SCR(screenInfo.screens[i]), RegionExtents(&root->winSize));
         }
 }
 
@@ -732,6 +731,23 @@ cs_DestroyPixmap(PixmapPtr pix)
     return r;
 }
 
+/* CloseScreen (after its procs were restored, wrap.c): the screen's state goes, with
+ * its trail timer. */
+static void
+cs_close_screen(ScreenPtr s)
+{
+    struct cs_screen *cs = SCR(s);
+
+    if (!cs)
+        return;
+    TimerFree(cs->trail_timer);
+    RegionUninit(&cs->secret);
+    RegionUninit(&cs->drawn);
+    RegionUninit(&cs->trail);
+    free(cs);
+    dixSetPrivate(&s->devPrivates, &cs_screen_key_rec, NULL);
+}
+
 Bool
 cs_region_init(void)
 {
@@ -744,35 +760,29 @@ cs_region_init(void)
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
     cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
     cs_nsecure = 0;
+    cs_compositing = FALSE;
+    if (!cs_on_close_screen(cs_close_screen))
+        return FALSE;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];
         struct cs_screen *cs = calloc(1, sizeof(*cs));
         if (!cs)
             return FALSE;
+        dixSetPrivate(&s->devPrivates, &cs_screen_key_rec, cs);
         RegionNull(&cs->secret);
         RegionNull(&cs->drawn);
         RegionNull(&cs->trail);
         cs_set_dirty(cs);
-        cs->ClipNotify = s->ClipNotify;
-        s->ClipNotify = cs_ClipNotify;
-        cs->PositionWindow = s->PositionWindow;
-        s->PositionWindow = cs_PositionWindow;
-        cs->RealizeWindow = s->RealizeWindow;
-        s->RealizeWindow = cs_RealizeWindow;
-        cs->UnrealizeWindow = s->UnrealizeWindow;
-        s->UnrealizeWindow = cs_UnrealizeWindow;
-        cs->DestroyWindow = s->DestroyWindow;
-        s->DestroyWindow = cs_DestroyWindow;
-        cs->DestroyPixmap = s->DestroyPixmap;
-        s->DestroyPixmap = cs_DestroyPixmap;
-        cs->ReparentWindow = s->ReparentWindow;
-        s->ReparentWindow = cs_ReparentWindow;
-        cs_screens[i] = cs;
+        if (!CS_WRAP_SCREEN(s, ClipNotify, cs->ClipNotify, cs_ClipNotify) ||
+            !CS_WRAP_SCREEN(s, PositionWindow, cs->PositionWindow, cs_PositionWindow) ||
+            !CS_WRAP_SCREEN(s, RealizeWindow, cs->RealizeWindow, cs_RealizeWindow) ||
+            !CS_WRAP_SCREEN(s, UnrealizeWindow, cs->UnrealizeWindow, cs_UnrealizeWindow) ||
+            !CS_WRAP_SCREEN(s, DestroyWindow, cs->DestroyWindow, cs_DestroyWindow) ||
+            !CS_WRAP_SCREEN(s, DestroyPixmap, cs->DestroyPixmap, cs_DestroyPixmap) ||
+            !CS_WRAP_SCREEN(s, ReparentWindow, cs->ReparentWindow, cs_ReparentWindow))
+            return FALSE;
     }
     cs_reparenting = NULL;
-    cs_orig_reparent = ProcVector[X_ReparentWindow];
-    cs_orig_sreparent = SwappedProcVector[X_ReparentWindow];
-    ProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
-    SwappedProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
-    return TRUE;
+    return cs_wrap_proc(X_ReparentWindow, cs_ProcReparentWindow, &cs_orig_reparent,
+                        &cs_orig_sreparent);
 }

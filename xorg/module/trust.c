@@ -181,7 +181,7 @@ cs_trust_init(void)
 {
     if (!dixRegisterPrivateKey(&cs_client_key_rec, PRIVATE_CLIENT, sizeof(struct cs_client)))
         return FALSE;
-    return AddCallback(&ClientStateCallback, cs_client_state_cb, NULL);
+    return cs_add_callback(&ClientStateCallback, cs_client_state_cb, NULL);
 }
 
 /* Whether a censored read by `client`'s current request is still to be reported (GetImage
