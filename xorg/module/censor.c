@@ -161,47 +161,68 @@ cs_ProcShm(ClientPtr c)
 
 /* ---- CopyArea / CopyPlane: blank the copied-in secure area in the destination ---- */
 
-static void
-cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
+/* The blanking of a copy, made ready before the copy runs: when memory runs out the copy
+ * is refused (BadAlloc) instead of leaving the secret pixels in the destination. */
+struct cs_blank {
+    DrawablePtr dst;            /* NULL: nothing to blank */
+    GCPtr scratch;
+    xRectangle *rects;
+    int n;
+};
+
+static int
+cs_blank_prepare(XID dst_id, XID gc_id, RegionPtr rgn, struct cs_blank *bl)
 {
     DrawablePtr dst;
-    GCPtr gc, scratch;
-    int i, n = RegionNumRects(rgn);
+    GCPtr gc;
+    int i, n = RegionNumRects(rgn), status;
     BoxPtr b = RegionRects(rgn);
-    xRectangle *rects;
     ChangeGCVal v[2];
 
+    memset(bl, 0, sizeof(*bl));
     if (dixLookupDrawable(&dst, dst_id, serverClient, 0, DixWriteAccess) != Success ||
         dixLookupGC(&gc, gc_id, serverClient, DixReadAccess) != Success)
-        return;
+        return Success;         /* the real request reports the error */
     if (dst->type == DRAWABLE_WINDOW && cs_win_in_secure((WindowPtr) dst))
-        return;                 /* stays inside a secure window: nothing leaves */
+        return Success;         /* stays inside a secure window: nothing leaves */
+    bl->rects = cs_malloc(sizeof(xRectangle) * (n ? n : 1));
+    if (!bl->rects)
+        return BadAlloc;
     /* a private GC: a shared scratch GC would keep the copied clip for its next user */
-    {
-        int status;
-        scratch = CreateGC(dst, 0, NULL, &status, (XID) 0, serverClient);
-        if (!scratch)
-            return;
+    bl->scratch = cs_fail_alloc ? NULL : CreateGC(dst, 0, NULL, &status, (XID) 0, serverClient);
+    if (!bl->scratch) {
+        free(bl->rects);
+        bl->rects = NULL;
+        return BadAlloc;
     }
-    rects = malloc(sizeof(xRectangle) * (n ? n : 1));
-    if (rects) {
-        CopyGC(gc, scratch, GCSubwindowMode | GCClipMask | GCClipXOrigin | GCClipYOrigin);
-        v[0].val = 0;           /* black */
-        v[1].val = GXcopy;
-        ChangeGC(NullClient, scratch, GCForeground, &v[0]);
-        ChangeGC(NullClient, scratch, GCFunction, &v[1]);
-        ValidateGC(dst, scratch);
-        for (i = 0; i < n; i++) {
-            rects[i].x = b[i].x1;
-            rects[i].y = b[i].y1;
-            rects[i].width = b[i].x2 - b[i].x1;
-            rects[i].height = b[i].y2 - b[i].y1;
-        }
-        scratch->ops->PolyFillRect(dst, scratch, n, rects);
-        free(rects);
+    /* the clip copy can fail (memory): the fill is then unclipped, blacker, not lighter */
+    CopyGC(gc, bl->scratch, GCSubwindowMode | GCClipMask | GCClipXOrigin | GCClipYOrigin);
+    v[0].val = 0;               /* black */
+    v[1].val = GXcopy;
+    ChangeGC(NullClient, bl->scratch, GCForeground, &v[0]);
+    ChangeGC(NullClient, bl->scratch, GCFunction, &v[1]);
+    for (i = 0; i < n; i++) {
+        bl->rects[i].x = b[i].x1;
+        bl->rects[i].y = b[i].y1;
+        bl->rects[i].width = b[i].x2 - b[i].x1;
+        bl->rects[i].height = b[i].y2 - b[i].y1;
     }
-    FreeGC(scratch, 0);
-    (void) c;
+    bl->n = n;
+    bl->dst = dst;
+    return Success;
+}
+
+/* fill (if `fill`) and free */
+static void
+cs_blank_finish(struct cs_blank *bl, Bool fill)
+{
+    if (bl->dst && fill) {
+        ValidateGC(bl->dst, bl->scratch);
+        bl->scratch->ops->PolyFillRect(bl->dst, bl->scratch, bl->n, bl->rects);
+    }
+    if (bl->scratch)
+        FreeGC(bl->scratch, 0);
+    free(bl->rects);
 }
 
 /* The last window found as a copy source, by id: a client copies from the same window
@@ -239,6 +260,7 @@ cs_ProcCopy(ClientPtr c)
     void *p;
     DrawablePtr src;
     RegionRec secret;
+    struct cs_blank bl;
 
     if (c->req_len < 7)
         return cs_call_orig(c);
@@ -284,13 +306,17 @@ cs_ProcCopy(ClientPtr c)
         cs_report(c, src_id, CS_KIND_DENIED);
         return BadAccess;
     }
-    r = cs_call_orig(c);
-    if (r == Success) {
-        RegionTranslate(&secret, dx - sx, dy - sy);
-        cs_fill_black_gc(c, dst_id, gc_id, &secret);
-        cs_report(c, src_id, CS_KIND_CENSORED);
-    }
+    RegionTranslate(&secret, dx - sx, dy - sy);
+    r = cs_blank_prepare(dst_id, gc_id, &secret, &bl);
     RegionUninit(&secret);
+    if (r != Success) {
+        cs_report(c, src_id, CS_KIND_DENIED);
+        return r;
+    }
+    r = cs_call_orig(c);
+    cs_blank_finish(&bl, r == Success);
+    if (r == Success)
+        cs_report(c, src_id, CS_KIND_CENSORED);
     return r;
 }
 
@@ -371,10 +397,13 @@ cs_render_composite(ClientPtr c)
         RegionUninit(&s2);
         return cs_render_refuse(c, hs ? src_id : mask_id);
     }
-    r = cs_call_orig(c);
-    if (r == Success) {
+    {
+        /* the blanking is made ready before the request runs: out of memory, the request
+         * is refused (BadAlloc) rather than leaving the pixels in the destination */
         PicturePtr dst = cs_picture(c, dst_id);
         BoxRec all = { xd, yd, xd + w, yd + h };
+        xRectangle *rects = NULL;
+        int i, n = 0;
         if (hs) {
             if (ws)
                 RegionReset(&s1, &all);
@@ -386,29 +415,38 @@ cs_render_composite(ClientPtr c)
                 RegionReset(&s2, &all);
             else
                 RegionTranslate(&s2, xd - xm, yd - ym);
-            RegionUnion(&s1, &s1, &s2);
+            if (!cs_rgn_ok(RegionUnion(&s1, &s1, &s2), &s1))
+                RegionReset(&s1, &all);
         }
         if (dst && !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
                      cs_win_in_secure((WindowPtr) dst->pDrawable))) {
-            int i, n = RegionNumRects(&s1);
             BoxPtr b = RegionRects(&s1);
-            xRenderColor black = { 0, 0, 0, 0xffff };
-            xRectangle *rects = malloc(sizeof(xRectangle) * (n ? n : 1));
-            if (rects) {
-                for (i = 0; i < n; i++) {
-                    rects[i].x = b[i].x1;
-                    rects[i].y = b[i].y1;
-                    rects[i].width = b[i].x2 - b[i].x1;
-                    rects[i].height = b[i].y2 - b[i].y1;
-                }
-                CompositeRects(PictOpSrc, dst, &black, n, rects);
-                free(rects);
+            n = RegionNumRects(&s1);
+            rects = cs_malloc(sizeof(xRectangle) * (n ? n : 1));
+            if (!rects) {
+                RegionUninit(&s1);
+                RegionUninit(&s2);
+                cs_report(c, hs ? src_id : mask_id, CS_KIND_DENIED);
+                return BadAlloc;
+            }
+            for (i = 0; i < n; i++) {
+                rects[i].x = b[i].x1;
+                rects[i].y = b[i].y1;
+                rects[i].width = b[i].x2 - b[i].x1;
+                rects[i].height = b[i].y2 - b[i].y1;
             }
         }
-        cs_report(c, hs ? src_id : mask_id, CS_KIND_CENSORED);
+        RegionUninit(&s1);
+        RegionUninit(&s2);
+        r = cs_call_orig(c);
+        if (r == Success) {
+            xRenderColor black = { 0, 0, 0, 0xffff };
+            if (rects)
+                CompositeRects(PictOpSrc, dst, &black, n, rects);
+            cs_report(c, hs ? src_id : mask_id, CS_KIND_CENSORED);
+        }
+        free(rects);
     }
-    RegionUninit(&s1);
-    RegionUninit(&s2);
     return r;
 }
 

@@ -325,6 +325,11 @@ cs_mark_dirty(void)
  * it covers it) and depth-32 windows (translucent under a compositor) cover nothing.
  * Any client may put windows into the overlay window: they then only make more of the
  * screen secret, never less. */
+/* A region operation of the current computation ran out of memory (cs_compute then makes
+ * the whole domain secret: fail closed). */
+static int cs_oom;
+#define CS_ROK(call, dst) ((void) (cs_rgn_ok((call), (dst)) || (cs_oom = 1)))
+
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
          int inert, RegionPtr drawn, int manual)
@@ -334,7 +339,7 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     int occludes, secure, hide, server_owned;
 
     RegionNull(&mine);
-    RegionIntersect(&mine, &win->borderSize, clip);
+    CS_ROK(RegionIntersect(&mine, &win->borderSize, clip), &mine);
     if (!RegionNotEmpty(&mine)) {
         RegionUninit(&mine);
         return;
@@ -349,18 +354,18 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
         if (hide) {
             RegionRec vis;
             RegionNull(&vis);
-            RegionSubtract(&vis, &mine, covered);
-            RegionUnion(secret, secret, &vis);
+            CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
+            CS_ROK(RegionUnion(secret, secret, &vis), secret);
             if (drawn && (manual || win->redirectDraw == RedirectDrawManual))
                 RegionUnion(drawn, drawn, &vis);
             RegionUninit(&vis);
         }
-        RegionUnion(covered, covered, &mine);
+        CS_ROK(RegionUnion(covered, covered, &mine), covered);
         RegionUninit(&mine);
         return;
     }
     RegionNull(&inner);
-    RegionIntersect(&inner, &win->winSize, clip);
+    CS_ROK(RegionIntersect(&inner, &win->winSize, clip), &inner);
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             cs_visit(c, &inner, covered, secret, exclude,
@@ -368,12 +373,13 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
                      manual || win->redirectDraw == RedirectDrawManual);
     RegionUninit(&inner);
     if (occludes)
-        RegionUnion(covered, covered, &mine);
+        CS_ROK(RegionUnion(covered, covered, &mine), covered);
     RegionUninit(&mine);
 }
 
-/* `drawn`, when given, gets the part of `secret` that a compositor draws. */
-static void
+/* `drawn`, when given, gets the part of `secret` that a compositor draws. Out of memory:
+ * the whole of `top` is secret and FALSE is returned. */
+static Bool
 cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
 {
     RegionRec covered, clip;
@@ -382,13 +388,22 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
     if (drawn)
         RegionEmpty(drawn);
     if (!top->realized)
-        return;
+        return TRUE;
+    cs_oom = 0;
     RegionNull(&covered);
     RegionNull(&clip);
-    RegionCopy(&clip, &top->borderSize);
-    cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
+    CS_ROK(RegionCopy(&clip, &top->borderSize), &clip);
+    if (!cs_oom)
+        cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
     RegionUninit(&clip);
+    if (cs_oom) {
+        RegionReset(secret, RegionExtents(&top->borderSize));
+        if (drawn)
+            RegionEmpty(drawn);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* ---- the trail: where a compositor may still show a secure window ----
@@ -422,7 +437,10 @@ cs_trail_add(struct cs_screen *cs, BoxPtr box)
     if (cs_cfg.trail_ms <= 0 || box->x1 >= box->x2 || box->y1 >= box->y2)
         return;
     RegionInit(&r, box, 1);
-    RegionUnion(&cs->trail, &cs->trail, &r);
+    if (!cs_rgn_ok(RegionUnion(&cs->trail, &cs->trail, &r), &cs->trail)) {
+        BoxRec all = { -MAXSHORT, -MAXSHORT, MAXSHORT, MAXSHORT };
+        RegionReset(&cs->trail, &all);  /* out of memory: all of it, for TrailMs */
+    }
     RegionUninit(&r);
     cs->trail_timer = TimerSet(cs->trail_timer, 0, cs_cfg.trail_ms, cs_trail_expire, cs);
     cs_set_dirty(cs);
@@ -448,10 +466,11 @@ static void
 cs_refresh(struct cs_screen *cs, WindowPtr root)
 {
     RegionRec old;
+    Bool ok;
 
     RegionNull(&old);
-    RegionCopy(&old, &cs->drawn);
-    cs_compute(root, &cs->secret, NULL, &cs->drawn);
+    ok = cs_rgn_ok(RegionCopy(&old, &cs->drawn), &old);
+    ok = cs_compute(root, &cs->secret, NULL, &cs->drawn) && ok;
     if (RegionNotEmpty(&cs->drawn))
         cs_compositing = TRUE;
     if (RegionNotEmpty(&old) && !RegionEqual(&old, &cs->drawn)) {
@@ -460,7 +479,12 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     }
     RegionUninit(&old);
     if (RegionNotEmpty(&cs->trail))
-        RegionUnion(&cs->secret, &cs->secret, &cs->trail);
+        ok = cs_rgn_ok(RegionUnion(&cs->secret, &cs->secret, &cs->trail), &cs->secret) && ok;
+    if (!ok) {
+        /* out of memory: the whole screen is secret, computed again at the next read */
+        RegionReset(&cs->secret, RegionExtents(&root->borderSize));
+        return;
+    }
     cs->dirty = FALSE;
 }
 
@@ -555,8 +579,9 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
         if (!dom->parent && cs->dirty)
             cs_refresh(cs, dom);        /* the trail counts for this client too */
         cs_compute(dom, &tmp, client, NULL);
-        if (!dom->parent && RegionNotEmpty(&cs->trail))
-            RegionUnion(&tmp, &tmp, &cs->trail);
+        if (!dom->parent && RegionNotEmpty(&cs->trail) &&
+            !cs_rgn_ok(RegionUnion(&tmp, &tmp, &cs->trail), &tmp))
+            RegionReset(&tmp, RegionExtents(&dom->borderSize));
         src = &tmp;
     } else {
         if (cs->dirty)
@@ -573,7 +598,8 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
         }
     }
     RegionReset(out, &box);
-    RegionIntersect(out, out, src);
+    if (!cs_rgn_ok(RegionIntersect(out, out, src), out))
+        RegionReset(out, &box);         /* out of memory: all of the read is secret */
     RegionUninit(&tmp);
     if (!RegionNotEmpty(out))
         return 0;
