@@ -8,7 +8,10 @@
 #include <X11/extensions/shmproto.h>
 #include <X11/extensions/renderproto.h>
 
-static GetImageProcPtr cs_orig_GetImage[MAXSCREENS];
+/* per screen: where wrap.c keeps the screen's previous GetImage */
+static DevPrivateKeyRec cs_getimage_key_rec;
+#define CS_ORIG_GETIMAGE(s) \
+    (*(GetImageProcPtr *) dixLookupPrivate(&(s)->devPrivates, &cs_getimage_key_rec))
 static int (*cs_orig_proc[256])(ClientPtr);
 static int (*cs_orig_sproc[256])(ClientPtr);
 static int cs_shm_major = -1, cs_render_major = -1;
@@ -137,7 +140,7 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
         hit = 1;
         len = cs_image_len(draw, w, h, format, planemask, &plane_len);
         if (cs_rule_on(CS_RULE_BLANKFIRST))
-            buf = len ? malloc(len) : NULL;
+            buf = len ? cs_malloc(len) : NULL;
         if (!buf) {
             memset(out, 0, len);
             goto done;
@@ -145,7 +148,7 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
         if (buf != out)
             memcpy(buf, out, len);      /* a partial planemask keeps what `out` held */
     }
-    s->GetImage = cs_orig_GetImage[s->myNum];
+    s->GetImage = CS_ORIG_GETIMAGE(s);
     s->GetImage(draw, sx, sy, w, h, format, planemask, buf);
     s->GetImage = cs_GetImage;
     if (hit) {
@@ -211,50 +214,71 @@ cs_ProcShm(ClientPtr c)
 
 /* ---- CopyArea / CopyPlane: blank the copied-in secure area in the destination ---- */
 
-static void
-cs_fill_black_gc(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn)
+/* The blanking of a copy, made ready before the copy runs: when memory runs out the copy
+ * is refused (BadAlloc) instead of leaving the secret pixels in the destination. */
+struct cs_blank {
+    DrawablePtr dst;            /* NULL: nothing to blank */
+    GCPtr scratch;
+    xRectangle *rects;
+    int n;
+};
+
+static int
+cs_blank_prepare(ClientPtr c, XID dst_id, XID gc_id, RegionPtr rgn, struct cs_blank *bl)
 {
     DrawablePtr dst;
-    GCPtr gc, scratch;
-    int i, n = RegionNumRects(rgn);
+    GCPtr gc;
+    int i, n = RegionNumRects(rgn), status;
     BoxPtr b = RegionRects(rgn);
-    xRectangle *rects;
     ChangeGCVal v[2];
 
+    memset(bl, 0, sizeof(*bl));
     if (dixLookupDrawable(&dst, dst_id, serverClient, 0, DixWriteAccess) != Success ||
         dixLookupGC(&gc, gc_id, serverClient, DixReadAccess) != Success)
-        return;
+        return Success;         /* the real request reports the error */
     /* a copy into the reader's own secure window is blanked like any other: its owner
      * may read it back */
     if (!cs_rule_on(CS_RULE_BLANKFIRST) && dst->type == DRAWABLE_WINDOW &&
         cs_win_sealed((WindowPtr) dst, c))
-        return;
+        return Success;
+    bl->rects = cs_malloc(sizeof(xRectangle) * (n ? n : 1));
+    if (!bl->rects)
+        return BadAlloc;
     /* a private GC: a shared scratch GC would keep the copied clip for its next user */
-    {
-        int status;
-        scratch = CreateGC(dst, 0, NULL, &status, (XID) 0, serverClient);
-        if (!scratch)
-            return;
+    bl->scratch = cs_fail_alloc ? NULL : CreateGC(dst, 0, NULL, &status, (XID) 0, serverClient);
+    if (!bl->scratch) {
+        free(bl->rects);
+        bl->rects = NULL;
+        return BadAlloc;
     }
-    rects = malloc(sizeof(xRectangle) * (n ? n : 1));
-    if (rects) {
-        CopyGC(gc, scratch, GCSubwindowMode | GCClipMask | GCClipXOrigin | GCClipYOrigin);
-        v[0].val = 0;           /* black */
-        v[1].val = GXcopy;
-        ChangeGC(NullClient, scratch, GCForeground, &v[0]);
-        ChangeGC(NullClient, scratch, GCFunction, &v[1]);
-        ValidateGC(dst, scratch);
-        for (i = 0; i < n; i++) {
-            rects[i].x = b[i].x1;
-            rects[i].y = b[i].y1;
-            rects[i].width = b[i].x2 - b[i].x1;
-            rects[i].height = b[i].y2 - b[i].y1;
-        }
-        scratch->ops->PolyFillRect(dst, scratch, n, rects);
-        free(rects);
+    /* the clip copy can fail (memory): the fill is then unclipped, blacker, not lighter */
+    CopyGC(gc, bl->scratch, GCSubwindowMode | GCClipMask | GCClipXOrigin | GCClipYOrigin);
+    v[0].val = 0;               /* black */
+    v[1].val = GXcopy;
+    ChangeGC(NullClient, bl->scratch, GCForeground, &v[0]);
+    ChangeGC(NullClient, bl->scratch, GCFunction, &v[1]);
+    for (i = 0; i < n; i++) {
+        bl->rects[i].x = b[i].x1;
+        bl->rects[i].y = b[i].y1;
+        bl->rects[i].width = b[i].x2 - b[i].x1;
+        bl->rects[i].height = b[i].y2 - b[i].y1;
     }
-    FreeGC(scratch, 0);
-    (void) c;
+    bl->n = n;
+    bl->dst = dst;
+    return Success;
+}
+
+/* fill (if `fill`) and free */
+static void
+cs_blank_finish(struct cs_blank *bl, Bool fill)
+{
+    if (bl->dst && fill) {
+        ValidateGC(bl->dst, bl->scratch);
+        bl->scratch->ops->PolyFillRect(bl->dst, bl->scratch, bl->n, bl->rects);
+    }
+    if (bl->scratch)
+        FreeGC(bl->scratch, 0);
+    free(bl->rects);
 }
 
 static inline void
@@ -399,6 +423,7 @@ cs_ProcCopy(ClientPtr c)
     void *p;
     DrawablePtr src;
     RegionRec secret;
+    struct cs_blank bl;
 
     if (c->req_len < 7)
         return cs_call_orig(c);
@@ -450,6 +475,13 @@ cs_ProcCopy(ClientPtr c)
      * destination for this request (a racing reader of an SHM pixmap sees none), then
      * filled black */
     RegionTranslate(&secret, dx - sx, dy - sy);
+    /* the blanking is made ready first: out of memory, the copy is refused (BadAlloc) */
+    r = cs_blank_prepare(c, dst_id, gc_id, &secret, &bl);
+    if (r != Success) {
+        RegionUninit(&secret);
+        cs_report(c, src_id, CS_KIND_DENIED);
+        return r;
+    }
     if (cs_rule_on(CS_RULE_BLANKFIRST)) {
         GCPtr gc;
         RegionPtr saved;
@@ -457,11 +489,13 @@ cs_ProcCopy(ClientPtr c)
 
         if (dixLookupGC(&gc, gc_id, NullClient, DixReadAccess) != Success) {
             RegionUninit(&secret);
+            cs_blank_finish(&bl, FALSE);
             c->errorValue = gc_id;
             return BadGC;
         }
-        if (!cs_gc_exclude(gc, &secret, &saved, &org)) {
+        if (cs_fail_alloc || !cs_gc_exclude(gc, &secret, &saved, &org)) {
             RegionUninit(&secret);
+            cs_blank_finish(&bl, FALSE);
             return BadAlloc;
         }
         r = cs_call_orig(c);
@@ -469,11 +503,10 @@ cs_ProcCopy(ClientPtr c)
     } else {
         r = cs_call_orig(c);
     }
-    if (r == Success) {
-        cs_fill_black_gc(c, dst_id, gc_id, &secret);
-        cs_report(c, src_id, CS_KIND_CENSORED);
-    }
     RegionUninit(&secret);
+    cs_blank_finish(&bl, r == Success);
+    if (r == Success)
+        cs_report(c, src_id, CS_KIND_CENSORED);
     return r;
 }
 
@@ -581,6 +614,8 @@ cs_render_composite(ClientPtr c)
     BoxRec all;
     RegionPtr saved = NULL;
     DDXPointRec org;
+    xRectangle *rects = NULL;
+    int i, n = 0;
 
     RegionNull(&s1);
     RegionNull(&s2);
@@ -609,7 +644,29 @@ cs_render_composite(ClientPtr c)
             RegionReset(&s2, &all);
         else
             RegionTranslate(&s2, xd - xm, yd - ym);
-        RegionUnion(&s1, &s1, &s2);
+        if (!cs_rgn_ok(RegionUnion(&s1, &s1, &s2), &s1))
+            RegionReset(&s1, &all);
+    }
+    /* the blanking is made ready before the request runs: out of memory, the request is
+     * refused (BadAlloc) rather than leaving the pixels in the destination */
+    if (dst && (cs_rule_on(CS_RULE_BLANKFIRST) ||
+                !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
+                  cs_win_sealed((WindowPtr) dst->pDrawable, c)))) {
+        BoxPtr b = RegionRects(&s1);
+        n = RegionNumRects(&s1);
+        rects = cs_malloc(sizeof(xRectangle) * (n ? n : 1));
+        if (!rects) {
+            RegionUninit(&s1);
+            RegionUninit(&s2);
+            cs_report(c, hs ? src_id : mask_id, CS_KIND_DENIED);
+            return BadAlloc;
+        }
+        for (i = 0; i < n; i++) {
+            rects[i].x = b[i].x1;
+            rects[i].y = b[i].y1;
+            rects[i].width = b[i].x2 - b[i].x1;
+            rects[i].height = b[i].y2 - b[i].y1;
+        }
     }
     /* the composite itself writes no secret pixel: the secret part is clipped out of the
      * destination for this request (a racing reader of an SHM pixmap sees none), then
@@ -618,11 +675,13 @@ cs_render_composite(ClientPtr c)
         if (!dst || !dst->pDrawable) {
             RegionUninit(&s1);
             RegionUninit(&s2);
+            free(rects);
             return cs_render_refuse(c, hs ? src_id : mask_id);
         }
-        if (!cs_pict_exclude(dst, &s1, &saved, &org)) {
+        if (cs_fail_alloc || !cs_pict_exclude(dst, &s1, &saved, &org)) {
             RegionUninit(&s1);
             RegionUninit(&s2);
+            free(rects);
             return BadAlloc;
         }
         r = cs_call_orig(c);
@@ -633,26 +692,12 @@ cs_render_composite(ClientPtr c)
         r = cs_call_orig(c);
     }
     if (r == Success) {
-        if (dst && (cs_rule_on(CS_RULE_BLANKFIRST) ||
-                    !(dst->pDrawable && dst->pDrawable->type == DRAWABLE_WINDOW &&
-                      cs_win_sealed((WindowPtr) dst->pDrawable, c)))) {
-            int i, n = RegionNumRects(&s1);
-            BoxPtr b = RegionRects(&s1);
-            xRenderColor black = { 0, 0, 0, 0xffff };
-            xRectangle *rects = malloc(sizeof(xRectangle) * (n ? n : 1));
-            if (rects) {
-                for (i = 0; i < n; i++) {
-                    rects[i].x = b[i].x1;
-                    rects[i].y = b[i].y1;
-                    rects[i].width = b[i].x2 - b[i].x1;
-                    rects[i].height = b[i].y2 - b[i].y1;
-                }
-                CompositeRects(PictOpSrc, dst, &black, n, rects);
-                free(rects);
-            }
-        }
+        xRenderColor black = { 0, 0, 0, 0xffff };
+        if (rects)
+            CompositeRects(PictOpSrc, dst, &black, n, rects);
         cs_report(c, hs ? src_id : mask_id, CS_KIND_CENSORED);
     }
+    free(rects);
     RegionUninit(&s1);
     RegionUninit(&s2);
     return r;
@@ -697,13 +742,10 @@ cs_ProcRender(ClientPtr c)
     return cs_call_orig(c);
 }
 
-static void
+static Bool
 cs_wrap(int major, int (*fn)(ClientPtr))
 {
-    cs_orig_proc[major] = ProcVector[major];
-    cs_orig_sproc[major] = SwappedProcVector[major];
-    ProcVector[major] = fn;
-    SwappedProcVector[major] = fn;
+    return cs_wrap_proc(major, fn, &cs_orig_proc[major], &cs_orig_sproc[major]);
 }
 
 Bool
@@ -715,27 +757,36 @@ cs_censor_init(void)
 
     cs_last_src = NULL;
     cs_last_src_id = 0;
+    cs_last_src_clear = 0;
+    cs_shm_major = cs_render_major = -1;
+    cs_picture_type = 0;
+    if (!dixRegisterPrivateKey(&cs_getimage_key_rec, PRIVATE_SCREEN, 0))
+        return FALSE;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];
-        cs_orig_GetImage[i] = s->GetImage;
-        s->GetImage = cs_GetImage;
+        GetImageProcPtr *orig = CS_WRAP_SCREEN_OWN(s, GetImage, cs_GetImage);
+        if (!orig)
+            return FALSE;
+        dixSetPrivate(&s->devPrivates, &cs_getimage_key_rec, orig);
     }
     for (t = 1; t <= lastResourceType; t++)
         if (!strcmp(LookupResourceName(t), "PICTURE"))
             cs_picture_type = t;
     /* censor mode needs no request wrapper for GetImage/ShmGetImage: the screen
      * wrapper blanks what they read */
-    if (cs_cfg.mode == CS_MODE_DENY)
-        cs_wrap(X_GetImage, cs_ProcGetImage);
-    cs_wrap(X_CopyArea, cs_ProcCopy);
-    cs_wrap(X_CopyPlane, cs_ProcCopy);
+    if (cs_cfg.mode == CS_MODE_DENY && !cs_wrap(X_GetImage, cs_ProcGetImage))
+        return FALSE;
+    if (!cs_wrap(X_CopyArea, cs_ProcCopy) || !cs_wrap(X_CopyPlane, cs_ProcCopy))
+        return FALSE;
     if (cs_cfg.mode == CS_MODE_DENY && (e = CheckExtension("MIT-SHM"))) {
         cs_shm_major = e->base;
-        cs_wrap(cs_shm_major, cs_ProcShm);
+        if (!cs_wrap(cs_shm_major, cs_ProcShm))
+            return FALSE;
     }
     if ((e = CheckExtension("RENDER"))) {
         cs_render_major = e->base;
-        cs_wrap(cs_render_major, cs_ProcRender);
+        if (!cs_wrap(cs_render_major, cs_ProcRender))
+            return FALSE;
     }
     if (!cs_picture_type)
         LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: RENDER picture type not found\n");

@@ -99,7 +99,7 @@ Bool
 cs_defences_init(void)
 {
     cs_command_atom = 0;
-    return AddCallback(&XaceHooks[XACE_SELECTION_ACCESS], cs_selection_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_CLIENT_ACCESS], cs_client_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_SEND_ACCESS], cs_send_hook, NULL);
+    return cs_add_callback(&XaceHooks[XACE_SELECTION_ACCESS], cs_selection_hook, NULL) &&
+        cs_add_callback(&XaceHooks[XACE_CLIENT_ACCESS], cs_client_hook, NULL) &&
+        cs_add_callback(&XaceHooks[XACE_SEND_ACCESS], cs_send_hook, NULL);
 }

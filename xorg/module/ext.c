@@ -225,12 +225,26 @@ cs_sdispatch(ClientPtr client)
     return cs_dispatch(client);
 }
 
+/* The server resets or exits: every wrapper of this generation goes (wrap.c); the screen
+ * procs follow at each CloseScreen. */
+static void
+cs_close_down(ExtensionEntry *e)
+{
+    (void) e;
+    if (cs_event_base)
+        EventSwapVector[cs_event_base + CaptureShieldNotify] = NotImplemented;
+    cs_event_base = 0;
+    cs_wrap_close_down();
+}
+
 Bool
 cs_ext_init(void)
 {
-    ExtensionEntry *e = AddExtension(CS_NAME, CaptureShieldNumberEvents, 0, cs_dispatch,
-                                     cs_sdispatch, NULL, StandardMinorOpcode);
+    ExtensionEntry *e;
 
+    cs_event_base = 0;
+    e = AddExtension(CS_NAME, CaptureShieldNumberEvents, 0, cs_dispatch, cs_sdispatch,
+                     cs_close_down, StandardMinorOpcode);
     if (!e)
         return FALSE;
     cs_event_base = e->eventBase;

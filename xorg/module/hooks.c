@@ -410,12 +410,10 @@ cs_hooks_init(void)
     LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: DRI2 %s, DRI3 %s on this server\n",
                    cs_dri2_major > 0 ? "present (guarded)" : "absent",
                    cs_dri3_major > 0 ? "present (guarded)" : "absent");
-    for (i = 0; i < sizeof(majors) / sizeof(majors[0]); i++) {
-        cs_orig_prop[majors[i]] = ProcVector[majors[i]];
-        cs_orig_sprop[majors[i]] = SwappedProcVector[majors[i]];
-        ProcVector[majors[i]] = cs_ProcProperty;
-        SwappedProcVector[majors[i]] = cs_ProcProperty;
-    }
+    for (i = 0; i < sizeof(majors) / sizeof(majors[0]); i++)
+        if (!cs_wrap_proc(majors[i], cs_ProcProperty, &cs_orig_prop[majors[i]],
+                          &cs_orig_sprop[majors[i]]))
+            return FALSE;
     {
         static const char *const names[] = { "WM_NAME", "WM_ICON_NAME", "_NET_WM_NAME",
             "_NET_WM_VISIBLE_NAME", "_NET_WM_ICON_NAME", "_NET_WM_VISIBLE_ICON_NAME" };
@@ -429,21 +427,19 @@ cs_hooks_init(void)
         cs_net_current_desktop = MakeAtom("_NET_CURRENT_DESKTOP",
                                           strlen("_NET_CURRENT_DESKTOP"), TRUE);
     }
-    cs_orig_create_window = ProcVector[X_CreateWindow];
-    cs_orig_screate_window = SwappedProcVector[X_CreateWindow];
-    ProcVector[X_CreateWindow] = cs_ProcCreateWindow;
-    SwappedProcVector[X_CreateWindow] = cs_ProcCreateWindow;
+    if (!cs_wrap_proc(X_CreateWindow, cs_ProcCreateWindow, &cs_orig_create_window,
+                      &cs_orig_screate_window))
+        return FALSE;
     /* the resource hook is armed on demand (cs_hook_hold), not registered here */
     cs_hook_refs = 0;
     for (i = 0; i < sizeof(armed) / sizeof(armed[0]); i++) {
         if (*armed[i] <= 0)
             continue;
-        cs_orig_armed[*armed[i]] = ProcVector[*armed[i]];
-        cs_orig_sarmed[*armed[i]] = SwappedProcVector[*armed[i]];
-        ProcVector[*armed[i]] = cs_ProcArmed;
-        SwappedProcVector[*armed[i]] = cs_ProcArmed;
+        if (!cs_wrap_proc(*armed[i], cs_ProcArmed, &cs_orig_armed[*armed[i]],
+                          &cs_orig_sarmed[*armed[i]]))
+            return FALSE;
     }
     if (!cs_record_init())
         return FALSE;
-    return AddCallback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL);
+    return cs_add_callback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL);
 }

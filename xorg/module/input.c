@@ -567,6 +567,15 @@ cs_input_send_hook(CallbackListPtr *list, void *data, void *call)
     cs_input_report(rec->client, secure->drawable.id);
 }
 
+static void
+cs_input_close(void)
+{
+    RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+    if (cs_dispatch_armed)
+        DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL);
+    cs_dispatch_armed = FALSE;
+}
+
 Bool
 cs_input_init(void)
 {
@@ -578,11 +587,15 @@ cs_input_init(void)
     if (!dixRegisterPrivateKey(&cs_input_key_rec, PRIVATE_CLIENT,
                                sizeof(struct cs_input_client)))
         return FALSE;
-    return AddCallback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) &&
-        AddCallback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) &&
-        AddCallback(&ClientStateCallback, cs_input_client_cb, NULL) &&
-        RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+    if (!cs_add_callback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) ||
+        !cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) ||
+        !cs_add_callback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL) ||
+        !cs_add_callback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) ||
+        !cs_add_callback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) ||
+        !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL) ||
+        !RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
+        return FALSE;
+    /* the block handler goes at close down (the server drops it at a reset too, but a
+     * failed init must leave nothing) and the on-demand dispatch hook with it */
+    return cs_on_close(cs_input_close);
 }

@@ -2,22 +2,49 @@
 #include "cs.h"
 #include "xf86Module.h"
 #include "extension.h"
+#include <string.h>
 
 struct cs_config cs_cfg;
+
+/* One step of the init per source file. Each generation (the server runs this again after
+ * every reset) starts clean: the steps reset their state and record their wrappers in
+ * wrap.c; if one fails, every wrapper already installed is removed again, so the module is
+ * either wholly active or wholly inactive, never half. */
+static const struct {
+    const char *name;
+    Bool (*init)(void);
+} cs_steps[] = {
+    {"trust", cs_trust_init}, {"region", cs_region_init}, {"hooks", cs_hooks_init},
+    {"censor", cs_censor_init}, {"defences", cs_defences_init}, {"input", cs_input_init},
+    {"ext", cs_ext_init},
+};
 
 static void
 cs_extension_init(void)
 {
-    if (!cs_trust_init() || !cs_region_init() || !cs_hooks_init() ||
-        !cs_censor_init() || !cs_defences_init() || !cs_ext_init() ||
-        !cs_input_init()) {
-        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: initialisation failed, NOT active\n");
+    size_t i;
+
+    cs_cfg.paused = 0;          /* a pause (SetProtection 0) ends with its generation */
+    if (!cs_wrap_begin()) {
+        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: initialisation failed at step wrap, "
+                       "NOT active\n");
         return;
+    }
+    for (i = 0; i < sizeof(cs_steps) / sizeof(cs_steps[0]); i++) {
+        /* FailInit (tests): the step fails after it did its work, which must be undone;
+         * the extension step fails before AddExtension, which cannot be undone */
+        Bool ext = !strcmp(cs_steps[i].name, "ext");
+        if ((ext && cs_fail_step("ext")) || !cs_steps[i].init() ||
+            (!ext && cs_fail_step(cs_steps[i].name))) {
+            cs_wrap_undo(cs_steps[i].name);
+            return;
+        }
     }
     LogMessageVerb(X_INFO, 0,
                    "CAPTURESHIELD: active, mode %s, %d trusted program(s)%s\n",
                    cs_mode_name(), cs_cfg.ntrust,
                    cs_cfg.disabled ? ", SOME RULES DISABLED (test option DisableRules)" : "");
+    cs_wrap_summary();
 }
 
 static const ExtensionModule cs_ext_module[] = {
@@ -36,6 +63,7 @@ cs_setup(void *module, void *opts, int *errmaj, int *errmin)
         return (void *) 1;
     done = TRUE;
     cs_parse_options(opts);
+    cs_wrap_options(opts);
     LoadExtensionList(cs_ext_module, 1, FALSE);
     return (void *) 1;
 }

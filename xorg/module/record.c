@@ -132,7 +132,7 @@ cs_ProcRecord(ClientPtr c)
 }
 
 /* Wraps RECORD's request vectors (normal and swapped); the originals stay in
- * cs_orig_record / cs_orig_srecord (ProcVector[cs_record_major] to restore). No RECORD
+ * cs_orig_record / cs_orig_srecord (wrap.c restores them at close down). No RECORD
  * extension: nothing to guard. */
 Bool
 cs_record_init(void)
@@ -153,10 +153,8 @@ cs_record_init(void)
         LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: RECORD context type not found\n");
     }
     cs_record_major = e->base;
-    cs_orig_record = ProcVector[cs_record_major];
-    cs_orig_srecord = SwappedProcVector[cs_record_major];
-    ProcVector[cs_record_major] = cs_ProcRecord;
-    SwappedProcVector[cs_record_major] = cs_ProcRecord;
+    if (!cs_wrap_proc(cs_record_major, cs_ProcRecord, &cs_orig_record, &cs_orig_srecord))
+        return FALSE;
     LogMessageVerb(X_INFO, 0, "CAPTURESHIELD: RECORD guarded (major %d)\n", cs_record_major);
     return TRUE;
 }

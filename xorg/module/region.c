@@ -66,9 +66,8 @@ static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
-static struct cs_screen *cs_screens[MAXSCREENS];
-
-#define SCR(s) (cs_screens[(s)->myNum])
+/* the screen's struct cs_screen, in a screen private (freed at CloseScreen) */
+#define SCR(s) ((struct cs_screen *) dixLookupPrivate(&(s)->devPrivates, &cs_screen_key_rec))
 
 Atom
 cs_secure_atom(void)
@@ -164,10 +163,11 @@ cs_residue(void)
 {
     int i;
 
-    for (i = 0; i < screenInfo.numScreens; i++)
-        if (cs_screens[i] && (RegionNotEmpty(&cs_screens[i]->stale) ||
-                              RegionNotEmpty(&cs_screens[i]->trail)))
+    for (i = 0; i < screenInfo.numScreens; i++) {
+        struct cs_screen *cs = SCR(screenInfo.screens[i]);
+        if (cs && (RegionNotEmpty(&cs->stale) || RegionNotEmpty(&cs->trail)))
             return 1;
+    }
     return 0;
 }
 
@@ -407,8 +407,8 @@ cs_mark_dirty(void)
     int i;
 
     for (i = 0; i < screenInfo.numScreens; i++)
-        if (cs_screens[i])
-            cs_set_dirty(cs_screens[i]);
+        if (SCR(screenInfo.screens[i]))
+            cs_set_dirty(SCR(screenInfo.screens[i]));
 }
 
 /* ---- what the server does not repaint (secret.c describes the rule) ---- */
@@ -542,6 +542,11 @@ cs_win_foreign_secure(WindowPtr win, ClientPtr client)
  * it covers it) and depth-32 windows (translucent under a compositor) cover nothing.
  * Any client may put windows into the overlay window: they then only make more of the
  * screen secret, never less. */
+/* A region operation of the current computation ran out of memory (cs_compute then makes
+ * the whole domain secret: fail closed). */
+static int cs_oom;
+#define CS_ROK(call, dst) ((void) (cs_rgn_ok((call), (dst)) || (cs_oom = 1)))
+
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
          int inert, RegionPtr drawn, int manual)
@@ -551,7 +556,7 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     int occludes, secure, hide, server_owned;
 
     RegionNull(&mine);
-    RegionIntersect(&mine, &win->borderSize, clip);
+    CS_ROK(RegionIntersect(&mine, &win->borderSize, clip), &mine);
     if (!RegionNotEmpty(&mine)) {
         RegionUninit(&mine);
         return;
@@ -577,18 +582,18 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
         if (hide) {
             RegionRec vis;
             RegionNull(&vis);
-            RegionSubtract(&vis, &mine, covered);
-            RegionUnion(secret, secret, &vis);
+            CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
+            CS_ROK(RegionUnion(secret, secret, &vis), secret);
             if (drawn && (manual || win->redirectDraw == RedirectDrawManual))
                 RegionUnion(drawn, drawn, &vis);
             RegionUninit(&vis);
         }
-        RegionUnion(covered, covered, &mine);
+        CS_ROK(RegionUnion(covered, covered, &mine), covered);
         RegionUninit(&mine);
         return;
     }
     RegionNull(&inner);
-    RegionIntersect(&inner, &win->winSize, clip);
+    CS_ROK(RegionIntersect(&inner, &win->winSize, clip), &inner);
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             cs_visit(c, &inner, covered, secret, exclude,
@@ -596,12 +601,13 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
                      manual || win->redirectDraw == RedirectDrawManual);
     RegionUninit(&inner);
     if (occludes)
-        RegionUnion(covered, covered, &mine);
+        CS_ROK(RegionUnion(covered, covered, &mine), covered);
     RegionUninit(&mine);
 }
 
-/* `drawn`, when given, gets the part of `secret` that a compositor draws. */
-static void
+/* `drawn`, when given, gets the part of `secret` that a compositor draws. Out of memory:
+ * the whole of `top` is secret and FALSE is returned. */
+static Bool
 cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
 {
     RegionRec covered, clip;
@@ -610,13 +616,22 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
     if (drawn)
         RegionEmpty(drawn);
     if (!top->realized)
-        return;
+        return TRUE;
+    cs_oom = 0;
     RegionNull(&covered);
     RegionNull(&clip);
-    RegionCopy(&clip, &top->borderSize);
-    cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
+    CS_ROK(RegionCopy(&clip, &top->borderSize), &clip);
+    if (!cs_oom)
+        cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
     RegionUninit(&clip);
+    if (cs_oom) {
+        RegionReset(secret, RegionExtents(&top->borderSize));
+        if (drawn)
+            RegionEmpty(drawn);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* ---- the trail: where a compositor may still show a secure window ----
@@ -650,7 +665,10 @@ cs_trail_add(struct cs_screen *cs, BoxPtr box)
     if (cs_cfg.trail_ms <= 0 || box->x1 >= box->x2 || box->y1 >= box->y2)
         return;
     RegionInit(&r, box, 1);
-    RegionUnion(&cs->trail, &cs->trail, &r);
+    if (!cs_rgn_ok(RegionUnion(&cs->trail, &cs->trail, &r), &cs->trail)) {
+        BoxRec all = { -MAXSHORT, -MAXSHORT, MAXSHORT, MAXSHORT };
+        RegionReset(&cs->trail, &all);  /* out of memory: all of it, for TrailMs */
+    }
     RegionUninit(&r);
     cs->trail_timer = TimerSet(cs->trail_timer, 0, cs_cfg.trail_ms, cs_trail_expire, cs);
     cs_set_dirty(cs);
@@ -664,10 +682,10 @@ cs_settle(void)
     if (!cs_compositing || !cs_nsecure)
         return;
     for (i = 0; i < screenInfo.numScreens; i++)
-        if (cs_screens[i]) {
+        if (SCR(screenInfo.screens[i])) {
             WindowPtr root = screenInfo.screens[i]->root;
             if (root)
-                cs_trail_add(cs_screens[i], RegionExtents(&root->winSize));
+                cs_trail_add(SCR(screenInfo.screens[i]), RegionExtents(&root->winSize));
         }
 }
 
@@ -676,14 +694,15 @@ static void
 cs_refresh(struct cs_screen *cs, WindowPtr root)
 {
     RegionRec old;
+    Bool ok;
 
     RegionRec unpainted;
 
     RegionNull(&old);
     RegionNull(&unpainted);
-    RegionCopy(&old, &cs->drawn);
+    ok = cs_rgn_ok(RegionCopy(&old, &cs->drawn), &old);
     cs_unpainted_begin(root, &unpainted);
-    cs_compute(root, &cs->secret, NULL, &cs->drawn);
+    ok = cs_compute(root, &cs->secret, NULL, &cs->drawn) && ok;
     cs_unpainted_end();
     if (RegionNotEmpty(&cs->drawn))
         cs_compositing = TRUE;
@@ -704,7 +723,12 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     if (RegionNotEmpty(&cs->stale))
         RegionUnion(&cs->secret, &cs->secret, &cs->stale);
     if (RegionNotEmpty(&cs->trail))
-        RegionUnion(&cs->secret, &cs->secret, &cs->trail);
+        ok = cs_rgn_ok(RegionUnion(&cs->secret, &cs->secret, &cs->trail), &cs->secret) && ok;
+    if (!ok) {
+        /* out of memory: the whole screen is secret, computed again at the next read */
+        RegionReset(&cs->secret, RegionExtents(&root->borderSize));
+        return;
+    }
     cs->dirty = FALSE;
 }
 
@@ -818,11 +842,14 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     if (dom->parent || cs_client_owns_secure(client)) {
         if (!dom->parent && cs->dirty)
             cs_refresh(cs, dom);        /* the trail counts for this client too */
-        cs_compute(dom, &tmp, client, NULL);
-        if (!dom->parent && RegionNotEmpty(&cs->trail))
-            RegionUnion(&tmp, &tmp, &cs->trail);
-        if (!dom->parent && RegionNotEmpty(&cs->stale))
-            RegionUnion(&tmp, &tmp, &cs->stale);
+        if (!cs_compute(dom, &tmp, client, NULL))
+            RegionReset(&tmp, RegionExtents(&dom->borderSize));
+        if (!dom->parent && RegionNotEmpty(&cs->trail) &&
+            !cs_rgn_ok(RegionUnion(&tmp, &tmp, &cs->trail), &tmp))
+            RegionReset(&tmp, RegionExtents(&dom->borderSize));
+        if (!dom->parent && RegionNotEmpty(&cs->stale) &&
+            !cs_rgn_ok(RegionUnion(&tmp, &tmp, &cs->stale), &tmp))
+            RegionReset(&tmp, RegionExtents(&dom->borderSize));
         src = &tmp;
     } else {
         if (cs->dirty)
@@ -839,7 +866,8 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
         }
     }
     RegionReset(out, &box);
-    RegionIntersect(out, out, src);
+    if (!cs_rgn_ok(RegionIntersect(out, out, src), out))
+        RegionReset(out, &box);         /* out of memory: all of the read is secret */
     RegionUninit(&tmp);
     if (!RegionNotEmpty(out))
         return 0;
@@ -1029,6 +1057,25 @@ cs_DestroyPixmap(PixmapPtr pix)
     return r;
 }
 
+/* CloseScreen (after its procs were restored, wrap.c): the screen's state goes, with
+ * its trail timer. */
+static void
+cs_close_screen(ScreenPtr s)
+{
+    struct cs_screen *cs = SCR(s);
+
+    if (!cs)
+        return;
+    TimerFree(cs->trail_timer);
+    RegionUninit(&cs->secret);
+    RegionUninit(&cs->drawn);
+    RegionUninit(&cs->trail);
+    RegionUninit(&cs->vis);
+    RegionUninit(&cs->stale);
+    free(cs);
+    dixSetPrivate(&s->devPrivates, &cs_screen_key_rec, NULL);
+}
+
 Bool
 cs_region_init(void)
 {
@@ -1041,39 +1088,32 @@ cs_region_init(void)
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
     cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
     cs_nsecure = 0;
+    cs_compositing = FALSE;
+    if (!cs_on_close_screen(cs_close_screen))
+        return FALSE;
     for (i = 0; i < screenInfo.numScreens; i++) {
         ScreenPtr s = screenInfo.screens[i];
         struct cs_screen *cs = calloc(1, sizeof(*cs));
         if (!cs)
             return FALSE;
+        dixSetPrivate(&s->devPrivates, &cs_screen_key_rec, cs);
         RegionNull(&cs->secret);
         RegionNull(&cs->drawn);
         RegionNull(&cs->trail);
         cs_set_dirty(cs);
-        cs->ClipNotify = s->ClipNotify;
-        s->ClipNotify = cs_ClipNotify;
-        cs->PositionWindow = s->PositionWindow;
-        s->PositionWindow = cs_PositionWindow;
-        cs->RealizeWindow = s->RealizeWindow;
-        s->RealizeWindow = cs_RealizeWindow;
-        cs->UnrealizeWindow = s->UnrealizeWindow;
-        s->UnrealizeWindow = cs_UnrealizeWindow;
-        cs->DestroyWindow = s->DestroyWindow;
-        s->DestroyWindow = cs_DestroyWindow;
-        cs->DestroyPixmap = s->DestroyPixmap;
-        s->DestroyPixmap = cs_DestroyPixmap;
-        cs->ReparentWindow = s->ReparentWindow;
-        s->ReparentWindow = cs_ReparentWindow;
-        cs->ValidateTree = s->ValidateTree;
-        s->ValidateTree = cs_ValidateTree;
         RegionNull(&cs->vis);
         RegionNull(&cs->stale);
-        cs_screens[i] = cs;
+        if (!CS_WRAP_SCREEN(s, ClipNotify, cs->ClipNotify, cs_ClipNotify) ||
+            !CS_WRAP_SCREEN(s, PositionWindow, cs->PositionWindow, cs_PositionWindow) ||
+            !CS_WRAP_SCREEN(s, RealizeWindow, cs->RealizeWindow, cs_RealizeWindow) ||
+            !CS_WRAP_SCREEN(s, UnrealizeWindow, cs->UnrealizeWindow, cs_UnrealizeWindow) ||
+            !CS_WRAP_SCREEN(s, DestroyWindow, cs->DestroyWindow, cs_DestroyWindow) ||
+            !CS_WRAP_SCREEN(s, DestroyPixmap, cs->DestroyPixmap, cs_DestroyPixmap) ||
+            !CS_WRAP_SCREEN(s, ReparentWindow, cs->ReparentWindow, cs_ReparentWindow) ||
+            !CS_WRAP_SCREEN(s, ValidateTree, cs->ValidateTree, cs_ValidateTree))
+            return FALSE;
     }
     cs_reparenting = NULL;
-    cs_orig_reparent = ProcVector[X_ReparentWindow];
-    cs_orig_sreparent = SwappedProcVector[X_ReparentWindow];
-    ProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
-    SwappedProcVector[X_ReparentWindow] = cs_ProcReparentWindow;
-    return TRUE;
+    return cs_wrap_proc(X_ReparentWindow, cs_ProcReparentWindow, &cs_orig_reparent,
+                        &cs_orig_sreparent);
 }

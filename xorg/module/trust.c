@@ -299,12 +299,22 @@ cs_client_state_cb(CallbackListPtr *list, void *data, void *call)
     }
 }
 
+static void
+cs_trust_close(void)
+{
+    TimerFree(cs_sweep_timer);
+    cs_sweep_timer = NULL;
+}
+
 Bool
 cs_trust_init(void)
 {
+    cs_sweep_timer = NULL;
+    cs_reporting = 0;
     if (!dixRegisterPrivateKey(&cs_client_key_rec, PRIVATE_CLIENT, sizeof(struct cs_client)))
         return FALSE;
-    return AddCallback(&ClientStateCallback, cs_client_state_cb, NULL);
+    return cs_on_close(cs_trust_close) &&
+        cs_add_callback(&ClientStateCallback, cs_client_state_cb, NULL);
 }
 
 /* Whether a censored read by `client`'s current request is still to be reported (GetImage

@@ -54,13 +54,15 @@ write_conf() {
 }
 
 # start_xorg NAME CONF [Xorg arguments]: starts Xorg, sets XDISPLAY_<NAME>=:N and LOG_<NAME>
+# (with -noreset, unless XORG_NORESET=0: then the server resets when its last client leaves)
 start_xorg() {
-  local name=$1 conf=$2 fifo="$TMP/$1.fd" disp=""
+  local name=$1 conf=$2 fifo="$TMP/$1.fd" disp="" noreset=-noreset
   shift 2
+  [ "${XORG_NORESET:-1}" = 0 ] && noreset=
   mkdir -p "$TMP/$name.d"
   mkfifo "$fifo"
   "$XORG_BIN" -config "$conf" -configdir "$TMP/$name.d" -logfile "$TMP/$name.log" \
-    -noreset -nolisten tcp -novtswitch -sharevts "$@" -displayfd 9 9>"$fifo" \
+    $noreset -nolisten tcp -novtswitch -sharevts "$@" -displayfd 9 9>"$fifo" \
     >"$TMP/$name.out" 2>&1 &
   XORG_PIDS+=($!)
   read -r -t 20 disp <"$fifo" || true
