@@ -76,9 +76,18 @@ start_xorg() {
   printf -v "LOG_$name" '%s' "$TMP/$name.log"
 }
 
+# Stock Xorg 21.1.7 that has reset at least once (no -noreset) aborts at exit in
+# config_fini (a double free, with or without the module) and then hangs in its abort
+# handler: what is still there after 5 s is killed.
 stop_all_xorg() {
-  local p
+  local p i
   for p in "${XORG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for i in $(seq 50); do
+    for p in "${XORG_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && break; done
+    kill -0 "$p" 2>/dev/null || break
+    sleep 0.1
+  done
+  for p in "${XORG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   for p in "${XORG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   XORG_PIDS=()
 }
