@@ -5,7 +5,7 @@ DESTDIR ?=
 CONFIG ?= debug
 
 .PHONY: all build release deps test lint format demo bench clean fuzz sanitize
-.PHONY: xorg-module xorg-test xorg-bench
+.PHONY: xorg-module xorg-test xorg-bench xorg-fuzz
 
 all: build
 
@@ -86,6 +86,12 @@ xorg-test:
 	@$(MAKE) -C xorg test
 	@$(MAKE) -C xorg abi-test
 	@scripts/test-install-xorg.sh
+
+## the Xorg module's property-based generator (10,000 random and extreme requests per server,
+## xorg/tests/fuzz-run.sh; CS_FUZZ_SEED replays a run)
+xorg-fuzz:
+	@scripts/install-deps.sh xorg
+	@$(MAKE) -C xorg fuzz
 
 xorg-bench:
 	@scripts/install-deps.sh xorg

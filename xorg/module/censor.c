@@ -543,11 +543,14 @@ cs_picture_secret(ClientPtr c, PicturePtr pic, int x, int y, int w, int h, Regio
     if (!d || d->type != DRAWABLE_WINDOW)
         return hit;
     /* a transform, a repeat or a filter with a kernel (anything but nearest) reads pixels
-     * outside the read box into it */
+     * outside the read box into it: fb makes a window picture's image of the whole pixmap
+     * the window is drawn in (the screen's, or a redirected ancestor's), so a repeat or a
+     * transform reaches any pixel of it, not only the window's (the generator found reads of a
+     * secure window beside the reader's own window) */
     if (pic->transform || pic->repeat ||
         (cs_rule_on(CS_RULE_FILTER) && pic->filter != PictFilterNearest &&
          pic->filter != PictFilterFast)) {
-        if (cs_secret_for_read(c, d, 0, 0, d->width, d->height, out)) {
+        if (cs_secret_for_read(c, d, -65536, -65536, 131072, 131072, out)) {
             *whole = 1;
             return 1;
         }

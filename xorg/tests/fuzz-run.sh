@@ -17,7 +17,7 @@ FUZZ=$OUT/atk-fuzz
 CASES=${CS_FUZZ_CASES:-10000}
 SEED=${CS_FUZZ_SEED:-$(( $(date +%s) ^ $$ ))}
 export CS_FUZZ_SEED=$SEED
-ALL_RULES=getimage,copyarea,render,namewindowpixmap,pixmap,forcedbg,property,dri,daemon,dbe,frame,title,overlay
+ALL_RULES=getimage,copyarea,render,namewindowpixmap,pixmap,forcedbg,property,dri,daemon,dbe,frame,title,overlay,geometry,blankfirst,filter,ownsecure,resources,stale,taint,record,properties,wmtitle
 PATHS="getimage shm copy render namewindowpixmap dbe title record"
 [ -x "$FUZZ" ] || { echo "Error: $FUZZ not built (make -C xorg probes)" >&2; exit 1; }
 echo "# seed=$SEED cases=$CASES (replay: CS_FUZZ_SEED=$SEED)"
