@@ -278,12 +278,18 @@ cs_prop_allowed(Atom a)
 static int
 cs_prop_hidden(ClientPtr client, WindowPtr win, Atom name)
 {
-    if (!cs_rule_on(CS_RULE_TITLE) || !cs_secure_count() || cs_client_trusted(client))
-        return 0;               /* (cs_secure_count is 0 while protection is paused) */
+    if (!cs_rule_on(CS_RULE_TITLE))
+        return 0;
+    /* the cheap answers first: a client reading its own window's properties (most
+     * GetProperty requests) costs one comparison */
     if (cs_rule_on(CS_RULE_PROPS)) {
-        if (cs_prop_allowed(name) || CLIENT_ID(win->drawable.id) == client->index)
+        if (CLIENT_ID(win->drawable.id) == client->index)
             return 0;
     } else if (!cs_title_atom(name))
+        return 0;
+    if (!cs_secure_count() || cs_client_trusted(client))
+        return 0;               /* (cs_secure_count is 0 while protection is paused) */
+    if (cs_rule_on(CS_RULE_PROPS) && cs_prop_allowed(name))
         return 0;
     if (!cs_rule_on(CS_RULE_WMTITLE) && cs_client_is_wm(client))
         return 0;

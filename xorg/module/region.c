@@ -14,6 +14,10 @@ struct cs_screen {
     OsTimerPtr trail_timer;     /* empties `trail` TrailMs after it last grew */
     RegionRec vis;              /* the visible secure area alone (secret.c) */
     RegionRec stale;            /* where secure pixels were shown and nothing repainted since */
+    Bool lazy;                  /* tree changes since the last computation were left to the
+                                 * next read (cs_ValidateTree): `vis` may be older than the
+                                 * last change */
+    BoxRec swept;               /* then: the box around everything those changes touched */
     ValidateTreeProcPtr ValidateTree;
     ClipNotifyProcPtr ClipNotify;
     PositionWindowProcPtr PositionWindow;
@@ -64,6 +68,8 @@ cs_set_dirty(struct cs_screen *cs)
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
+static unsigned long cs_lazy, cs_refreshes;     /* tree changes left to the next read;
+                                                 * computations of the secret area */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 static struct cs_screen *cs_screens[MAXSCREENS];
@@ -693,6 +699,21 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     }
     RegionUninit(&old);
     /* stale: what was shown as secret and lies where nothing repainted it since */
+    if (cs->lazy && cs_rule_on(CS_RULE_STALE) && RegionNotEmpty(&unpainted)) {
+        /* changes were left to this computation while nothing kept unrepainted pixels,
+         * and now something does (a background changed to None, no tree change): where
+         * a secure window was shown in between is not known, only that it lies in `vis`
+         * or in what those changes touched; all of it counts (fail safe: over-censors
+         * that box's unrepainted part until it is repainted) */
+        RegionRec sw;
+        RegionInit(&sw, &cs->swept, 1);
+        RegionUnion(&cs->vis, &cs->vis, &sw);
+        RegionUninit(&sw);
+    }
+    cs->lazy = FALSE;
+    cs_refreshes++;
+    LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed (%lu computations, %lu "
+                   "tree changes left to a read)\n", cs_refreshes, cs_lazy);
     if (cs_rule_on(CS_RULE_STALE)) {
         RegionUnion(&cs->stale, &cs->stale, &cs->vis);
         RegionIntersect(&cs->stale, &cs->stale, &unpainted);
@@ -849,24 +870,80 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
 
 /* ---- window tree changes mark the cache dirty ---- */
 
-/* The window tree changed (its clip lists are final here): the secret area is computed
- * at once, not at the next read, so that every place a secure window was shown between
- * two reads counts (the trail, stale areas: secret.c). */
+/* Something on the screen keeps pixels nobody repaints, or a compositor draws windows
+ * where it likes: a realized window with background None (ParentRelative resolved) or
+ * under manual redirection (trusted or not). Then every place a secure window is shown
+ * between two reads counts (stale, trail) and the secret area follows each change of
+ * the tree. A plain walk, no region operation: a few instructions per realized window. */
+static int
+cs_unpaint_source(WindowPtr root)
+{
+    WindowPtr w = root, b;
+
+    while (w) {
+        if (w->realized && w->drawable.class == InputOutput) {
+            if (w->redirectDraw == RedirectDrawManual)
+                return 1;
+            for (b = w; b->backgroundState == ParentRelative && b->parent; b = b->parent)
+                ;
+            if (b->backgroundState == None)
+                return 1;
+            if (w->firstChild) {
+                w = w->firstChild;
+                continue;
+            }
+        }
+        while (w != root && !w->nextSib)
+            w = w->parent;
+        w = w == root ? NULL : w->nextSib;
+    }
+    return 0;
+}
+
+/* The window tree changed (its clip lists are final here). The secret area is computed
+ * at once, not at the next read, when the next read could otherwise miss a place a
+ * secure window was shown between two reads (the trail, stale areas: secret.c): while
+ * something keeps unrepainted pixels or a compositor draws (cs_unpaint_source), while a
+ * trail or stale area exists. Also when the requesting client owns a secure window: the
+ * work its own changes make is done in its own request, not in another client's next
+ * read (the cost-as-attack bound, README). Otherwise the area is only marked dirty and
+ * computed once at the next read, however many changes came in between (a popup mapped
+ * and unmapped costs a walk of the tree, no region computation). */
 static int
 cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
 {
     ScreenPtr s = parent->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
+    ClientPtr cur;
     int r;
 
     s->ValidateTree = cs->ValidateTree;
     r = s->ValidateTree(parent, child, kind);
     cs->ValidateTree = s->ValidateTree;
     s->ValidateTree = cs_ValidateTree;
-    if (cs_rule_on(CS_RULE_STALE) && s->root &&
-        (cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale))) {
+    if (!cs_rule_on(CS_RULE_STALE) || !s->root ||
+        !(cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale)))
+        return r;
+    cur = GetCurrentClient();
+    if (RegionNotEmpty(&cs->drawn) || RegionNotEmpty(&cs->trail) ||
+        RegionNotEmpty(&cs->stale) ||
+        (cur && cur != serverClient && cs_client_owns_secure(cur)) ||
+        cs_unpaint_source(s->root)) {
         cs_refresh(cs, s->root);
         cs_gen++;
+    } else {
+        BoxPtr b = RegionExtents(child ? &child->borderSize : &parent->winSize);
+        if (!cs->lazy)
+            cs->swept = *b;
+        else {
+            cs->swept.x1 = min(cs->swept.x1, b->x1);
+            cs->swept.y1 = min(cs->swept.y1, b->y1);
+            cs->swept.x2 = max(cs->swept.x2, b->x2);
+            cs->swept.y2 = max(cs->swept.y2, b->y2);
+        }
+        cs->lazy = TRUE;
+        cs_set_dirty(cs);
+        cs_lazy++;
     }
     return r;
 }
