@@ -52,6 +52,12 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !client)
         return;
+    if (rec->rtype == RT_WINDOW && client->majorOp != cs_composite_major &&
+        client->majorOp != cs_dri2_major && client->majorOp != cs_dri3_major &&
+        client->majorOp != cs_dbe_major)
+        return;                 /* the common case, a window looked up by a request none of
+                                 * the rules below concerns (no rule refuses a window as
+                                 * another client's resource) */
     if (CLIENT_ID(rec->id) != client->index && cs_foreign_resource_refused(rec)) {
         /* a pixmap, GC, picture or SHM segment of a secure window's owner (secret.c) */
         client->errorValue = rec->id;
