@@ -57,6 +57,7 @@ struct cs_pixmap {
 unsigned long cs_gen = 1;
 
 static void cs_refresh(struct cs_screen *cs, WindowPtr root);
+static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
 
 static inline void
 cs_set_dirty(struct cs_screen *cs)
@@ -151,8 +152,9 @@ cs_set_win_secure(WindowPtr win, int on)
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
     cs_secure_changed(on, cs_nsecure);
-    if (on && cs_rule_on(CS_RULE_STALE) && s->root)
-        cs_refresh(SCR(s), s->root);    /* from now on its pixels are secret wherever shown */
+    if (on && cs_rule_on(CS_RULE_STALE) && s->root)   /* from now on its pixels are secret
+                                                         * wherever shown */
+        cs_tree_changed(SCR(s), s->root, RegionExtents(&win->borderSize));
     if (on) {
         /* tagged after a compositor named a pixmap holding its pixels or after a DBE back
          * buffer was allocated (the policy tag is set on mapped windows): the pixmaps of
@@ -905,17 +907,15 @@ cs_unpaint_source(WindowPtr root)
  * at once, not at the next read, when the next read could otherwise miss a place a
  * secure window was shown between two reads (the trail, stale areas: secret.c): while
  * something keeps unrepainted pixels or a compositor draws (cs_unpaint_source), while a
- * trail or stale area exists. Also when the requesting client owns a secure window: the
- * work its own changes make is done in its own request, not in another client's next
- * read (the cost-as-attack bound, README). Otherwise the area is only marked dirty and
- * computed once at the next read, however many changes came in between (a popup mapped
- * and unmapped costs a walk of the tree, no region computation). */
+ * trail or stale area exists. Otherwise the area is only marked dirty and computed once
+ * at the next read, however many changes came in between (a popup mapped and unmapped
+ * costs a walk of the tree, no region computation; a client moving its own secure
+ * windows again and again costs nothing until someone reads). */
 static int
 cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
 {
     ScreenPtr s = parent->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
-    ClientPtr cur;
     int r;
 
     s->ValidateTree = cs->ValidateTree;
@@ -925,15 +925,20 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
     if (!cs_rule_on(CS_RULE_STALE) || !s->root ||
         !(cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale)))
         return r;
-    cur = GetCurrentClient();
+    cs_tree_changed(cs, s->root, RegionExtents(child ? &child->borderSize : &parent->winSize));
+    return r;
+}
+
+/* The secret area may have changed inside `b`: computed now when a later computation
+ * could miss where a secure window was shown (cs_ValidateTree), else marked dirty. */
+static void
+cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b)
+{
     if (RegionNotEmpty(&cs->drawn) || RegionNotEmpty(&cs->trail) ||
-        RegionNotEmpty(&cs->stale) ||
-        (cur && cur != serverClient && cs_client_owns_secure(cur)) ||
-        cs_unpaint_source(s->root)) {
-        cs_refresh(cs, s->root);
+        RegionNotEmpty(&cs->stale) || cs_unpaint_source(root)) {
+        cs_refresh(cs, root);
         cs_gen++;
     } else {
-        BoxPtr b = RegionExtents(child ? &child->borderSize : &parent->winSize);
         if (!cs->lazy)
             cs->swept = *b;
         else {
@@ -946,7 +951,6 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
         cs_set_dirty(cs);
         cs_lazy++;
     }
-    return r;
 }
 
 static void
