@@ -609,9 +609,13 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     RegionUninit(&mine);
 }
 
-/* `drawn`, when given, gets the part of `secret` that a compositor draws. */
+/* `drawn`, when given, gets the part of `secret` that a compositor draws. `within`
+ * (screen coordinates, may be NULL): only the part of `secret` inside it is wanted, and
+ * only that part is computed (a window outside it costs one small intersection, and
+ * what covers what is kept inside it only). */
 static void
-cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
+cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
+              BoxPtr within)
 {
     RegionRec covered, clip;
 
@@ -623,9 +627,21 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
     RegionNull(&covered);
     RegionNull(&clip);
     RegionCopy(&clip, &top->borderSize);
+    if (within) {
+        RegionRec w;
+        RegionInit(&w, within, 1);
+        RegionIntersect(&clip, &clip, &w);
+        RegionUninit(&w);
+    }
     cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
     RegionUninit(&clip);
+}
+
+static void
+cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
+{
+    cs_compute_in(top, secret, exclude, drawn, NULL);
 }
 
 /* ---- the trail: where a compositor may still show a secure window ----
@@ -842,7 +858,10 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     if (dom->parent || cs_client_owns_secure(client)) {
         if (!dom->parent && cs->dirty)
             cs_refresh(cs, dom);        /* the trail counts for this client too */
-        cs_compute(dom, &tmp, client, NULL);
+        /* the reader's own area, inside the read box only: a client owning many
+         * secure windows pays for its reads in proportion to their number, not to its
+         * square */
+        cs_compute_in(dom, &tmp, client, NULL, &box);
         if (!dom->parent && RegionNotEmpty(&cs->trail))
             RegionUnion(&tmp, &tmp, &cs->trail);
         if (!dom->parent && RegionNotEmpty(&cs->stale))
