@@ -313,6 +313,42 @@ cs_clamp_axis(int *s, int *d, int *n, int so, int dorg)
     *n = hi - lo;
 }
 
+static XID cs_last_src_id;
+static WindowPtr cs_last_src;
+/* cs_gen when cs_last_src was found clear (cs_win_clear), 0: not found clear. */
+static unsigned long cs_last_src_clear;
+
+/* The last window a copy went into (cs_clamp_copy), forgotten in the same way. */
+static XID cs_last_dst_id;
+static WindowPtr cs_last_dst;
+
+/* The drawable `id` of a copy, from the last source or destination window when it is one
+ * of them (a client copying within or between its windows again and again: no resource
+ * table walk), else looked up with no client (no XACE hook) and remembered if a window. */
+static DrawablePtr
+cs_copy_drawable(XID id, int is_src)
+{
+    void *p;
+
+    if (id == cs_last_src_id && cs_last_src)
+        return &cs_last_src->drawable;
+    if (id == cs_last_dst_id && cs_last_dst)
+        return &cs_last_dst->drawable;
+    if (dixLookupResourceByClass(&p, id, RC_DRAWABLE, NullClient, DixReadAccess) != Success)
+        return NULL;
+    if (((DrawablePtr) p)->type == DRAWABLE_WINDOW) {
+        if (is_src) {
+            cs_last_src_id = id;
+            cs_last_src = p;
+            cs_last_src_clear = 0;
+        } else {
+            cs_last_dst_id = id;
+            cs_last_dst = p;
+        }
+    }
+    return p;
+}
+
 /* CopyArea / CopyPlane geometry clamped in the request itself, before anyone reads it:
  * what lies past the 16-bit range exists in no drawable, so the copy does the same, and
  * neither the secret computed here nor the server's own boxes wrap. Every client's
@@ -320,19 +356,21 @@ cs_clamp_axis(int *s, int *d, int *n, int so, int dorg)
 static void
 cs_clamp_copy(ClientPtr c)
 {
-    void *src, *dst;
     DrawablePtr s, d;
     int sx = (INT16) g16(c, 16), sy = (INT16) g16(c, 18);
     int dx = (INT16) g16(c, 20), dy = (INT16) g16(c, 22);
     int w = g16(c, 24), h = g16(c, 26);
 
-    if (dixLookupResourceByClass(&src, g32(c, 4), RC_DRAWABLE, NullClient, DixReadAccess) !=
-        Success ||
-        dixLookupResourceByClass(&dst, g32(c, 8), RC_DRAWABLE, NullClient, DixReadAccess) !=
-        Success)
+    if (!(s = cs_copy_drawable(g32(c, 4), 1)) || !(d = cs_copy_drawable(g32(c, 8), 0)))
         return;                 /* the real request reports the error */
-    s = src;
-    d = dst;
+    /* the common case: every coordinate already in range, the request stays as it is */
+    if (sx >= MINSHORT && sx + w <= MAXSHORT && s->x + sx >= MINSHORT &&
+        s->x + sx + w <= MAXSHORT && dx >= MINSHORT && dx + w <= MAXSHORT &&
+        d->x + dx >= MINSHORT && d->x + dx + w <= MAXSHORT &&
+        sy >= MINSHORT && sy + h <= MAXSHORT && s->y + sy >= MINSHORT &&
+        s->y + sy + h <= MAXSHORT && dy >= MINSHORT && dy + h <= MAXSHORT &&
+        d->y + dy >= MINSHORT && d->y + dy + h <= MAXSHORT && w && h)
+        return;
     cs_clamp_axis(&sx, &dx, &w, s->x, d->x);
     cs_clamp_axis(&sy, &dy, &h, s->y, d->y);
     if (!w || !h)
@@ -392,11 +430,6 @@ cs_gc_restore(GCPtr gc, RegionPtr saved, DDXPointRec org)
  * again and again, and the cache spares the resource table walk. An id names the same
  * window until the window is destroyed, and every destroyed window passes through the
  * screen's DestroyWindow first (cs_forget_window, from region.c). */
-static XID cs_last_src_id;
-static WindowPtr cs_last_src;
-/* cs_gen when cs_last_src was found clear (cs_win_clear), 0: not found clear. */
-static unsigned long cs_last_src_clear;
-
 void
 cs_forget_window(WindowPtr win)
 {
@@ -404,6 +437,10 @@ cs_forget_window(WindowPtr win)
         cs_last_src = NULL;
         cs_last_src_id = 0;
         cs_last_src_clear = 0;
+    }
+    if (win == cs_last_dst) {
+        cs_last_dst = NULL;
+        cs_last_dst_id = 0;
     }
 }
 

@@ -52,6 +52,12 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !client)
         return;
+    if (rec->rtype == RT_WINDOW && client->majorOp != cs_composite_major &&
+        client->majorOp != cs_dri2_major && client->majorOp != cs_dri3_major &&
+        client->majorOp != cs_dbe_major)
+        return;                 /* the common case, a window looked up by a request none of
+                                 * the rules below concerns (no rule refuses a window as
+                                 * another client's resource) */
     if (CLIENT_ID(rec->id) != client->index && cs_foreign_resource_refused(rec)) {
         /* a pixmap, GC, picture or SHM segment of a secure window's owner (secret.c) */
         client->errorValue = rec->id;
@@ -278,12 +284,18 @@ cs_prop_allowed(Atom a)
 static int
 cs_prop_hidden(ClientPtr client, WindowPtr win, Atom name)
 {
-    if (!cs_rule_on(CS_RULE_TITLE) || !cs_secure_count() || cs_client_trusted(client))
-        return 0;               /* (cs_secure_count is 0 while protection is paused) */
+    if (!cs_rule_on(CS_RULE_TITLE))
+        return 0;
+    /* the cheap answers first: a client reading its own window's properties (most
+     * GetProperty requests) costs one comparison */
     if (cs_rule_on(CS_RULE_PROPS)) {
-        if (cs_prop_allowed(name) || CLIENT_ID(win->drawable.id) == client->index)
+        if (CLIENT_ID(win->drawable.id) == client->index)
             return 0;
     } else if (!cs_title_atom(name))
+        return 0;
+    if (!cs_secure_count() || cs_client_trusted(client))
+        return 0;               /* (cs_secure_count is 0 while protection is paused) */
+    if (cs_rule_on(CS_RULE_PROPS) && cs_prop_allowed(name))
         return 0;
     if (!cs_rule_on(CS_RULE_WMTITLE) && cs_client_is_wm(client))
         return 0;

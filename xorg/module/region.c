@@ -14,6 +14,10 @@ struct cs_screen {
     OsTimerPtr trail_timer;     /* empties `trail` TrailMs after it last grew */
     RegionRec vis;              /* the visible secure area alone (secret.c) */
     RegionRec stale;            /* where secure pixels were shown and nothing repainted since */
+    Bool lazy;                  /* tree changes since the last computation were left to the
+                                 * next read (cs_ValidateTree): `vis` may be older than the
+                                 * last change */
+    BoxRec swept;               /* then: the box around everything those changes touched */
     ValidateTreeProcPtr ValidateTree;
     ClipNotifyProcPtr ClipNotify;
     PositionWindowProcPtr PositionWindow;
@@ -53,6 +57,7 @@ struct cs_pixmap {
 unsigned long cs_gen = 1;
 
 static void cs_refresh(struct cs_screen *cs, WindowPtr root);
+static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
 
 static inline void
 cs_set_dirty(struct cs_screen *cs)
@@ -64,6 +69,8 @@ cs_set_dirty(struct cs_screen *cs)
 static DevPrivateKeyRec cs_screen_key_rec, cs_window_key_rec, cs_pixmap_key_rec;
 static Atom cs_atom, cs_patom;
 static int cs_nsecure;          /* secure windows in existence */
+static unsigned long cs_lazy, cs_refreshes;     /* tree changes left to the next read;
+                                                 * computations of the secret area */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 /* the screen's struct cs_screen, in a screen private (freed at CloseScreen) */
@@ -144,8 +151,9 @@ cs_set_win_secure(WindowPtr win, int on)
     cs_note_secure_owner(win, on ? 1 : -1);
     cs_mark_dirty();
     cs_secure_changed(on, cs_nsecure);
-    if (on && cs_rule_on(CS_RULE_STALE) && s->root)
-        cs_refresh(SCR(s), s->root);    /* from now on its pixels are secret wherever shown */
+    if (on && cs_rule_on(CS_RULE_STALE) && s->root)   /* from now on its pixels are secret
+                                                         * wherever shown */
+        cs_tree_changed(SCR(s), s->root, RegionExtents(&win->borderSize));
     if (on) {
         /* tagged after a compositor named a pixmap holding its pixels or after a DBE back
          * buffer was allocated (the policy tag is set on mapped windows): the pixmaps of
@@ -174,7 +182,8 @@ cs_residue(void)
 int
 cs_secure_count(void)
 {
-    return cs_cfg.paused ? 0 : cs_nsecure + cs_residue();
+    /* callers only test it for zero: the residue walk only when no window is secure */
+    return cs_cfg.paused ? 0 : cs_nsecure ? cs_nsecure : cs_residue();
 }
 
 int
@@ -605,10 +614,14 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     RegionUninit(&mine);
 }
 
-/* `drawn`, when given, gets the part of `secret` that a compositor draws. Out of memory:
- * the whole of `top` is secret and FALSE is returned. */
+/* `drawn`, when given, gets the part of `secret` that a compositor draws. `within`
+ * (screen coordinates, may be NULL): only the part of `secret` inside it is wanted, and
+ * only that part is computed (a window outside it costs one small intersection, and
+ * what covers what is kept inside it only). Out of memory: the whole of `top` is secret
+ * and FALSE is returned. */
 static Bool
-cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
+cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
+              BoxPtr within)
 {
     RegionRec covered, clip;
 
@@ -621,6 +634,12 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
     RegionNull(&covered);
     RegionNull(&clip);
     CS_ROK(RegionCopy(&clip, &top->borderSize), &clip);
+    if (within && !cs_oom) {
+        RegionRec w;
+        RegionInit(&w, within, 1);
+        CS_ROK(RegionIntersect(&clip, &clip, &w), &clip);
+        RegionUninit(&w);
+    }
     if (!cs_oom)
         cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
@@ -632,6 +651,12 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
         return FALSE;
     }
     return TRUE;
+}
+
+static Bool
+cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
+{
+    return cs_compute_in(top, secret, exclude, drawn, NULL);
 }
 
 /* ---- the trail: where a compositor may still show a secure window ----
@@ -712,6 +737,21 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     }
     RegionUninit(&old);
     /* stale: what was shown as secret and lies where nothing repainted it since */
+    if (cs->lazy && cs_rule_on(CS_RULE_STALE) && RegionNotEmpty(&unpainted)) {
+        /* changes were left to this computation while nothing kept unrepainted pixels,
+         * and now something does (a background changed to None, no tree change): where
+         * a secure window was shown in between is not known, only that it lies in `vis`
+         * or in what those changes touched; all of it counts (fail safe: over-censors
+         * that box's unrepainted part until it is repainted) */
+        RegionRec sw;
+        RegionInit(&sw, &cs->swept, 1);
+        RegionUnion(&cs->vis, &cs->vis, &sw);
+        RegionUninit(&sw);
+    }
+    cs->lazy = FALSE;
+    cs_refreshes++;
+    LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed (%lu computations, %lu "
+                   "tree changes left to a read)\n", cs_refreshes, cs_lazy);
     if (cs_rule_on(CS_RULE_STALE)) {
         RegionUnion(&cs->stale, &cs->stale, &cs->vis);
         RegionIntersect(&cs->stale, &cs->stale, &unpainted);
@@ -842,7 +882,10 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     if (dom->parent || cs_client_owns_secure(client)) {
         if (!dom->parent && cs->dirty)
             cs_refresh(cs, dom);        /* the trail counts for this client too */
-        if (!cs_compute(dom, &tmp, client, NULL))
+        /* the reader's own area, inside the read box only: a client owning many
+         * secure windows pays for its reads in proportion to their number, not to its
+         * square */
+        if (!cs_compute_in(dom, &tmp, client, NULL, &box))
             RegionReset(&tmp, RegionExtents(&dom->borderSize));
         if (!dom->parent && RegionNotEmpty(&cs->trail) &&
             !cs_rgn_ok(RegionUnion(&tmp, &tmp, &cs->trail), &tmp))
@@ -877,9 +920,44 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
 
 /* ---- window tree changes mark the cache dirty ---- */
 
-/* The window tree changed (its clip lists are final here): the secret area is computed
- * at once, not at the next read, so that every place a secure window was shown between
- * two reads counts (the trail, stale areas: secret.c). */
+/* Something on the screen keeps pixels nobody repaints, or a compositor draws windows
+ * where it likes: a realized window with background None (ParentRelative resolved) or
+ * under manual redirection (trusted or not). Then every place a secure window is shown
+ * between two reads counts (stale, trail) and the secret area follows each change of
+ * the tree. A plain walk, no region operation: a few instructions per realized window. */
+static int
+cs_unpaint_source(WindowPtr root)
+{
+    WindowPtr w = root, b;
+
+    while (w) {
+        if (w->realized && w->drawable.class == InputOutput) {
+            if (w->redirectDraw == RedirectDrawManual)
+                return 1;
+            for (b = w; b->backgroundState == ParentRelative && b->parent; b = b->parent)
+                ;
+            if (b->backgroundState == None)
+                return 1;
+            if (w->firstChild) {
+                w = w->firstChild;
+                continue;
+            }
+        }
+        while (w != root && !w->nextSib)
+            w = w->parent;
+        w = w == root ? NULL : w->nextSib;
+    }
+    return 0;
+}
+
+/* The window tree changed (its clip lists are final here). The secret area is computed
+ * at once, not at the next read, when the next read could otherwise miss a place a
+ * secure window was shown between two reads (the trail, stale areas: secret.c): while
+ * something keeps unrepainted pixels or a compositor draws (cs_unpaint_source), while a
+ * trail or stale area exists. Otherwise the area is only marked dirty and computed once
+ * at the next read, however many changes came in between (a popup mapped and unmapped
+ * costs a walk of the tree, no region computation; a client moving its own secure
+ * windows again and again costs nothing until someone reads). */
 static int
 cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
 {
@@ -891,12 +969,35 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
     r = s->ValidateTree(parent, child, kind);
     cs->ValidateTree = s->ValidateTree;
     s->ValidateTree = cs_ValidateTree;
-    if (cs_rule_on(CS_RULE_STALE) && s->root &&
-        (cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale))) {
-        cs_refresh(cs, s->root);
-        cs_gen++;
-    }
+    if (!cs_rule_on(CS_RULE_STALE) || !s->root ||
+        !(cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale)))
+        return r;
+    cs_tree_changed(cs, s->root, RegionExtents(child ? &child->borderSize : &parent->winSize));
     return r;
+}
+
+/* The secret area may have changed inside `b`: computed now when a later computation
+ * could miss where a secure window was shown (cs_ValidateTree), else marked dirty. */
+static void
+cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b)
+{
+    if (RegionNotEmpty(&cs->drawn) || RegionNotEmpty(&cs->trail) ||
+        RegionNotEmpty(&cs->stale) || cs_unpaint_source(root)) {
+        cs_refresh(cs, root);
+        cs_gen++;
+    } else {
+        if (!cs->lazy)
+            cs->swept = *b;
+        else {
+            cs->swept.x1 = min(cs->swept.x1, b->x1);
+            cs->swept.y1 = min(cs->swept.y1, b->y1);
+            cs->swept.x2 = max(cs->swept.x2, b->x2);
+            cs->swept.y2 = max(cs->swept.y2, b->y2);
+        }
+        cs->lazy = TRUE;
+        cs_set_dirty(cs);
+        cs_lazy++;
+    }
 }
 
 static void

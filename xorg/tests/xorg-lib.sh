@@ -80,7 +80,8 @@ start_xorg() {
 # config_fini (a double free, with or without the module) and then hangs in its abort
 # handler: what is still there after 5 s is killed.
 stop_all_xorg() {
-  local p i
+  local p="" i
+  [ "${#XORG_PIDS[@]}" -gt 0 ] || return 0
   for p in "${XORG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for i in $(seq 50); do
     for p in "${XORG_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && break; done
