@@ -369,24 +369,8 @@ obapp(void)
     }
     if (!(reparented && mapped))
         die("obapp: the window manager did not frame the window");
-    /* the frame: the child of the root that holds s */
-    for (f = s;;) {
-        xcb_query_tree_reply_t *q = xcb_query_tree_reply(c, xcb_query_tree(c, f), NULL);
-        xcb_window_t p = q ? q->parent : root;
-        free(q);
-        if (p == root || p == XCB_NONE)
-            break;
-        f = p;
-    }
-    for (tries = 0; tries < 500; tries++) {
-        xcb_get_window_attributes_reply_t *a =
-            xcb_get_window_attributes_reply(c, xcb_get_window_attributes(c, f), NULL);
-        int viewable = a && a->map_state == XCB_MAP_STATE_VIEWABLE;
-        free(a);
-        if (viewable)
-            break;
-        usleep(10000);
-    }
+    f = toplevel(s);        /* the frame */
+    wait_viewable(f, 500);
     printf("S=0x%x F=0x%x\n", s, f);
     for (;;)
         pause();

@@ -118,20 +118,6 @@ framed(void)
     return 0;
 }
 
-/* the child of the root that holds `w` (its window manager frame, or `w` itself) */
-static xcb_window_t
-toplevel(xcb_window_t w)
-{
-    for (;;) {
-        xcb_query_tree_reply_t *t = xcb_query_tree_reply(c, xcb_query_tree(c, w), NULL);
-        xcb_window_t parent = t ? t->parent : root;
-        free(t);
-        if (parent == root || parent == XCB_NONE)
-            return w;
-        w = parent;
-    }
-}
-
 /* `frame app`: an application under a real window manager: maps a red secure 200x200
  * window S titled TITLE, waits until the window manager has reparented it, S is mapped
  * and its frame F is viewable, prints S and F, then stays until killed. */
@@ -171,15 +157,7 @@ app(void)
         free(ev);
     }
     f = toplevel(s);
-    for (i = 0; i < 1000; i++) {
-        xcb_get_window_attributes_reply_t *a =
-            xcb_get_window_attributes_reply(c, xcb_get_window_attributes(c, f), NULL);
-        int viewable = a && a->map_state == XCB_MAP_STATE_VIEWABLE;
-        free(a);
-        if (viewable)
-            break;
-        usleep(10000);
-    }
+    wait_viewable(f, 1000);
     printf("S=0x%x F=0x%x\n", s, f);
     for (;;)
         pause();

@@ -224,6 +224,37 @@ mkwin(xcb_window_t parent, int x, int y, int w, int h, uint32_t pixel, int bg_no
     return w_;
 }
 
+/* the child of the root that holds `w` (a window manager's frame, or `w` itself) */
+xcb_window_t
+toplevel(xcb_window_t w)
+{
+    for (;;) {
+        xcb_query_tree_reply_t *t = xcb_query_tree_reply(c, xcb_query_tree(c, w), NULL);
+        xcb_window_t parent = t ? t->parent : root;
+        free(t);
+        if (parent == root || parent == XCB_NONE)
+            return w;
+        w = parent;
+    }
+}
+
+/* polls (up to `tries` x 10 ms) until `w` is viewable */
+void
+wait_viewable(xcb_window_t w, int tries)
+{
+    int i;
+
+    for (i = 0; i < tries; i++) {
+        xcb_get_window_attributes_reply_t *a =
+            xcb_get_window_attributes_reply(c, xcb_get_window_attributes(c, w), NULL);
+        int viewable = a && a->map_state == XCB_MAP_STATE_VIEWABLE;
+        free(a);
+        if (viewable)
+            return;
+        usleep(10000);
+    }
+}
+
 void
 wait_mapped(xcb_window_t w)
 {

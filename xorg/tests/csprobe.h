@@ -49,6 +49,8 @@ int dbe_alloc(xcb_window_t w, uint32_t buf);
 int dbe_swap(xcb_window_t w);
 xcb_window_t mkwin(xcb_window_t parent, int x, int y, int w, int h, uint32_t pixel, int bg_none);
 void wait_mapped(xcb_window_t w);
+xcb_window_t toplevel(xcb_window_t w);
+void wait_viewable(xcb_window_t w, int tries);
 void set_secure(xcb_window_t w, uint32_t v);
 xcb_render_pictformat_t root_format(void);
 
