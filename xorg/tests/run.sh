@@ -1,58 +1,10 @@
 #!/usr/bin/env bash
 # CaptureShield Xorg tests: runs real headless Xorg servers with the module and checks every capture path.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-OUT=${OUT:-$here/../../.build/xorg}
+# the harness the adversary suites share: TMP, PROBE, TPROBE (a trusted copy where only
+# root can write up to /), COUNT, ok/bad/fld/expect, start_victim/stop_victim, servers
+. "$(dirname "$0")/t-lib.sh"
 N=${CS_CAPTURES:-100}           # captures per path
-TMP=$(mktemp -d /tmp/csxorg.XXXXXX)
-PROBE=$OUT/csprobe
-# the trusted probe where only root can write up to / (the module checks the file and its
-# directories; the build may be under /tmp)
-SAFE=$(mktemp -d /run/csxorg-bin.XXXXXX)
-chmod 755 "$SAFE"
-cp "$OUT/csprobe-trusted" "$SAFE/" && chmod 755 "$SAFE/csprobe-trusted"
-TPROBE=$SAFE/csprobe-trusted
-COUNT=$OUT/cscount
-. "$here/xorg-lib.sh"
-BG_PIDS=()
-cleanup() {
-  local p
-  for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  stop_all_xorg
-  rm -rf "$TMP" "$SAFE"
-}
-trap cleanup EXIT
-start=$(date +%s)
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   - $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $*"; }
-# fld "key=value ..." key
-fld() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
-# expect NAME OUTPUT key OP value [key OP value ...]
-expect() {
-  local name=$1 out=$2 k op v got; shift 2
-  while [ $# -gt 0 ]; do
-    k=$1 op=$2 v=$3; shift 3
-    got=$(fld "$out" "$k")
-    if [ -z "$got" ] || ! [ "$got" "$op" "$v" ]; then
-      bad "$name: $k=$got, wanted $op $v  [$out]"
-      return
-    fi
-  done
-  ok "$name  [$out]"
-}
-
-# victim NAME ARGS: starts a victim client, sets V_S V_A V_PIX V_BASE
-start_victim() {
-  local line
-  coproc VICTIM { exec "$PROBE" victim "$@"; }
-  BG_PIDS+=("$VICTIM_PID")
-  VPID=$VICTIM_PID
-  read -r -t 10 line <&"${VICTIM[0]}" || { echo "Error: victim did not start" >&2; exit 1; }
-  eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/V_/')"
-}
-stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || true; }
 # comp_run: the victim on $DISPLAY painted by a compositor of our own (trusted) from a
 # window inside the overlay window; an untrusted GetImage of the root while it shows the
 # victim in place, and again after the secure window moved away with its image left where
@@ -561,6 +513,4 @@ start_victim --mover
 out=$("$PROBE" capture getimage 300); expect "no module: moving window leaks in most frames" "$out" red_frames -gt 100
 stop_victim
 
-echo "# took $(( $(date +%s) - start )) s"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary
