@@ -43,10 +43,8 @@ enum XorgModule {
 
   /// The module's options as the installed snippet sets them (`make install-xorg-module`:
   /// the daemon by its role, no compositor list: the daemon grants the compositor), and
-  /// `also` trusted outright (this test process, whose reads are what the user sees). A
-  /// module without the Daemon option trusts the daemon's program by path instead.
+  /// `also` trusted outright (this test process, whose reads are what the user sees).
   static func snippetOptions(alsoTrusting also: [String] = [testExecutable]) -> [String] {
-    guard knowsDaemonOption else { return [trustOption([daemon] + also)] }
     return ["Option \"Daemon\" \"\(daemon)\"", "Option \"DaemonUsers\" \"\(getuid())\""]
       + (also.isEmpty ? [] : [trustOption(also)])
   }
