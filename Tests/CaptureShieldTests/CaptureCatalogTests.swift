@@ -600,29 +600,45 @@ struct CaptureCatalogTests {
     #expect(lean.coreRanges == [1...2, 7...7, 36...36, 55...55, 63...63, 73...73, 93...93])
   }
 
-  @Test("CreateWindow is always recorded: it alone turns an id (maybe a freed pixmap's) into a window")
+  @Test("CreateWindow, CreatePixmap and FreePixmap are recorded whenever own reads are: they keep DrawableKinds")
   func createWindowRecorded() {
     let windowReaders = CaptureCatalog.standard.windowReaders.resolved(extensions: Fixture.extensions)
     #expect(!windowReaders.coreRanges.contains { $0.contains(1) })
+    #expect(windowReaders.recordsCreations)
     #expect(windowReaders.recordedCoreRanges.first == 1...1)
     #expect(
       Set(windowReaders.recordedCoreRanges.flatMap { Array($0) })
-        == Set(windowReaders.coreRanges.flatMap { Array($0) } + [1]))
-    #expect(Fixture.resolved.recordedCoreRanges == Fixture.resolved.coreRanges)
+        == Set(windowReaders.coreRanges.flatMap { Array($0) } + [1, 53, 54]))
+    #expect(
+      Set(Fixture.resolved.recordedCoreRanges.flatMap { Array($0) })
+        == Set(Fixture.resolved.coreRanges.flatMap { Array($0) } + [53, 54]))
     let none = CaptureCatalog(entries: []).resolved(extensions: Fixture.extensions)  // server enforcement
     #expect(none.recordedCoreRanges.isEmpty)
   }
 
   @Test(
-    "createdWindow: the wid of a CreateWindow, nil otherwise",
+    "drawableChange: the id a CreateWindow, CreatePixmap or FreePixmap names, nil otherwise",
     arguments: [
-      (RequestBytes(1, 24, words: 8).with { $0.put32(4, 0x0040_0007) }, false, UInt32?(0x0040_0007)),
-      (RequestBytes(1, 24, words: 8, bigEndian: true).with { $0.put32(4, 0x0040_0007) }, true, 0x0040_0007),
-      (RequestBytes(53, 24, words: 4).with { $0.put32(4, 0x0040_0007) }, false, nil),  // CreatePixmap
+      (
+        RequestBytes(1, 24, words: 8).with { $0.put32(4, 0x0040_0007) }, false,
+        Optional(DrawableChange.createdWindow(0x0040_0007))
+      ),
+      (
+        RequestBytes(1, 24, words: 8, bigEndian: true).with { $0.put32(4, 0x0040_0007) }, true,
+        .createdWindow(0x0040_0007)
+      ),
+      (RequestBytes(53, 24, words: 4).with { $0.put32(4, 0x0040_0008) }, false, .createdPixmap(0x0040_0008)),
+      (
+        RequestBytes(53, 24, words: 4, bigEndian: true).with { $0.put32(4, 0x0040_0008) }, true,
+        .createdPixmap(0x0040_0008)
+      ),
+      (RequestBytes(54, 0, words: 2).with { $0.put32(4, 0x0040_0009) }, false, .freedPixmap(0x0040_0009)),
+      (RequestBytes(4, 0, words: 2).with { $0.put32(4, 0x0040_0007) }, false, nil),  // DestroyWindow
       (Array(RequestBytes(1, 24, words: 8).bytes.prefix(6)), false, nil),  // short
+      (Array(RequestBytes(53, 24, words: 4).bytes.prefix(7)), false, nil),  // short
     ])
-  func createdWindow(request: [UInt8], bigEndian: Bool, expected: UInt32?) {
-    #expect(ResolvedCaptureCatalog.createdWindow(request, bigEndian: bigEndian) == expected)
+  func drawableChange(request: [UInt8], bigEndian: Bool, expected: DrawableChange?) {
+    #expect(ResolvedCaptureCatalog.drawableChange(request, bigEndian: bigEndian) == expected)
   }
 
   @Test("sessions: pixel reads and manual redirection start one, indicators do not")

@@ -272,6 +272,56 @@ struct OwnWindowCaptureTests {
     await server.stop()
   }
 
+  @Test(
+    "while the daemon is stopped: an own pixmap created, read and freed is no capture; a window read then destroyed, or its id made a pixmap, is"
+  )
+  func decidedAfterTheDrawableWent() async throws {
+    let (server, window, daemon) = try await Self.setUp()
+    // The daemon decides after the drawables are gone: it asks the server too late to
+    // learn what they were, and must know it from the records.
+    daemon.signal(SIGSTOP)
+    let app = try server.connect()
+    let pixmap = app.generateID()
+    try app.check(
+      xcb_create_pixmap_checked(
+        app.raw, app.rootDepth, pixmap, app.root, UInt16(Self.rect.width), UInt16(Self.rect.height)),
+      "CreatePixmap")
+    _ = try app.getImage(of: pixmap)
+    try app.check(xcb_free_pixmap_checked(app.raw, pixmap), "FreePixmap")
+    // Positive controls: reads through an own window over the secure window, the window
+    // destroyed before the daemon looks; and the same with the window's id then made a
+    // pixmap (the server then answers "pixmap" for it).
+    var attackers: [String: Int] = [:]
+    var connections: [XConnection] = []  // kept open: a closed one's id base goes to the next
+    for reuse in [false, true] {
+      let attacker = try server.connect()
+      connections.append(attacker)
+      let overlay = try Self.overlay(attacker, Self.rect)
+      try attacker.check(xcb_map_window_checked(attacker.raw, overlay), "MapWindow")
+      attackers[Self.clientID(attacker)] = try attacker.getImage(of: overlay).count(of: .red)
+      try attacker.check(xcb_destroy_window_checked(attacker.raw, overlay), "DestroyWindow")
+      if reuse {
+        try attacker.check(
+          xcb_create_pixmap_checked(attacker.raw, attacker.rootDepth, overlay, attacker.root, 8, 8), "CreatePixmap")
+      }
+    }
+    print("decided after the drawable went: secret pixels read by the attackers \(attackers)")
+    daemon.signal(SIGCONT)
+    try await daemon.waitShielded(window.id)
+    try await waitUntil("both attackers audited", timeout: .seconds(10)) {
+      Set(daemon.auditEvents("capture-request").compactMap { $0["client"] as? String }) == Set(attackers.keys)
+    }
+    let audited = daemon.auditEvents("capture-request").compactMap { $0["client"] as? String }
+    #expect(!audited.contains(Self.clientID(app)), "\(daemon.auditEvents("capture-request"))")
+    #expect(Set(audited) == Set(attackers.keys), "\(daemon.auditEvents("capture-request"))")
+    #expect(attackers.count == 2)
+    for c in connections { c.disconnect() }
+    app.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
   @Test("no false alarm: the secure window's owner reading it, and a client reading its own window beside it")
   func ordinaryOwnReads() async throws {
     let (server, window, daemon) = try await Self.setUp()

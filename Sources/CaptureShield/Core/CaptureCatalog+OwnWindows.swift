@@ -154,27 +154,46 @@ extension ResolvedCaptureCatalog {
 
   /// The core opcode of CreateWindow. The detector records it whatever the catalog holds:
   /// it is the only request that turns an id into a window, so a drawable once found to be
-  /// a pixmap stays one until a CreateWindow names its id (`createdWindow`), which keeps the
-  /// owner's cache of drawable kinds true without asking the server for every read.
+  /// a pixmap stays one until a CreateWindow names its id (`drawableChange`), which keeps
+  /// the owner's cache of drawable kinds true without asking the server for every read.
   public static let createWindowOpcode: UInt8 = 1
 
-  /// The core ranges the detector records: `coreRanges`, plus CreateWindow when the catalog
-  /// hands out reads of own drawables (not at all under server enforcement, for one).
+  /// The core opcodes of CreatePixmap and FreePixmap, recorded with CreateWindow
+  /// (`DrawableKinds`): a pixmap a client creates, reads and frees at once is known as one
+  /// without asking the server, which may already answer "gone".
+  public static let pixmapOpcodes: ClosedRange<UInt8> = 53...54
+
+  /// Whether the catalog hands out reads of own drawables, and so records the requests that
+  /// create windows and pixmaps (`recordedCoreRanges`).
+  public var recordsCreations: Bool { activeEntries.contains(where: \.readsOwnWindows) }
+
+  /// The core ranges the detector records: `coreRanges`, plus CreateWindow, CreatePixmap
+  /// and FreePixmap when the catalog hands out reads of own drawables (not at all under
+  /// server enforcement, for one).
   public var recordedCoreRanges: [ClosedRange<UInt8>] {
     var ops = Set(coreRanges.flatMap { Array($0) })
-    if activeEntries.contains(where: \.readsOwnWindows) { ops.insert(Self.createWindowOpcode) }
+    if recordsCreations {
+      ops.insert(Self.createWindowOpcode)
+      ops.formUnion(Self.pixmapOpcodes)
+    }
     return Self.intervals(ops)
   }
 
-  /// The window a CreateWindow request creates (its `wid`); nil for every other request and
-  /// for malformed bytes.
-  public static func createdWindow(_ request: UnsafeRawBufferPointer, bigEndian: Bool = false) -> UInt32? {
-    guard let r = RequestReader(request, bigEndian: bigEndian), r.major == createWindowOpcode else { return nil }
-    return r.u32(4)
+  /// The id a recorded request creates or frees, for `DrawableKinds`: CreateWindow's `wid`,
+  /// CreatePixmap's `pid`, FreePixmap's `pixmap`; nil for every other request and for
+  /// malformed bytes.
+  public static func drawableChange(_ request: UnsafeRawBufferPointer, bigEndian: Bool = false) -> DrawableChange? {
+    guard let r = RequestReader(request, bigEndian: bigEndian) else { return nil }
+    switch r.major {
+    case createWindowOpcode: return r.u32(4).map { .createdWindow($0) }
+    case pixmapOpcodes.lowerBound: return r.u32(4).map { .createdPixmap($0) }
+    case pixmapOpcodes.upperBound: return r.u32(4).map { .freedPixmap($0) }
+    default: return nil
+    }
   }
 
-  public static func createdWindow(_ request: [UInt8], bigEndian: Bool = false) -> UInt32? {
-    request.withUnsafeBytes { createdWindow($0, bigEndian: bigEndian) }
+  public static func drawableChange(_ request: [UInt8], bigEndian: Bool = false) -> DrawableChange? {
+    request.withUnsafeBytes { drawableChange($0, bigEndian: bigEndian) }
   }
 }
 

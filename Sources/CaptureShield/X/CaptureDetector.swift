@@ -86,15 +86,16 @@ public final class CaptureDetector {
   public var watchesOwnWindows = false
   /// Reads of own drawables (GetImage, ShmGetImage, CopyArea, CopyPlane of the client's
   /// own) in the records handed out by the last `drain`, while `watchesOwnWindows`.
-  public private(set) var lastOwnReads: [(client: ClientID, read: OwnDrawableRead)] = []
-  /// What the owner learnt about clients' own drawables (`.pixmap`, `.window(nil)`), so
-  /// that the reads and copies toolkits make all the time cost one lookup per drawable.
-  /// Kept true by the records: a CreateWindow (always recorded) forgets its id, which may
-  /// have been a freed pixmap's; an id cannot become a window any other way. Forgotten
-  /// when the client goes (its resource-id base is handed to the next client).
-  public var drawableKinds: [UInt32: DrawableFact] = [:] {
-    didSet { if drawableKinds.count > 65536 { drawableKinds = [:] } }
-  }
+  /// Each read comes with what was known of its drawables where it was recorded (`known`):
+  /// the facts change with the records that follow it in the same batch.
+  public private(set) var lastOwnReads: [(client: ClientID, read: OwnDrawableRead, known: [UInt32: DrawableFact])] =
+    []
+  /// What is known about clients' own drawables (`.pixmap`, `.window(nil)`), so that the
+  /// reads and copies toolkits make all the time cost at most one lookup per drawable, and
+  /// none for a pixmap whose CreatePixmap was recorded. Kept true by the records
+  /// (CreateWindow, CreatePixmap, FreePixmap, ClientStarted, ClientDied: `DrawableKinds`)
+  /// and by the owner's lookups.
+  public var drawableKinds: DrawableKinds
   /// Whether the running pump watches launches.
   var pumpWatchesLaunches: Bool { pump?.launchWatch != nil }
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
@@ -131,6 +132,7 @@ public final class CaptureDetector {
     self.control = control
     self.data = data
     resourceMask = control.resourceMask
+    drawableKinds = DrawableKinds(resourceMask: control.resourceMask)
     guard control.hasExtension("RECORD") else { throw .missingExtension("RECORD") }
 
     // Extension major opcodes, pipelined.
@@ -344,10 +346,14 @@ public final class CaptureDetector {
     let client = ClientID(rep.idBase)
     switch category {
     case .clientStarted:
-      forgetDrawables(of: rep.idBase)
+      if catalog.recordsCreations {
+        drawableKinds.clientStarted(rep.idBase)
+      } else {
+        drawableKinds.clientDied(rep.idBase)
+      }
       if own.started(client.base) == .foreign { out.append((.clientStarted(client), rep.serverTime)) }
     case .clientDied:
-      forgetDrawables(of: rep.idBase)
+      drawableKinds.clientDied(rep.idBase)
       switch own.died(client.base) {
       case .foreign: out.append((.clientDied(client), rep.serverTime))
       case .ours: break
@@ -359,10 +365,9 @@ public final class CaptureDetector {
       let data = UnsafeRawBufferPointer(rebasing: bytes[rep.data])
       let consumed = RecordedReply.forEachRequest(in: data, bigEndian: big) { request in
         requestsRecorded += 1
-        if let w = ResolvedCaptureCatalog.createdWindow(request, bigEndian: big) {
-          // The id is a window from now on, whatever it was (see `drawableKinds`).
+        if let change = ResolvedCaptureCatalog.drawableChange(request, bigEndian: big) {
           // (CreateWindow's background pixmap is classified below all the same.)
-          if !drawableKinds.isEmpty { drawableKinds[w] = nil }
+          drawableKinds.apply(change)
         }
         if let c = catalog.classify(
           request, clientBase: rep.idBase, resourceMask: resourceMask, bigEndian: big, isSecure: isSecure)
@@ -372,7 +377,9 @@ public final class CaptureDetector {
           let own = catalog.classifyOwnRead(
             request, clientBase: rep.idBase, resourceMask: resourceMask, bigEndian: big)
         {
-          lastOwnReads.append((client, own))
+          var known: [UInt32: DrawableFact] = [:]
+          for id in [own.source] + (own.destination.map { [$0] } ?? []) { known[id] = drawableKinds[id] }
+          lastOwnReads.append((client, own, known))
         }
       }
       if consumed != data.count { malformedReplies += 1 }
@@ -381,11 +388,6 @@ public final class CaptureDetector {
     case .fromServer, .startOfData:
       break
     }
-  }
-
-  private func forgetDrawables(of base: UInt32) {
-    guard !drawableKinds.isEmpty else { return }
-    drawableKinds = drawableKinds.filter { $0.key & ~resourceMask != base }
   }
 
   /// Blocks until StartOfData (the first reply) arrives on the data connection; the replies

@@ -120,8 +120,8 @@ extension WatcherLoop {
       // Reads of own drawables (only while a secure window exists): capture when the window
       // read overlaps a secure window. Window events stay batched unless a window's area is
       // compared: most of these are copies that toolkits make all the time.
-      for (c, read) in d.lastOwnReads {
-        if let req = ownWindowCapture(read, by: c, detector: d, knowWindows: knowWindows) {
+      for (c, read, known) in d.lastOwnReads {
+        if let req = ownWindowCapture(read, by: c, known: known, detector: d, knowWindows: knowWindows) {
           report(c, req, knowWindows: knowWindows)
         }
       }
@@ -157,13 +157,14 @@ extension WatcherLoop {
 
   /// The capture request a read of the client's own drawable amounts to, or nil: asks the
   /// server only for the facts `OwnDrawableRead.verdict` names (a drawable's kind and area,
-  /// the secure windows' areas). Kinds learnt before count (the detector keeps them true:
-  /// `CaptureDetector.drawableKinds`); a window's area is asked afresh.
+  /// the secure windows' areas). Kinds known where the read was recorded count (`known`,
+  /// from `CaptureDetector.drawableKinds`); a window's area is asked afresh, and an answer
+  /// that contradicts what was known is reconciled (`DrawableKinds.reconcile`).
   private func ownWindowCapture(
-    _ read: OwnDrawableRead, by c: ClientID, detector d: CaptureDetector, knowWindows: () -> Void
+    _ read: OwnDrawableRead, by c: ClientID, known: [UInt32: DrawableFact], detector d: CaptureDetector,
+    knowWindows: () -> Void
   ) -> CaptureRequest? {
-    var facts: [UInt32: DrawableFact] = [:]
-    for id in [read.source] + (read.destination.map { [$0] } ?? []) { facts[id] = d.drawableKinds[id] }
+    var facts = known
     var secure: [ScreenRect]?
     let secureAreas = { () -> [ScreenRect] in
       if let secure { return secure }
@@ -189,12 +190,8 @@ extension WatcherLoop {
       case .notCapture: return nil
       case .lookUp(let ids):
         for (id, fact) in drawableFacts(ids) {
-          facts[id] = fact
-          switch fact {
-          case .pixmap: d.drawableKinds[id] = .pixmap
-          case .window: d.drawableKinds[id] = .window(nil)
-          case .gone: d.drawableKinds[id] = nil
-          }
+          facts[id] = DrawableKinds.reconcile(known: known[id], answer: fact)
+          d.drawableKinds.learned(id, fact)
         }
       }
     }

@@ -228,7 +228,10 @@ extension WatcherLoop {
       [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard?.ownBases.map(ClientID.init) ?? [])
         + (tagWatch?.ownBases.map(ClientID.init) ?? []))
     new.watchesOwnWindows = old.watchesOwnWindows
-    new.drawableKinds = old.drawableKinds
+    // What the old detector learnt stays true only if it recorded what the new one does
+    // (a client seen from its start under a catalog that did not record its creations
+    // must not count as one whose every CreateWindow was seen).
+    if old.catalog.recordsCreations == new.catalog.recordsCreations { new.drawableKinds = old.drawableKinds }
     drainDetector()
     old.stopPump()
     detector = new
