@@ -617,6 +617,13 @@ read_dst(struct kcase *k, int dst)
     k->depth = dst == 2 ? 32 : 24;
     k->rb_seq = xcb_get_image(ca, XCB_IMAGE_FORMAT_Z_PIXMAP, dst == 0 ? P24 : dst == 1 ? AWD : P32,
                               0, 0, DW, DW, ~0u).sequence;
+    /* the destination window is on screen: once read back, what the case put there (white
+     * copied from the background-None window, a CopyPlane's red foreground, blends) is
+     * painted over, so that no later read of the root finds the attacker's own colours
+     * there and counts them as secret (seed 1796402875, case 8598: white copied from N
+     * into it, then CopyPlane of the root over it painted its set plane red) */
+    if (dst == 1)
+        reset_dst(1);
 }
 
 static const char *const dname[] = { "atk_pixmap", "atk_window", "atk_pixmap32" };
