@@ -766,12 +766,18 @@ cs_ProcRender(ClientPtr c)
     case X_RenderCompositeGlyphs16:
     case X_RenderCompositeGlyphs32:
     case X_RenderCreateCursor:
-        /* sources drawn through geometry, glyphs or into a cursor: refused outright */
+        /* sources drawn through geometry, glyphs or into a cursor: refused outright when
+         * any of the pixmap the source window is drawn in is secret. The source is read
+         * at its origin plus the shapes' offset from their first point, in any direction
+         * (negative too), and fb reads a window source through the whole pixmap, past
+         * the window's edges, unclipped (the generator read a secure window beside the
+         * reader's own through Triangles with a source origin of -70,-186: seed 1) */
         if (c->req_len < 3)
             break;
         src_id = g32(c, 8);    /* src follows op (or cid) in all of these */
         RegionNull(&tmp);
-        hit = cs_picture_secret(c, cs_picture(c, src_id), 0, 0, 32767, 32767, &tmp, &whole);
+        hit = cs_picture_secret(c, cs_picture(c, src_id), -65536, -65536, 131072, 131072,
+                                &tmp, &whole);
         RegionUninit(&tmp);
         if (hit)
             return cs_render_refuse(c, src_id);

@@ -15,6 +15,13 @@
  *   atk-geom conv | xform | repeat | reflect | alphamap | mask
  *                                      RENDER sources that move pixels into a box next to
  *                                      (or away from) the victim
+ *   atk-geom planeown                  CopyPlane (plane 22) of the root, IncludeInferiors,
+ *                                      into an own pixmap, over the victim and an own white
+ *                                      window beside it; own=N: the white window's pixels
+ *                                      (its set plane paints the red foreground)
+ *   atk-geom tri | trap                Triangles / Trapezoids from a picture of an own
+ *                                      window beside the victim, the source origin reaching
+ *                                      left of the window onto the victim
  *   atk-geom fuzz N SEED               N random extreme-geometry requests; alive=1 when the
  *                                      server still answers
  * Prints "red=N err=E" (red pixels read back by the attacker; E: the first X error code),
@@ -298,6 +305,78 @@ render_move(const char *kind)
     return 0;
 }
 
+/* ---- CopyPlane of the root over the victim and an own white window ---- */
+/* The generator's seed 1796402875, case 8598: CopyPlane (plane 22) of the root with
+ * IncludeInferiors into a pixmap painted the red foreground where the attacker's own
+ * window held white (a set plane, like red's). Here both are in the box: the victim's
+ * part must come out unset (black), the own white window's part set (red) */
+static int
+plane_own(void)
+{
+    xcb_window_t w = mkwin(root, VX + VW + 20, VY, 60, 60, 0xffffff, 0);
+    xcb_pixmap_t pix = black_pixmap(SW, SH);
+    xcb_gcontext_t g = inferiors_gc(pix);
+    long red = 0, own = 0;
+    int x, y, bx = VX - 10, by = VY - 10, bw = VW + 100, bh = VH + 20;
+
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    note(check(xcb_copy_plane_checked(c, root, pix, g, bx, by, 0, 0, bw, bh, 1u << 22)));
+    for (y = 0; y < bh; y += 10) {
+        xcb_get_image_reply_t *r = xcb_get_image_reply(
+            c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, pix, 0, y, bw, 10, ~0u), NULL);
+        const uint32_t *d;
+        if (!r)
+            break;
+        d = (const uint32_t *) xcb_get_image_data(r);
+        for (x = 0; x < bw * 10; x++) {
+            int sx = bx + x % bw, sy = by + y + x / bw;
+            if ((d[x] & 0xffffff) != RED)
+                continue;
+            if (sx >= VX && sx < VX + VW && sy >= VY && sy < VY + VH)
+                red++;
+            else if (sx >= VX + VW + 20 && sx < VX + VW + 80 && sy >= VY && sy < VY + 60)
+                own++;
+        }
+        free(r);
+    }
+    printf("red=%ld own=%ld err=%d\n", red, own, first_err);
+    return 0;
+}
+
+/* ---- Triangles / Trapezoids: the source read wherever the shapes put it ---- */
+/* The generator's seed 1, case 4147: Triangles from a picture of the reader's own window
+ * with a negative source origin read the secure window beside it (fb reads a window
+ * source through the whole pixmap it is drawn in). Here the own window is right of the
+ * victim and the source origin VW + 20 to its left: the shapes cover VW x VH (Triangles
+ * with OVER: with SRC each triangle clears the rest of its box). */
+static int
+shapes(int trap)
+{
+    xcb_render_pictformat_t f = root_format();
+    int wx = VX + VW + 20;
+    xcb_window_t w = mkwin(root, wx, VY, VW, VH, GREEN, 0);
+    xcb_pixmap_t pix = black_pixmap(VW, VH);
+    xcb_render_picture_t src, dst = picture(pix, f, 0);
+    int32_t W = VW << 16, H = VH << 16;
+
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    src = picture(w, f, 1);
+    if (trap) {
+        xcb_render_trapezoid_t t = { 0, H, { { 0, 0 }, { 0, H } }, { { W, 0 }, { W, H } } };
+        note(check(xcb_render_trapezoids_checked(c, XCB_RENDER_PICT_OP_SRC, src, dst, 0,
+                                                 VX - wx, 0, 1, &t)));
+    } else {
+        xcb_render_triangle_t t[2] = { { { 0, 0 }, { W, 0 }, { 0, H } },
+            { { W, 0 }, { W, H }, { 0, H } } };
+        note(check(xcb_render_triangles_checked(c, XCB_RENDER_PICT_OP_OVER, src, dst, 0,
+                                                VX - wx, 0, 2, t)));
+    }
+    printf("red=%ld err=%d\n", red_of(pix, VW, VH), first_err);
+    return 0;
+}
+
 /* ---- random requests at the protocol's limits ---- */
 static int
 pick16(unsigned *seed)
@@ -491,6 +570,10 @@ main(int argc, char **argv)
         return race(m, a[0] > 0 ? a[0] : 200);
     } else if (!strcmp(m, "owncopy") || !strcmp(m, "owncomp")) {
         return own(!strcmp(m, "owncomp"));
+    } else if (!strcmp(m, "planeown")) {
+        return plane_own();
+    } else if (!strcmp(m, "tri") || !strcmp(m, "trap")) {
+        return shapes(!strcmp(m, "trap"));
     } else if (!strcmp(m, "fuzz")) {
         return fuzz(a[0], (unsigned) a[1]);
     } else {
