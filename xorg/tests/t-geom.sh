@@ -51,6 +51,7 @@ ATTACKS=(
   "copyplane-own-white|planeown"
   "triangles-past-own-window|tri"
   "trapezoids-past-own-window|trap"
+  "composite-wrap-window-origin|compwin"
 )
 RACES=("shm-race-getimage|shmget 1000" "shm-race-copyarea|shmcopy 300"
        "shm-race-composite|shmcomp 300")
