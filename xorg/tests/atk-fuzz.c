@@ -1,5 +1,5 @@
 /* CaptureShield Xorg tests: a seeded generator of random and extreme capture requests
- * (fuzz-run.sh). One process, three X clients: the victim (a red secure window with a
+ * (t-fuzz.sh). One process, three X clients: the victim (a red secure window with a
  * secret title, its own pixmaps, back buffer and SHM pixmap) and the attacker (plus the
  * attacker's RECORD reader). Every case is one read attempt through a path an untrusted
  * client has; what the attacker got back (reply, its own pixmap read back, its SHM
