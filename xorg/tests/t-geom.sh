@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # CaptureShield Xorg adversary suite: request geometry at the protocol's limits, write
 # ordering (racing SHM readers, copies into one's own secure window) and RENDER sources that
-# move pixels (filters, transforms, repeat, alpha maps, masks). The attacker (atk-geom, run
-# as uid nobody) reads the victim's 200x200 red secure window (37,500 px visible: the blue
-# window covers a corner) on a censor-mode and a deny-mode server; each attack also runs on a
-# control server with the rules off, where it must get the red pixels.
+# move pixels (filters, transforms, repeat, alpha maps, masks, shapes drawn past the
+# source window), with the generator's (t-fuzz.sh) finds as fixed cases. The attacker
+# (atk-geom, run as uid nobody) reads the victim's 200x200 red secure window (37,500 px
+# visible: the blue window covers a corner) on a censor-mode and a deny-mode server; each
+# attack also runs on a control server with the rules off, where it must get the red pixels.
 # GEOM_MODDIR=DIR loads the module from DIR instead of $OUT (e.g. an older build, to
 # measure it: the cases then fail where that build leaks).
 set -euo pipefail
