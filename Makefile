@@ -87,8 +87,8 @@ xorg-test:
 	@$(MAKE) -C xorg abi-test
 	@scripts/test-install-xorg.sh
 
-## the Xorg module's property-based generator (10,000 random and extreme requests per server,
-## xorg/tests/fuzz-run.sh; CS_FUZZ_SEED replays a run)
+## the Xorg module's property-based generator, long run (500,000 random and extreme requests
+## per server, xorg/tests/t-fuzz.sh, which xorg-test runs with 100,000; CS_FUZZ_SEED replays)
 xorg-fuzz:
 	@scripts/install-deps.sh xorg
 	@$(MAKE) -C xorg fuzz
