@@ -671,22 +671,31 @@ cs_pict_linear(PicturePtr p)
  * drawable: the composite keeps the part where the destination's coordinates, and a
  * linearly read source's and mask's, fit, with the source and mask origins moved along. */
 static void
-cs_clamp_composite(ClientPtr c)
+cs_clamp_composite(ClientPtr c, PicturePtr *p)
 {
-    PicturePtr p[3] = { cs_picture(c, g32(c, 8)), cs_picture(c, g32(c, 12)),
-        cs_picture(c, g32(c, 16)) };
-    int bx[6], by[6], nb = 0, i, lx, ly, w, h;
+    int bx[9], by[9], nb = 0, i, lx, ly, w, h;
 
     for (i = 0; i < 3; i++) {
         int ox = (INT16) g16(c, 20 + 4 * i), oy = (INT16) g16(c, 22 + 4 * i);
+        DrawablePtr d = p[i] ? p[i]->pDrawable : NULL;
         if (i < 2 && !cs_pict_linear(p[i]))
             continue;
         bx[nb] = ox;
         by[nb++] = oy;
-        if (p[i] && p[i]->pDrawable) {
-            bx[nb] = ox + p[i]->pDrawable->x;
-            by[nb++] = oy + p[i]->pDrawable->y;
+        if (!d)
+            continue;
+        /* on the screen, and in the pixmap the window is drawn in (fb's offsets) */
+        bx[nb] = ox + d->x;
+        by[nb++] = oy + d->y;
+#ifdef COMPOSITE
+        if (d->type == DRAWABLE_WINDOW) {
+            PixmapPtr px = d->pScreen->GetWindowPixmap((WindowPtr) d);
+            if (px) {
+                bx[nb] = ox + d->x - px->screen_x;
+                by[nb++] = oy + d->y - px->screen_y;
+            }
         }
+#endif
     }
     w = cs_clamp_range(bx, nb, g16(c, 32), &lx);
     h = cs_clamp_range(by, nb, g16(c, 34), &ly);
@@ -716,12 +725,16 @@ cs_render_composite(ClientPtr c)
     DDXPointRec org;
     xRectangle *rects = NULL;
     int i, n = 0;
+    PicturePtr pic[3];
 
-    if (cs_rule_on(CS_RULE_GEOMETRY))
-        cs_clamp_composite(c);
     src_id = g32(c, 8);
     mask_id = g32(c, 12);
     dst_id = g32(c, 16);
+    pic[0] = cs_picture(c, src_id);
+    pic[1] = cs_picture(c, mask_id);
+    pic[2] = cs_picture(c, dst_id);
+    if (cs_rule_on(CS_RULE_GEOMETRY))
+        cs_clamp_composite(c, pic);
     xs = (INT16) g16(c, 20);
     ys = (INT16) g16(c, 22);
     xm = (INT16) g16(c, 24);
@@ -732,8 +745,8 @@ cs_render_composite(ClientPtr c)
     h = g16(c, 34);
     RegionNull(&s1);
     RegionNull(&s2);
-    hs = cs_picture_secret(c, cs_picture(c, src_id), xs, ys, w, h, &s1, &ws);
-    hm = cs_picture_secret(c, cs_picture(c, mask_id), xm, ym, w, h, &s2, &wm);
+    hs = cs_picture_secret(c, pic[0], xs, ys, w, h, &s1, &ws);
+    hm = cs_picture_secret(c, pic[1], xm, ym, w, h, &s2, &wm);
     if (!hs && !hm) {
         RegionUninit(&s1);
         RegionUninit(&s2);
@@ -744,7 +757,7 @@ cs_render_composite(ClientPtr c)
         RegionUninit(&s2);
         return cs_render_refuse(c, hs ? src_id : mask_id);
     }
-    dst = cs_picture(c, dst_id);
+    dst = pic[2];
     cs_box_clamp(&all, xd, yd, w, h);
     if (hs) {
         if (ws)
