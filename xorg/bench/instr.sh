@@ -21,6 +21,8 @@ cleanup() {
   local p
   for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_all_xorg
+  # CS_INSTR_KEEP=DIR: keep callgrind's dumps (cg.W.*, cg.N.*) there for callgrind_annotate
+  [ -n "${CS_INSTR_KEEP:-}" ] && { mkdir -p "$CS_INSTR_KEEP"; cp "$TMP"/cg.* "$CS_INSTR_KEEP"/ 2>/dev/null || true; }
   rm -rf "$TMP"
 }
 trap cleanup EXIT
