@@ -39,7 +39,7 @@ g8(ClientPtr c, int off)
     return ((unsigned char *) c->requestBuffer)[off];
 }
 
-static int
+static inline int
 cs_call_orig(ClientPtr c)
 {
     int major = g8(c, 0);
@@ -522,8 +522,43 @@ cs_forget_window(WindowPtr win)
  * Deny mode refuses before the real request runs. CopyPlane's request starts like
  * CopyArea's. The fields are decoded first: the real request swaps a swapped one in
  * place. */
+static int cs_ProcCopy_full(ClientPtr c);
+
+/* The common case first, in a small function: a request in the server's byte order
+ * between the last windows (cs_copy_drawable's cache), geometry in range (cs_clamp_copy
+ * would leave it as it is), from the last source found clear at this cs_gen. Exactly
+ * what cs_ProcCopy_full does then (the real request at once), with no decoding into
+ * locals and no stack frame; anything else goes there. */
 static int
 cs_ProcCopy(ClientPtr c)
+{
+    const xCopyAreaReq *r = (const xCopyAreaReq *) c->requestBuffer;
+    DrawablePtr s, d;
+    int w, h;
+
+    if (c->swapped || c->req_len < 7 || !cs_last_src || r->srcDrawable != cs_last_src_id ||
+        cs_last_src_clear != cs_gen)
+        return cs_ProcCopy_full(c);
+    s = &cs_last_src->drawable;
+    if (r->dstDrawable == cs_last_src_id)
+        d = s;
+    else if (r->dstDrawable == cs_last_dst_id && cs_last_dst)
+        d = &cs_last_dst->drawable;
+    else
+        return cs_ProcCopy_full(c);
+    w = r->width;
+    h = r->height;
+    if (cs_rule_on(CS_RULE_GEOMETRY) &&
+        !(w && h && r->srcX + w <= MAXSHORT && r->dstX + w <= MAXSHORT &&
+          r->srcY + h <= MAXSHORT && r->dstY + h <= MAXSHORT &&
+          CS_SPAN_OK(s->x + r->srcX, w) && CS_SPAN_OK(d->x + r->dstX, w) &&
+          CS_SPAN_OK(s->y + r->srcY, h) && CS_SPAN_OK(d->y + r->dstY, h)))
+        return cs_ProcCopy_full(c);
+    return cs_orig_proc[r->reqType](c);
+}
+
+static int __attribute__((noinline))
+cs_ProcCopy_full(ClientPtr c)
 {
     XID src_id, dst_id, gc_id;
     int sx, sy, dx, dy, w, h, r;

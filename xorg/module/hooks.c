@@ -344,7 +344,11 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
     if (!(rec->access_mode & CS_PROP_CHANGE)) {
         /* a read (GetProperty without delete, ListProperties): of the rules below only
          * the hidden properties concern it (the trail, the root's and the tag's rules
-         * concern changes) */
+         * concern changes); a client reading its own window's: none (cs_prop_hidden's
+         * first answer, without the call) */
+        if (CLIENT_ID(rec->pWin->drawable.id) == rec->client->index &&
+            cs_rule_on(CS_RULE_PROPS))
+            return;
         if ((rec->access_mode & (DixReadAccess | DixGetAttrAccess)) &&
             cs_prop_hidden(rec->client, rec->pWin, prop->propertyName) &&
             ((rec->access_mode & DixReadAccess) || cs_rule_on(CS_RULE_PROPS)))
@@ -443,6 +447,15 @@ cs_ProcProperty(ClientPtr c)
     return r;
 }
 
+/* GetProperty without delete changes nothing: the real request at once */
+static int
+cs_ProcGetProperty(ClientPtr c)
+{
+    if (!((xReq *) c->requestBuffer)->data)
+        return c->swapped ? cs_orig_sprop[X_GetProperty](c) : cs_orig_prop[X_GetProperty](c);
+    return cs_ProcProperty(c);
+}
+
 Bool
 cs_hooks_init(void)
 {
@@ -465,8 +478,8 @@ cs_hooks_init(void)
                    cs_dri2_major > 0 ? "present (guarded)" : "absent",
                    cs_dri3_major > 0 ? "present (guarded)" : "absent");
     for (i = 0; i < sizeof(majors) / sizeof(majors[0]); i++)
-        if (!cs_wrap_proc(majors[i], cs_ProcProperty, &cs_orig_prop[majors[i]],
-                          &cs_orig_sprop[majors[i]]))
+        if (!cs_wrap_proc(majors[i], majors[i] == X_GetProperty ? cs_ProcGetProperty :
+                          cs_ProcProperty, &cs_orig_prop[majors[i]], &cs_orig_sprop[majors[i]]))
             return FALSE;
     {
         static const char *const names[] = { "WM_NAME", "WM_ICON_NAME", "_NET_WM_NAME",
