@@ -272,6 +272,14 @@ main(int argc, char **argv)
         else if (!strcmp(op, "fill10")) {
             xcb_rectangle_t r = { 30, 30, 10, 10 };
             xcb_poly_fill_rectangle(c, a, gc, 1, &r);
+        } else if (!strcmp(op, "mapunmap")) {
+            static xcb_window_t pop;
+            if (!pop) {                 /* a 100x100 popup over the window (counted once) */
+                pop = win(100, 100, 100, 100, 0xffffff);
+                xcb_unmap_window(c, pop);
+            }
+            xcb_map_window(c, pop);     /* one map and one unmap: one "request" here */
+            xcb_unmap_window(c, pop);
         } else if (!strcmp(op, "noop"))
             xcb_no_operation(c);
         else if (!strcmp(op, "getprop"))
@@ -399,6 +407,7 @@ row "NoOperation" noop 100000
 row "GetProperty (WM_NAME, own window)" getprop 10000
 row "XTEST FakeInput key (press/release)" xtestkey 2000
 row "GetImage 1x1 of the root" getimage1root 5000
+row "Map + Unmap of a popup (per pair)" mapunmap 2000
 row "GetImage 10x10, 100 in flight" getimage10p 5000
 row "GetProperty, 100 in flight" getpropp 10000
 row "GetImage 1x1 of the root, 100 in flight" getimage1rootp 5000
