@@ -820,12 +820,22 @@ cs_box_clamp(BoxPtr b, int x, int y, int w, int h)
  * (what cs_secret_for_read answers 0 to before it looks at the client: its fast path);
  * 0: not known, ask cs_secret_for_read. Costs no allocation and no call into the
  * client's state, so a read that misses every secure pixel pays for no trust check. */
-int
-cs_read_clear(DrawablePtr draw, int x, int y, int w, int h)
+static int __attribute__((noinline))
+cs_read_clear_rects(struct cs_screen *cs, int x, int y, int w, int h)
+{
+    BoxRec box;
+
+    cs_box_clamp(&box, x, y, w, h);
+    return RegionContainsRect(&cs->secret, &box) == rgnOUT;
+}
+
+/* everything but a framebuffer window read while windows are secure and the area is
+ * computed */
+static int __attribute__((noinline))
+cs_read_clear_slow(DrawablePtr draw, int x, int y, int w, int h)
 {
     WindowPtr dom;
     struct cs_screen *cs;
-    BoxRec box;
 
     if (w <= 0 || h <= 0 || cs_cfg.paused)
         return 1;
@@ -840,17 +850,34 @@ cs_read_clear(DrawablePtr draw, int x, int y, int w, int h)
         return 0;
     if (!RegionNotEmpty(&cs->secret))
         return 1;
+    return cs_read_clear_rects(cs, draw->x + x, draw->y + y, w, h);
+}
+
+/* The common answer first, with no call but tail calls (so no stack frame): a window
+ * read from the framebuffer while windows are secure and the secret area is computed. */
+int
+cs_read_clear(DrawablePtr draw, int x, int y, int w, int h)
+{
+    WindowPtr dom;
+    struct cs_screen *cs;
+    BoxPtr e;
+
+    if (w <= 0 || h <= 0 || cs_cfg.paused || draw->type != DRAWABLE_WINDOW || !cs_nsecure)
+        return cs_read_clear_slow(draw, x, y, w, h);
+    dom = cs_domain((WindowPtr) draw);
+    cs = SCR(draw->pScreen);
+    if (dom->parent || cs->dirty)
+        return 0;
+    if (!RegionNotEmpty(&cs->secret))
+        return 1;
     x += draw->x;
     y += draw->y;
-    {
-        /* the box (in int) misses the secret area's extents (which lie in the 16-bit
-         * range): so does the box clamped to that range */
-        BoxPtr e = RegionExtents(&cs->secret);
-        if (x >= e->x2 || x + w <= e->x1 || y >= e->y2 || y + h <= e->y1)
-            return 1;
-    }
-    cs_box_clamp(&box, x, y, w, h);
-    return RegionContainsRect(&cs->secret, &box) == rgnOUT;
+    /* the box (in int) misses the secret area's extents (which lie in the 16-bit range):
+     * so does the box clamped to that range */
+    e = RegionExtents(&cs->secret);
+    if (x >= e->x2 || x + w <= e->x1 || y >= e->y2 || y + h <= e->y1)
+        return 1;
+    return cs_read_clear_rects(cs, x, y, w, h);
 }
 
 int
