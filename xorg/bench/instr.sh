@@ -21,6 +21,8 @@ cleanup() {
   local p
   for p in "${BG[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_all_xorg
+  # CS_INSTR_KEEP=DIR: keep callgrind's dumps (cg.W.*, cg.N.*) there for callgrind_annotate
+  [ -n "${CS_INSTR_KEEP:-}" ] && { mkdir -p "$CS_INSTR_KEEP"; cp "$TMP"/cg.* "$CS_INSTR_KEEP"/ 2>/dev/null || true; }
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -220,6 +222,38 @@ main(int argc, char **argv)
         printf("median_us=%.0f p99_us=%.0f\n", t[n / 2], t[n * 99 / 100]);
         return 0;
     }
+    if (!strcmp(op, "getimage10p") || !strcmp(op, "getimage1rootp") || !strcmp(op, "getpropp")) {
+        /* the same requests 100 in flight (replies read in batches): the server reads
+         * many requests per wakeup, so its per-wakeup work (which varies from run to run
+         * with when the client's next request arrives) no longer counts per request */
+        enum { B = 100 };
+        unsigned int ck[B];
+        long k0 = 0, k;
+        for (i = 0; i < n; i++) {
+            if (op[3] == 'p')
+                ck[i % B] = xcb_get_property(c, 0, a, XCB_ATOM_WM_NAME, XCB_ATOM_STRING, 0,
+                                             10).sequence;
+            else if (!strcmp(op, "getimage10p"))
+                ck[i % B] = xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, a, 10, 10, 10, 10,
+                                          ~0u).sequence;
+            else
+                ck[i % B] = xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, root, 400, 300, 1, 1,
+                                          ~0u).sequence;
+            if (i % B == B - 1 || i == n - 1) {
+                for (k = k0; k <= i; k++) {
+                    if (op[3] == 'p') {
+                        xcb_get_property_cookie_t q = { ck[k % B] };
+                        free(xcb_get_property_reply(c, q, NULL));
+                    } else {
+                        xcb_get_image_cookie_t q = { ck[k % B] };
+                        free(xcb_get_image_reply(c, q, NULL));
+                    }
+                }
+                k0 = i + 1;
+            }
+        }
+        n = 0;
+    }
     for (i = 0; i < n; i++) {
         if (!strcmp(op, "copyarea10"))
             xcb_copy_area(c, a, b, gc, 10, 10, 20, 20, 10, 10);
@@ -238,6 +272,14 @@ main(int argc, char **argv)
         else if (!strcmp(op, "fill10")) {
             xcb_rectangle_t r = { 30, 30, 10, 10 };
             xcb_poly_fill_rectangle(c, a, gc, 1, &r);
+        } else if (!strcmp(op, "mapunmap")) {
+            static xcb_window_t pop;
+            if (!pop) {                 /* a 100x100 popup over the window (counted once) */
+                pop = win(100, 100, 100, 100, 0xffffff);
+                xcb_unmap_window(c, pop);
+            }
+            xcb_map_window(c, pop);     /* one map and one unmap: one "request" here */
+            xcb_unmap_window(c, pop);
         } else if (!strcmp(op, "noop"))
             xcb_no_operation(c);
         else if (!strcmp(op, "getprop"))
@@ -316,6 +358,19 @@ counted() {
   wait "$p" 2>/dev/null || true
   f=$(ls -t "$TMP"/cg."$s".* | head -1)
   sed -n 's/^summary: //p' "$f" | awk -v n="$n" '{ printf "%.0f", $1 / n }'
+  if [ "$s" = W ]; then own_ir "$f" "$n" >>"$TMP/own.$s"; fi
+}
+# own_ir DUMP N: the instructions spent in the module's own code (self cost of its
+# functions, the object libcaptureshield.so) per request; not the server code it calls
+# or causes (callback lists, region operations, conversions for its hooks)
+own_ir() {
+  local id
+  id=$(cat "$TMP"/cg.W* | sed -n 's/^c\{0,1\}ob=(\([0-9]*\)) .*libcaptureshield\.so$/\1/p' | head -1)
+  awk -v id="$id" -v n="$2" '
+    /^ob=\(/ { s = $0; sub(/^ob=\(/, "", s); sub(/\).*/, "", s); ob = s; next }
+    /^calls=/ { skip = 1; next }
+    /^[0-9+*-]/ { if (skip) { skip = 0; next } if (ob == id) sum += $2; next }
+    END { printf "%.0f\n", sum / n }' "$1"
 }
 # per SERVER OP N: instructions per request, the mean of two runs
 per() {
@@ -331,13 +386,17 @@ if has ops; then
 echo "# Xorg 21.1.7, dummy driver, 800x600x24; server instructions per request (callgrind Ir,"
 echo "# counted from after the client's setup to its last reply, mean of 2 runs); another client's red secure"
 echo "# window and a plain window are mapped on both servers"
-printf '%-34s %7s %12s %12s %8s\n' operation N without with "ratio"
+echo "# (own: instructions in the module's own functions per request, with; deterministic,"
+echo "# where the totals also vary with the server's wakeups and malloc paths)"
+printf '%-40s %7s %12s %12s %8s %6s\n' operation N without with "ratio" own
 row() {
-  local label=$1 op=$2 n=$(( $3 * SCALE )) wo wi
+  local label=$1 op=$2 n=$(( $3 * SCALE )) wo wi own
   wo=$(per N "$op" "$n")
+  rm -f "$TMP/own.W"
   wi=$(per W "$op" "$n")
-  printf '%-34s %7s %12s %12s %8s\n' "$label" "$n" "$wo" "$wi" \
-    "$(awk -v a="$wo" -v b="$wi" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+  own=$(awk '{ s += $1 } END { if (NR) printf "%.0f", s / NR }' "$TMP/own.W")
+  printf '%-40s %7s %12s %12s %8s %6s\n' "$label" "$n" "$wo" "$wi" \
+    "$(awk -v a="$wo" -v b="$wi" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')" "$own"
 }
 row "CopyArea 10x10 win->win" copyarea10 20000
 row "GetImage 10x10 (own window)" getimage10 5000
@@ -348,6 +407,10 @@ row "NoOperation" noop 100000
 row "GetProperty (WM_NAME, own window)" getprop 10000
 row "XTEST FakeInput key (press/release)" xtestkey 2000
 row "GetImage 1x1 of the root" getimage1root 5000
+row "Map + Unmap of a popup (per pair)" mapunmap 2000
+row "GetImage 10x10, 100 in flight" getimage10p 5000
+row "GetProperty, 100 in flight" getpropp 10000
+row "GetImage 1x1 of the root, 100 in flight" getimage1rootp 5000
 fi
 
 # ---- cost as an attack ----

@@ -39,7 +39,7 @@ g8(ClientPtr c, int off)
     return ((unsigned char *) c->requestBuffer)[off];
 }
 
-static int
+static inline int
 cs_call_orig(ClientPtr c)
 {
     int major = g8(c, 0);
@@ -124,8 +124,29 @@ cs_blank_image(DrawablePtr draw, int sx, int sy, int w, unsigned int format, cha
  * client sees while the request runs (ShmGetImage writes into the client's segment), so
  * no secret pixel is ever written there, not even for a moment. No buffer: all black. */
 static void
+cs_GetImage_censored(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
+                     unsigned long planemask, char *out);
+
+static void
 cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
             unsigned long planemask, char *out)
+{
+    ScreenPtr s = draw->pScreen;
+
+    /* the common case: the box misses every secret pixel, whoever reads (no client
+     * looked up, no region) */
+    if (!cs_rule_on(CS_RULE_GETIMAGE) || cs_read_clear(draw, sx, sy, w, h)) {
+        s->GetImage = CS_ORIG_GETIMAGE(s);
+        s->GetImage(draw, sx, sy, w, h, format, planemask, out);
+        s->GetImage = cs_GetImage;
+        return;
+    }
+    cs_GetImage_censored(draw, sx, sy, w, h, format, planemask, out);
+}
+
+static void __attribute__((noinline))
+cs_GetImage_censored(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
+                     unsigned long planemask, char *out)
 {
     ScreenPtr s = draw->pScreen;
     ClientPtr client = GetCurrentClient();
@@ -325,15 +346,23 @@ static WindowPtr cs_last_dst;
 /* The drawable `id` of a copy, from the last source or destination window when it is one
  * of them (a client copying within or between its windows again and again: no resource
  * table walk), else looked up with no client (no XACE hook) and remembered if a window. */
-static DrawablePtr
+static DrawablePtr cs_copy_lookup(XID id, int is_src);
+
+static inline DrawablePtr
 cs_copy_drawable(XID id, int is_src)
 {
-    void *p;
-
     if (id == cs_last_src_id && cs_last_src)
         return &cs_last_src->drawable;
     if (id == cs_last_dst_id && cs_last_dst)
         return &cs_last_dst->drawable;
+    return cs_copy_lookup(id, is_src);
+}
+
+static DrawablePtr __attribute__((noinline))
+cs_copy_lookup(XID id, int is_src)
+{
+    void *p;
+
     if (dixLookupResourceByClass(&p, id, RC_DRAWABLE, NullClient, DixReadAccess) != Success)
         return NULL;
     if (((DrawablePtr) p)->type == DRAWABLE_WINDOW) {
@@ -349,27 +378,62 @@ cs_copy_drawable(XID id, int is_src)
     return p;
 }
 
+/* A CopyArea or CopyPlane request's fields (CopyPlane's request starts like CopyArea's),
+ * decoded once: straight from the request when it is in the server's byte order. */
+struct cs_copy_args {
+    XID src, dst, gc;
+    int sx, sy, dx, dy, w, h;
+};
+
+static void
+cs_copy_decode(ClientPtr c, struct cs_copy_args *a)
+{
+    const xCopyAreaReq *r = (const xCopyAreaReq *) c->requestBuffer;
+
+    if (!c->swapped) {
+        a->src = r->srcDrawable;
+        a->dst = r->dstDrawable;
+        a->gc = r->gc;
+        a->sx = r->srcX;
+        a->sy = r->srcY;
+        a->dx = r->dstX;
+        a->dy = r->dstY;
+        a->w = r->width;
+        a->h = r->height;
+        return;
+    }
+    a->src = g32(c, 4);
+    a->dst = g32(c, 8);
+    a->gc = g32(c, 12);
+    a->sx = (INT16) g16(c, 16);
+    a->sy = (INT16) g16(c, 18);
+    a->dx = (INT16) g16(c, 20);
+    a->dy = (INT16) g16(c, 22);
+    a->w = g16(c, 24);
+    a->h = g16(c, 26);
+}
+
+/* MINSHORT <= v && v + n <= MAXSHORT, for 0 <= n <= 65535, in one comparison */
+#define CS_SPAN_OK(v, n) ((unsigned) ((v) - MINSHORT) <= (unsigned) (MAXSHORT - MINSHORT - (n)))
+
 /* CopyArea / CopyPlane geometry clamped in the request itself, before anyone reads it:
  * what lies past the 16-bit range exists in no drawable, so the copy does the same, and
  * neither the secret computed here nor the server's own boxes wrap. Every client's
- * request passes here (the stock server was seen to crash on such copies). */
+ * request passes here (the stock server was seen to crash on such copies). `a` follows
+ * the request. */
 static void
-cs_clamp_copy(ClientPtr c)
+cs_clamp_copy(ClientPtr c, struct cs_copy_args *a)
 {
     DrawablePtr s, d;
-    int sx = (INT16) g16(c, 16), sy = (INT16) g16(c, 18);
-    int dx = (INT16) g16(c, 20), dy = (INT16) g16(c, 22);
-    int w = g16(c, 24), h = g16(c, 26);
+    int sx = a->sx, sy = a->sy, dx = a->dx, dy = a->dy, w = a->w, h = a->h;
 
-    if (!(s = cs_copy_drawable(g32(c, 4), 1)) || !(d = cs_copy_drawable(g32(c, 8), 0)))
+    if (!(s = cs_copy_drawable(a->src, 1)) || !(d = cs_copy_drawable(a->dst, 0)))
         return;                 /* the real request reports the error */
-    /* the common case: every coordinate already in range, the request stays as it is */
-    if (sx >= MINSHORT && sx + w <= MAXSHORT && s->x + sx >= MINSHORT &&
-        s->x + sx + w <= MAXSHORT && dx >= MINSHORT && dx + w <= MAXSHORT &&
-        d->x + dx >= MINSHORT && d->x + dx + w <= MAXSHORT &&
-        sy >= MINSHORT && sy + h <= MAXSHORT && s->y + sy >= MINSHORT &&
-        s->y + sy + h <= MAXSHORT && dy >= MINSHORT && dy + h <= MAXSHORT &&
-        d->y + dy >= MINSHORT && d->y + dy + h <= MAXSHORT && w && h)
+    /* the common case: every coordinate already in range, the request stays as it is
+     * (sx, sy, dx, dy are INT16 and w, h >= 0: the near ends are in range on their own) */
+    if (w && h && sx + w <= MAXSHORT && dx + w <= MAXSHORT && sy + h <= MAXSHORT &&
+        dy + h <= MAXSHORT && CS_SPAN_OK(s->x + sx, w) && CS_SPAN_OK(d->x + dx, w) &&
+        CS_SPAN_OK(s->y + sy, h) && CS_SPAN_OK(d->y + dy, h))
         return;
     cs_clamp_axis(&sx, &dx, &w, s->x, d->x);
     cs_clamp_axis(&sy, &dy, &h, s->y, d->y);
@@ -381,6 +445,12 @@ cs_clamp_copy(ClientPtr c)
     p16(c, 22, dy);
     p16(c, 24, w);
     p16(c, 26, h);
+    a->sx = sx;
+    a->sy = sy;
+    a->dx = dx;
+    a->dy = dy;
+    a->w = w;
+    a->h = h;
 }
 
 /* Takes `rgn` (destination coordinates) out of the GC's clip for one request; *saved gets
@@ -452,8 +522,43 @@ cs_forget_window(WindowPtr win)
  * Deny mode refuses before the real request runs. CopyPlane's request starts like
  * CopyArea's. The fields are decoded first: the real request swaps a swapped one in
  * place. */
+static int cs_ProcCopy_full(ClientPtr c);
+
+/* The common case first, in a small function: a request in the server's byte order
+ * between the last windows (cs_copy_drawable's cache), geometry in range (cs_clamp_copy
+ * would leave it as it is), from the last source found clear at this cs_gen. Exactly
+ * what cs_ProcCopy_full does then (the real request at once), with no decoding into
+ * locals and no stack frame; anything else goes there. */
 static int
 cs_ProcCopy(ClientPtr c)
+{
+    const xCopyAreaReq *r = (const xCopyAreaReq *) c->requestBuffer;
+    DrawablePtr s, d;
+    int w, h;
+
+    if (c->swapped || c->req_len < 7 || !cs_last_src || r->srcDrawable != cs_last_src_id ||
+        cs_last_src_clear != cs_gen)
+        return cs_ProcCopy_full(c);
+    s = &cs_last_src->drawable;
+    if (r->dstDrawable == cs_last_src_id)
+        d = s;
+    else if (r->dstDrawable == cs_last_dst_id && cs_last_dst)
+        d = &cs_last_dst->drawable;
+    else
+        return cs_ProcCopy_full(c);
+    w = r->width;
+    h = r->height;
+    if (cs_rule_on(CS_RULE_GEOMETRY) &&
+        !(w && h && r->srcX + w <= MAXSHORT && r->dstX + w <= MAXSHORT &&
+          r->srcY + h <= MAXSHORT && r->dstY + h <= MAXSHORT &&
+          CS_SPAN_OK(s->x + r->srcX, w) && CS_SPAN_OK(d->x + r->dstX, w) &&
+          CS_SPAN_OK(s->y + r->srcY, h) && CS_SPAN_OK(d->y + r->dstY, h)))
+        return cs_ProcCopy_full(c);
+    return cs_orig_proc[r->reqType](c);
+}
+
+static int __attribute__((noinline))
+cs_ProcCopy_full(ClientPtr c)
 {
     XID src_id, dst_id, gc_id;
     int sx, sy, dx, dy, w, h, r;
@@ -461,12 +566,14 @@ cs_ProcCopy(ClientPtr c)
     DrawablePtr src;
     RegionRec secret;
     struct cs_blank bl;
+    struct cs_copy_args a;
 
     if (c->req_len < 7)
         return cs_call_orig(c);
+    cs_copy_decode(c, &a);
     if (cs_rule_on(CS_RULE_GEOMETRY))
-        cs_clamp_copy(c);
-    src_id = g32(c, 4);
+        cs_clamp_copy(c, &a);
+    src_id = a.src;
     /* the same source again, and nothing moved since it was found clear: the copy can
      * read nothing secret, whoever asks (the common case: a client copying inside its own
      * window, a terminal scrolling) */
@@ -489,14 +596,14 @@ cs_ProcCopy(ClientPtr c)
         cs_last_src_clear = cs_gen;
         return cs_call_orig(c);
     }
-    dst_id = g32(c, 8);
-    gc_id = g32(c, 12);
-    sx = (INT16) g16(c, 16);
-    sy = (INT16) g16(c, 18);
-    dx = (INT16) g16(c, 20);
-    dy = (INT16) g16(c, 22);
-    w = g16(c, 24);
-    h = g16(c, 26);
+    dst_id = a.dst;
+    gc_id = a.gc;
+    sx = a.sx;
+    sy = a.sy;
+    dx = a.dx;
+    dy = a.dy;
+    w = a.w;
+    h = a.h;
     RegionNull(&secret);
     if (!cs_secret_for_read(c, src, sx, sy, w, h, &secret)) {
         RegionUninit(&secret);

@@ -77,6 +77,15 @@ cs_rgn_ok(Bool ok, RegionPtr r)
 #include <sys/types.h>
 #include <stdlib.h>
 
+/* CLIENT_ID without a call: resource.h's calls ResourceClientBits() at every use (a hook
+ * runs it for each resource lookup). The number of client bits is fixed when the server
+ * starts (-maxclients); module.c sets cs_client_shift at each generation's init, before
+ * any wrapper or hook of the module is installed. Same value as resource.h's. */
+extern int cs_client_shift;
+#undef CLIENT_ID
+#define CLIENT_ID(id) \
+    ((int) (((XID) (id) & ((1U << RESOURCE_AND_CLIENT_COUNT) - 1)) >> cs_client_shift))
+
 #define CS_NAME "CAPTURESHIELD"
 #define CS_MAJOR_VERSION 1
 #define CS_MINOR_VERSION 2
@@ -157,11 +166,55 @@ const char *cs_mode_name(void);
 /* trust.c */
 Bool cs_trust_init(void);
 enum cs_trust cs_client_trust(ClientPtr client);
-int cs_client_trusted(ClientPtr client);
+/* Per X client state (trust.c), a client private. Client privates are zeroed for every
+ * new connection, so a grant, a selected event mask or a cached identity never outlives
+ * the X client it belongs to, whatever PID or resource base a later client gets. */
+struct cs_client {
+    unsigned char identity_known;
+    unsigned char exe_trusted;
+    unsigned char granted;
+    unsigned char redirect_logged;
+    int owned_secure;           /* secure windows this client owns */
+    CARD32 event_mask;
+    unsigned long reported_seq; /* cs_report_once: sequence + 1 of the last reported request */
+    /* issue 26: the identity trust was given to (identity.c), re-checked on use */
+    unsigned char refused;      /* trust refused or lost: for good on this connection */
+    int role;                   /* enum cs_role */
+    dev_t dev;
+    ino_t ino;
+    CARD32 checked_ms;          /* last successful check */
+    unsigned char first_use;    /* trusted, not used yet: the first use re-checks */
+};
+extern DevPrivateKeyRec cs_client_key_rec;
+
+static inline struct cs_client *
+cs_client_state(ClientPtr client)
+{
+    return dixLookupPrivate(&client->devPrivates, &cs_client_key_rec);
+}
+
+/* A client whose identity is known, not trusted and not granted: cs_client_trust answers
+ * CS_TRUST_NONE for it with no side effect (no identification, no re-check), so the
+ * untrusted reader of every request pays no call. Anything else goes to cs_client_trust
+ * (identification, the rate-limited re-check of a trusted client). */
+static inline int
+cs_client_trusted(ClientPtr client)
+{
+    if (client && client != serverClient && client->index != 0) {
+        const struct cs_client *st = cs_client_state(client);
+        if (st->identity_known && !st->exe_trusted && !st->granted)
+            return 0;
+    }
+    return cs_client_trust(client) != CS_TRUST_NONE;
+}
 int cs_client_trusted_strict(ClientPtr client);    /* server or Trust list (not granted) */
 int cs_grant(ClientPtr target, Bool on);
 void cs_note_secure_owner(WindowPtr win, int delta);
-int cs_client_owns_secure(ClientPtr client);
+static inline int
+cs_client_owns_secure(ClientPtr client)
+{
+    return client && client != serverClient && cs_client_state(client)->owned_secure > 0;
+}
 void cs_set_event_mask(ClientPtr client, CARD32 mask);
 CARD32 cs_event_mask(ClientPtr client);
 void cs_note_redirect(ClientPtr client, WindowPtr win);
@@ -190,7 +243,13 @@ const char *cs_reason_name(enum cs_reason r);
 
 /* region.c */
 Bool cs_region_init(void);
-int cs_win_secure(WindowPtr win);
+/* the window's tag: the first byte of its window private (region.c, struct cs_window) */
+extern DevPrivateKeyRec cs_window_key_rec;
+static inline int
+cs_win_secure(WindowPtr win)
+{
+    return *(unsigned char *) dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
+}
 int cs_win_in_secure(WindowPtr win);    /* the window or one of its ancestors is secure */
 int cs_win_has_secure(WindowPtr win);   /* the window, an ancestor or a descendant is secure */
 void cs_update_secure(WindowPtr win);
@@ -198,7 +257,17 @@ int cs_client_is_wm(ClientPtr client);  /* holds SubstructureRedirect on a root 
 int cs_win_frames_secure(WindowPtr top, ClientPtr reader);
 int cs_win_title_secret(WindowPtr win, ClientPtr reader);
 void cs_mark_dirty(void);
-int cs_secure_count(void);
+int cs_secure_count_slow(void);
+extern int cs_nsecure;          /* secure windows in existence (region.c) */
+/* Nonzero while something is secret: a secure window exists or a residue (stale area,
+ * trail) remains; 0 while protection is paused. */
+static inline int
+cs_secure_count(void)
+{
+    if (cs_nsecure && !cs_cfg.paused)
+        return cs_nsecure;
+    return cs_secure_count_slow();
+}
 /* A secure window's state changed in a way a compositor animates: the whole screen is
  * secret for TrailMs (region.c, "the trail"). */
 void cs_settle(void);
@@ -211,6 +280,9 @@ extern unsigned long cs_gen;
 int cs_win_clear(WindowPtr win);
 int cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int h,
                        RegionPtr out);
+/* 1: no client reads a secret pixel in that box now (no client state looked at); 0: ask
+ * cs_secret_for_read. */
+int cs_read_clear(DrawablePtr draw, int x, int y, int w, int h);
 void cs_box_clamp(BoxPtr b, int x, int y, int w, int h);   /* in int, to the 16-bit range */
 int cs_pixmap_tainted(PixmapPtr pix);
 void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pixmap lives */

@@ -40,8 +40,14 @@ cs_trusted_for(ClientPtr client, WindowPtr win)
 }
 
 /* The resource-access hook. It is not registered all the time (see cs_hook_hold): only
- * while a Composite, DRI2, DRI3 or DOUBLE-BUFFER request runs, and while a tainted
- * pixmap exists. Every rule below concerns one of those two cases. */
+ * while a Composite, DRI2, DRI3 or DOUBLE-BUFFER request runs, while a tainted pixmap
+ * exists and while a secure window exists (the resources of its owner, secret.c). */
+static void cs_resource_check(XaceResourceAccessRec *rec);
+
+/* The client whose wrapped Composite, DRI2, DRI3 or DOUBLE-BUFFER request runs
+ * (cs_ProcArmed), NULL: none. */
+static ClientPtr cs_armed_client;
+
 static void
 cs_resource_hook(CallbackListPtr *list, void *data, void *call)
 {
@@ -52,6 +58,21 @@ cs_resource_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !client)
         return;
+    /* the common cases, in a few instructions (the hook runs for every resource lookup
+     * while a secure window exists): a window looked up outside a Composite, DRI2, DRI3
+     * or DOUBLE-BUFFER request (see below), and a client's own resource that is no
+     * drawable (its GC, font, colormap...: no rule concerns it) */
+    if (rec->rtype == RT_WINDOW ? client != cs_armed_client :
+        (!(rec->rtype & RC_DRAWABLE) && CLIENT_ID(rec->id) == client->index))
+        return;
+    cs_resource_check(rec);
+}
+
+static void __attribute__((noinline))
+cs_resource_check(XaceResourceAccessRec *rec)
+{
+    ClientPtr client = rec->client;
+
     if (rec->rtype == RT_WINDOW && client->majorOp != cs_composite_major &&
         client->majorOp != cs_dri2_major && client->majorOp != cs_dri3_major &&
         client->majorOp != cs_dbe_major)
@@ -199,10 +220,13 @@ static int
 cs_ProcArmed(ClientPtr c)
 {
     int major = ((xReq *) c->requestBuffer)->reqType, r;
+    ClientPtr was = cs_armed_client;
 
     if (!cs_hook_hold())
         return BadAlloc;
+    cs_armed_client = c;
     r = c->swapped ? cs_orig_sarmed[major](c) : cs_orig_armed[major](c);
+    cs_armed_client = was;
     cs_hook_release();
     return r;
 }
@@ -302,6 +326,11 @@ cs_prop_hidden(ClientPtr client, WindowPtr win, Atom name)
     return cs_win_title_secret(win, client);
 }
 
+/* the access modes that change a property (root_property_refused and the tag's rule
+ * look at these; the trail at a subset) */
+#define CS_PROP_CHANGE (DixWriteAccess | DixDestroyAccess | DixCreateAccess | \
+                        DixSetAttrAccess | DixBlendAccess)
+
 static void
 cs_property_hook(CallbackListPtr *list, void *data, void *call)
 {
@@ -312,6 +341,20 @@ cs_property_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (rec->status != Success || !rec->ppProp || !(prop = *rec->ppProp))
         return;
+    if (!(rec->access_mode & CS_PROP_CHANGE)) {
+        /* a read (GetProperty without delete, ListProperties): of the rules below only
+         * the hidden properties concern it (the trail, the root's and the tag's rules
+         * concern changes); a client reading its own window's: none (cs_prop_hidden's
+         * first answer, without the call) */
+        if (CLIENT_ID(rec->pWin->drawable.id) == rec->client->index &&
+            cs_rule_on(CS_RULE_PROPS))
+            return;
+        if ((rec->access_mode & (DixReadAccess | DixGetAttrAccess)) &&
+            cs_prop_hidden(rec->client, rec->pWin, prop->propertyName) &&
+            ((rec->access_mode & DixReadAccess) || cs_rule_on(CS_RULE_PROPS)))
+            rec->status = BadMatch;     /* as below */
+        return;
+    }
     if ((rec->access_mode & (DixWriteAccess | DixCreateAccess | DixDestroyAccess)) &&
         (((prop->propertyName == cs_wm_state || prop->propertyName == cs_net_wm_state) &&
           cs_win_title_secret(rec->pWin, serverClient)) ||
@@ -376,7 +419,6 @@ cs_ProcProperty(ClientPtr c)
     WindowPtr win;
 
     if (c->req_len >= 3) {
-        wid = r32(c, 4);
         switch (major) {
         case X_ChangeProperty:
         case X_DeleteProperty:
@@ -384,14 +426,18 @@ cs_ProcProperty(ClientPtr c)
             recheck = prop == cs_secure_atom() || prop == cs_policy_atom();
             break;
         case X_GetProperty:
-            prop = r32(c, 8);
-            recheck = ((xReq *) c->requestBuffer)->data &&
-                (prop == cs_secure_atom() || prop == cs_policy_atom());
+            /* only a GetProperty with delete can remove the tag */
+            if (((xReq *) c->requestBuffer)->data) {
+                prop = r32(c, 8);
+                recheck = prop == cs_secure_atom() || prop == cs_policy_atom();
+            }
             break;
         case X_RotateProperties:
             recheck = 1;
             break;
         }
+        if (recheck)
+            wid = r32(c, 4);
     }
     r = c->swapped ? cs_orig_sprop[major](c) : cs_orig_prop[major](c);
     if (recheck && dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) == Success) {
@@ -399,6 +445,15 @@ cs_ProcProperty(ClientPtr c)
         cs_record_sweep();      /* no untrusted RECORD while a window is secure */
     }
     return r;
+}
+
+/* GetProperty without delete changes nothing: the real request at once */
+static int
+cs_ProcGetProperty(ClientPtr c)
+{
+    if (!((xReq *) c->requestBuffer)->data)
+        return c->swapped ? cs_orig_sprop[X_GetProperty](c) : cs_orig_prop[X_GetProperty](c);
+    return cs_ProcProperty(c);
 }
 
 Bool
@@ -423,8 +478,8 @@ cs_hooks_init(void)
                    cs_dri2_major > 0 ? "present (guarded)" : "absent",
                    cs_dri3_major > 0 ? "present (guarded)" : "absent");
     for (i = 0; i < sizeof(majors) / sizeof(majors[0]); i++)
-        if (!cs_wrap_proc(majors[i], cs_ProcProperty, &cs_orig_prop[majors[i]],
-                          &cs_orig_sprop[majors[i]]))
+        if (!cs_wrap_proc(majors[i], majors[i] == X_GetProperty ? cs_ProcGetProperty :
+                          cs_ProcProperty, &cs_orig_prop[majors[i]], &cs_orig_sprop[majors[i]]))
             return FALSE;
     {
         static const char *const names[] = { "WM_NAME", "WM_ICON_NAME", "_NET_WM_NAME",
@@ -444,6 +499,7 @@ cs_hooks_init(void)
         return FALSE;
     /* the resource hook is armed on demand (cs_hook_hold), not registered here */
     cs_hook_refs = 0;
+    cs_armed_client = NULL;
     for (i = 0; i < sizeof(armed) / sizeof(armed[0]); i++) {
         if (*armed[i] <= 0)
             continue;

@@ -22,6 +22,8 @@ static unsigned long cs_period;         /* bumped whenever the secure focus may 
 static XID cs_last_secure;              /* the secure window that had the focus last time */
 static int cs_xi_major, cs_xi_event;    /* XInputExtension major opcode, event base (0: none) */
 static int cs_xi_known;
+static const ExtensionEntry *cs_xtest;  /* XTEST (NULL: absent), once cs_xtest_known */
+static int cs_xtest_known;
 
 /* XInputExtension's numbers, once it is initialised (it may come after this module). */
 static void
@@ -66,7 +68,7 @@ cs_key_window(DeviceIntPtr dev)
 }
 
 /* The secure window `win` is or lies in (the innermost one), or NULL. */
-static WindowPtr
+static inline WindowPtr
 cs_secure_of(WindowPtr win)
 {
     for (; win; win = win->parent)
@@ -86,7 +88,8 @@ cs_focus_secure(WindowPtr *keywin)
     if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
         return NULL;
     for (d = inputInfo.devices; d; d = d->next) {
-        if (!IsMaster(d) || !d->key || !d->focus)
+        /* IsMaster, inline: this runs for every key event and XTEST request */
+        if (!d->key || !d->focus || (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD))
             continue;
         w = cs_key_window(d);
         s = cs_secure_of(w);
@@ -117,7 +120,8 @@ cs_pointer_secure(WindowPtr *under)
     if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
         return NULL;
     for (d = inputInfo.devices; d; d = d->next) {
-        if (!IsMaster(d) || !d->button || !d->spriteInfo || !d->spriteInfo->sprite)
+        if (!d->button || (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD) ||
+            !d->spriteInfo || !d->spriteInfo->sprite)
             continue;
         s = cs_secure_of(d->spriteInfo->sprite->win);
         if (s) {
@@ -326,10 +330,20 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
 /* Passive key grabs. The core activates a passive grab before any delivery hook runs and
  * hands it the key directly, so a grab that must not activate is hidden from the match
  * for the one key event: its type is cleared just before the core checks the grabs
- * (XACE_KEY_AVAIL) and restored before anything else can look at it (the next key event,
- * the next request, the block handler, a client leaving). A grab taken back is found
- * again through its window's XID and the window's grab list, so a grab or window freed
- * meanwhile is never touched. */
+ * and restored before anything else can look at it (the next key event, the next
+ * request, the block handler, a client leaving). A grab taken back is found again
+ * through its window's XID and the window's grab list, so a grab or window freed
+ * meanwhile is never touched.
+ *
+ * "Just before the core checks the grabs": ProcessDeviceEvent runs the XACE_KEY_AVAIL
+ * hook, then DeviceEventCallback, then CheckDeviceGrabs. XACE_KEY_AVAIL makes the server
+ * convert every key event to a core event in a fresh allocation (about 450 instructions
+ * per XTEST key request, 5 % of it), DeviceEventCallback costs a call. So the grabs are
+ * hidden from DeviceEventCallback (cs_device_event), except for key events the server
+ * replays after a freeze (a synchronous grab: their DeviceEventCallback ran when they
+ * were queued, none runs at the replay): a key press queued while a device is frozen
+ * arms XACE_KEY_AVAIL (cs_key_avail_hook) until no device is frozen any more (the block
+ * handler), which is when the queue is empty again. */
 #define CS_MAX_HIDDEN 64
 static struct {
     GrabPtr grab;
@@ -434,19 +448,15 @@ cs_hide_grabs_on(WindowPtr win, WindowPtr secure, WindowPtr keywin)
     }
 }
 
+/* A key press of `dev` is about to be matched against the passive grabs: hide those
+ * that must not take it. */
 static void
-cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
+cs_key_press(DeviceIntPtr dev)
 {
-    XaceKeyAvailRec *rec = call;
-    DeviceIntPtr dev = rec->keybd;
     WindowPtr secure, keywin = NULL;
     int i;
 
-    (void) list;
-    (void) data;
-    cs_restore_grabs();
-    if (!rec->event || (rec->event->u.u.type & 0x7f) != KeyPress || !dev ||
-        dev->deviceGrab.grab || !cs_secure_count())
+    if (!dev || dev->deviceGrab.grab || !cs_secure_count())
         return;
     secure = cs_focus_secure(&keywin);
     if (!secure)
@@ -461,6 +471,89 @@ cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
             cs_hide_grabs_on(dev->spriteInfo->sprite->spriteTrace[i], secure, keywin);
 }
 
+/* XACE_KEY_AVAIL, armed only while key presses may be replayed (see above) */
+static void
+cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceKeyAvailRec *rec = call;
+
+    (void) list;
+    (void) data;
+    if (cs_nhidden || cs_dispatch_armed)
+        cs_restore_grabs();
+    if (rec->event && (rec->event->u.u.type & 0x7f) == KeyPress)
+        cs_key_press(rec->keybd);
+}
+
+static Bool cs_avail_armed;     /* cs_key_avail_hook is on the list */
+
+static int
+cs_any_frozen(void)
+{
+    DeviceIntPtr d;
+
+    for (d = inputInfo.devices; d; d = d->next)
+        if (d->deviceGrab.sync.frozen)
+            return 1;
+    return 0;
+}
+
+static void
+cs_avail_disarm(void)
+{
+    CallbackListPtr *l = &XaceHooks[XACE_KEY_AVAIL];
+
+    if (!cs_avail_armed)
+        return;
+    DeleteCallback(l, cs_key_avail_hook, NULL);
+    cs_avail_armed = FALSE;
+    /* an empty list still makes the server convert each key event (XaceHookIsSet) */
+    if (*l && !(*l)->list && !(*l)->inCallback)
+        DeleteCallbackList(l);
+}
+
+/* The head of every server-internal event (dix's eventstr.h, not in the SDK): the byte
+ * ET_Internal, then the type from its enum EventType, which keeps ET_KeyPress equal to
+ * the core KeyPress. */
+struct cs_internal_head {
+    unsigned char header;
+    int type;
+};
+#define CS_ET_INTERNAL 0xff
+#define CS_ET_KEYPRESS KeyPress
+
+/* DeviceEventCallback: every input event, when it is processed (ProcessDeviceEvent, just
+ * before CheckDeviceGrabs) or queued because its device is frozen (EnqueueEvent). */
+static void
+cs_device_event(CallbackListPtr *list, void *data, void *call)
+{
+    DeviceEventInfoRec *info = call;
+    const struct cs_internal_head *ev = (const void *) info->event;
+
+    (void) list;
+    (void) data;
+    if (cs_nhidden || cs_dispatch_armed)
+        cs_restore_grabs();
+    /* a head that is not the one above: handled as a key press (fail closed) */
+    if (ev && ev->header == CS_ET_INTERNAL && ev->type != CS_ET_KEYPRESS)
+        return;
+    if (!info->device)
+        return;
+    if (info->device->deviceGrab.sync.frozen) {
+        /* its processInputProc is EnqueueEvent (FreezeThaw): the press is queued, to be
+         * replayed later without this callback */
+        if (!cs_avail_armed) {
+            if (AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL))
+                cs_avail_armed = TRUE;
+            else
+                LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key hook for "
+                               "replayed key events\n");
+        }
+        return;
+    }
+    cs_key_press(info->device);
+}
+
 static void
 cs_input_block(void *data, void *timeout)
 {
@@ -468,6 +561,9 @@ cs_input_block(void *data, void *timeout)
     (void) timeout;
     if (cs_nhidden)
         cs_restore_grabs();
+    /* nothing frozen: no key event is queued for a replay */
+    if (cs_avail_armed && !cs_any_frozen())
+        cs_avail_disarm();
 }
 
 static void
@@ -502,9 +598,13 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (cs_nhidden)
         cs_restore_grabs();
-    if (rec->status != Success || !rec->ext || !client || !cs_secure_count() ||
-        strcmp(rec->ext->name, "XTEST") ||
-        client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
+    if (!cs_xtest_known) {
+        /* every extension is initialised before the first request is dispatched */
+        cs_xtest = CheckExtension("XTEST");
+        cs_xtest_known = 1;
+    }
+    if (rec->status != Success || !rec->ext || rec->ext != cs_xtest || !client ||
+        !cs_secure_count() || client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
         return;
     cs_input_ext();
     req = (const xReq *) client->requestBuffer;
@@ -571,6 +671,7 @@ static void
 cs_input_close(void)
 {
     RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+    cs_avail_disarm();
     if (cs_dispatch_armed)
         DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL);
     cs_dispatch_armed = FALSE;
@@ -581,15 +682,18 @@ cs_input_init(void)
 {
     cs_nhidden = 0;
     cs_dispatch_armed = FALSE;
+    cs_avail_armed = FALSE;
     cs_last_secure = 0;
     cs_xi_known = cs_xi_major = cs_xi_event = 0;
+    cs_xtest = NULL;
+    cs_xtest_known = 0;
     cs_input_ext();
     if (!dixRegisterPrivateKey(&cs_input_key_rec, PRIVATE_CLIENT,
                                sizeof(struct cs_input_client)))
         return FALSE;
     if (!cs_add_callback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) ||
-        !cs_add_callback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL) ||
+        !cs_add_callback(&DeviceEventCallback, cs_device_event, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) ||
         !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL) ||

@@ -5,6 +5,7 @@
 #include <string.h>
 
 struct cs_config cs_cfg;
+int cs_client_shift = RESOURCE_AND_CLIENT_COUNT - 8;    /* set again at each init */
 
 /* One step of the init per source file. Each generation (the server runs this again after
  * every reset) starts clean: the steps reset their state and record their wrappers in
@@ -25,6 +26,7 @@ cs_extension_init(void)
     size_t i;
 
     cs_cfg.paused = 0;          /* a pause (SetProtection 0) ends with its generation */
+    cs_client_shift = RESOURCE_AND_CLIENT_COUNT - ResourceClientBits();
     if (!cs_wrap_begin()) {
         LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: initialisation failed at step wrap, "
                        "NOT active\n");

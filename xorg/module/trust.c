@@ -7,25 +7,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Per X client state. Client privates are zeroed for every new connection, so a grant,
- * a selected event mask or a cached identity never outlives the X client it belongs to,
- * whatever PID or resource base a later client gets. */
-struct cs_client {
-    unsigned char identity_known;
-    unsigned char exe_trusted;
-    unsigned char granted;
-    unsigned char redirect_logged;
-    int owned_secure;           /* secure windows this client owns */
-    CARD32 event_mask;
-    unsigned long reported_seq; /* cs_report_once: sequence + 1 of the last reported request */
-    /* issue 26: the identity trust was given to (identity.c), re-checked on use */
-    unsigned char refused;      /* trust refused or lost: for good on this connection */
-    enum cs_role role;
-    dev_t dev;
-    ino_t ino;
-    CARD32 checked_ms;          /* last successful check */
-    unsigned char first_use;    /* trusted, not used yet: the first use re-checks */
-};
 
 /* A trusted connection is re-checked (identity.c: the program, injected code, tracer, sole
  * holder of the connection) when its trust is used and the last check is older than this.
@@ -33,13 +14,7 @@ struct cs_client {
  * (measured here), so at most 1 % of a core for a trusted client that reads all the time. */
 #define CS_RECHECK_MS 1000
 
-static DevPrivateKeyRec cs_client_key_rec;
-
-static struct cs_client *
-cs_client_state(ClientPtr client)
-{
-    return dixLookupPrivate(&client->devPrivates, &cs_client_key_rec);
-}
+DevPrivateKeyRec cs_client_key_rec;
 
 static int cs_reporting;          /* a refusal is being reported: no nested re-checks */
 static OsTimerPtr cs_sweep_timer;  /* RECORD contexts of a client that lost trust end */
@@ -167,12 +142,6 @@ cs_client_trust(ClientPtr client)
 }
 
 int
-cs_client_trusted(ClientPtr client)
-{
-    return cs_client_trust(client) != CS_TRUST_NONE;
-}
-
-int
 cs_client_trusted_strict(ClientPtr client)
 {
     struct cs_client *st;
@@ -229,14 +198,6 @@ cs_note_secure_owner(WindowPtr win, int delta)
 
     if (idx > 0 && idx < currentMaxClients && clients[idx])
         cs_client_state(clients[idx])->owned_secure += delta;
-}
-
-int
-cs_client_owns_secure(ClientPtr client)
-{
-    if (!client || client == serverClient)
-        return 0;
-    return cs_client_state(client)->owned_secure > 0;
 }
 
 void

@@ -340,6 +340,38 @@ grabkey(long ms, int key, int mods)
     return 0;
 }
 
+/* grabfrozen MS: a passive GrabKey of AnyKey/AnyModifier on the root, and the keyboard
+ * frozen by an active GrabPointer in keyboard mode Sync: the keys typed meanwhile are
+ * queued; once the typist is done (CS_STOP_FILE), AllowEvents AsyncKeyboard makes the
+ * server replay them, matching each press against the passive grabs again */
+static int
+grabfrozen(long ms)
+{
+    xcb_grab_pointer_reply_t *r;
+    const char *stop = getenv("CS_STOP_FILE");
+    long end;
+    int err, status = -1;
+
+    conn();
+    err = check(xcb_grab_key_checked(c, 1, root, XCB_MOD_MASK_ANY, XCB_GRAB_ANY,
+                                     XCB_GRAB_MODE_ASYNC, XCB_GRAB_MODE_ASYNC));
+    r = xcb_grab_pointer_reply(c, xcb_grab_pointer(c, 0, root, 0, XCB_GRAB_MODE_ASYNC,
+                                                   XCB_GRAB_MODE_SYNC, XCB_NONE, XCB_NONE,
+                                                   XCB_CURRENT_TIME), NULL);
+    if (r)
+        status = r->status;
+    free(r);
+    ready();
+    end = now_ms() + ms;
+    while (stop && access(stop, F_OK) != 0 && now_ms() < end)
+        usleep(10000);
+    xcb_allow_events(c, XCB_ALLOW_ASYNC_KEYBOARD, XCB_CURRENT_TIME);
+    xcb_flush(c);
+    pump(end - now_ms(), on_key);
+    printf("grab_err=%d pointer_grab=%d grabbed_keys=%ld\n", err, status, n_key);
+    return 0;
+}
+
 /* grabkbd MS: active GrabKeyboard on the root */
 static int
 grabkbd(long ms)
@@ -514,7 +546,7 @@ main(int argc, char **argv)
 {
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
-            "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS | "
+            "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabfrozen MS | grabkbd MS | select WIN MS | "
             "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
@@ -531,6 +563,8 @@ main(int argc, char **argv)
     if (!strcmp(argv[1], "grabkey") && argc > 2)
         return grabkey(atol(argv[2]), argc > 4 ? atoi(argv[3]) : 0,
                        argc > 4 ? (int) strtoul(argv[4], NULL, 0) : XCB_MOD_MASK_ANY);
+    if (!strcmp(argv[1], "grabfrozen") && argc > 2)
+        return grabfrozen(atol(argv[2]));
     if (!strcmp(argv[1], "grabkbd") && argc > 2)
         return grabkbd(atol(argv[2]));
     if (!strcmp(argv[1], "steal") && argc > 2)
