@@ -2,10 +2,12 @@
  * focus and counts the keys it gets; a typist (XTEST: the user's keyboard when run as a
  * trusted program, an attack otherwise); listeners that try to learn the keys (XI2 raw
  * events, QueryKeymap polling, a passive AnyKey grab, an active keyboard grab, KeyPress
- * selected on the victim); SendEvent into the victim; a shortcut grab (Control+key). */
+ * selected on the victim, XKB events that carry key codes or the modifier and LED state);
+ * SendEvent into the victim; a shortcut grab (Control+key). */
 #include "csprobe.h"
 #include <poll.h>
 #include <time.h>
+#include <X11/extensions/XKBproto.h>
 
 #define NKEYS 13
 static const uint8_t keycodes[NKEYS] = { 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 38, 39, 40 };
@@ -325,6 +327,95 @@ keymap(long ms)
     return 0;
 }
 
+/* xkb MS [DEV]: XKB initialised, then every XKB event that tells about keys selected on
+ * DEV (default: the core keyboard), with all details: StateNotify, ControlsNotify,
+ * IndicatorStateNotify, BellNotify, ActionMessage, AccessXNotify, ExtensionDeviceNotify.
+ * Counts them by kind, and those that name a key code. */
+static int xkb_base;
+static long n_xkb, n_xkb_keyed, n_xkb_kind[16];
+
+static void
+on_xkb(xcb_generic_event_t *ev)
+{
+    const uint8_t *b = (const uint8_t *) ev;
+    int kc = 0;
+
+    if ((ev->response_type & 0x7f) != xkb_base)
+        return;
+    n_xkb++;
+    n_xkb_kind[b[1] & 15]++;
+    switch (b[1]) {
+    case XkbStateNotify:
+        kc = ((const xkbStateNotify *) b)->keycode;
+        break;
+    case XkbControlsNotify:
+        kc = ((const xkbControlsNotify *) b)->keycode;
+        break;
+    case XkbActionMessage:
+        kc = ((const xkbActionMessage *) b)->keycode;
+        break;
+    case XkbAccessXNotify:
+        kc = ((const xkbAccessXNotify *) b)->keycode;
+        break;
+    }
+    if (kc)
+        n_xkb_keyed++;
+}
+
+static int
+xkb(long ms, int dev)
+{
+    const xcb_query_extension_reply_t *x;
+    xkbUseExtensionReq ue;
+    xkbSelectEventsReq se;
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+    xkbUseExtensionReply *r;
+    int err, supported = 0;
+    unsigned mask = XkbStateNotifyMask | XkbControlsNotifyMask | XkbIndicatorStateNotifyMask |
+        XkbBellNotifyMask | XkbActionMessageMask | XkbAccessXNotifyMask |
+        XkbExtensionDeviceNotifyMask;
+
+    conn();
+    x = xcb_get_extension_data(c, &(xcb_extension_t) { "XKEYBOARD", 0 });
+    if (!x || !x->present)
+        die("no XKEYBOARD");
+    xkb_base = x->first_event;
+    memset(&ue, 0, sizeof(ue));
+    ue.reqType = x->major_opcode;
+    ue.xkbReqType = X_kbUseExtension;
+    ue.length = sizeof(ue) / 4;
+    ue.wantedMajor = XkbMajorVersion;
+    ue.wantedMinor = XkbMinorVersion;
+    iov[2].iov_base = &ue;
+    iov[2].iov_len = sizeof(ue);
+    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                               &iov[2], &pr), &e);
+    if (r)
+        supported = r->supported;
+    free(r);
+    free(e);
+    memset(&se, 0, sizeof(se));
+    se.reqType = x->major_opcode;
+    se.xkbReqType = X_kbSelectEvents;
+    se.length = sizeof(se) / 4;
+    se.deviceSpec = dev;
+    se.affectWhich = mask;
+    se.selectAll = mask;
+    err = raw_void(&se, sizeof(se));
+    ready();
+    pump(ms, on_xkb);
+    printf("xkb_supported=%d xkb_err=%d xkb_events=%ld xkb_keyed=%ld xkb_state=%ld "
+           "xkb_ctrls=%ld xkb_indicator=%ld xkb_bell=%ld xkb_action=%ld xkb_accessx=%ld "
+           "xkb_extdev=%ld\n", supported, err, n_xkb, n_xkb_keyed,
+           n_xkb_kind[XkbStateNotify], n_xkb_kind[XkbControlsNotify],
+           n_xkb_kind[XkbIndicatorStateNotify], n_xkb_kind[XkbBellNotify],
+           n_xkb_kind[XkbActionMessage], n_xkb_kind[XkbAccessXNotify],
+           n_xkb_kind[XkbExtensionDeviceNotify]);
+    return 0;
+}
+
 /* grabkey MS [KEY MODS]: passive GrabKey on the root (default AnyKey, AnyModifier) */
 static int
 grabkey(long ms, int key, int mods)
@@ -515,7 +606,7 @@ main(int argc, char **argv)
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS | "
-            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE");
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV]");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -541,6 +632,8 @@ main(int argc, char **argv)
         return nest(strtoul(argv[2], NULL, 0), atol(argv[3]), atoi(argv[4]));
     if (!strcmp(argv[1], "bench") && argc > 3)
         return bench(atol(argv[2]), atoi(argv[3]));
+    if (!strcmp(argv[1], "xkb") && argc > 2)
+        return xkb(atol(argv[2]), argc > 3 ? atoi(argv[3]) : XkbUseCoreKbd);
     if (!strcmp(argv[1], "select") && argc > 3)
         return select_(strtoul(argv[2], NULL, 0), atol(argv[3]));
     die("unknown command");

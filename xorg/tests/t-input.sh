@@ -8,7 +8,10 @@
 # (DisableRules "input"). An untrusted XTEST typist and clicker, WarpPointer and
 # SetInputFocus are refused, SendEvent is dropped, a window of the attacker's inside the
 # victim gets nothing; all reported
-# (CaptureNotify kind 8); a Control+key shortcut grab keeps working.
+# (CaptureNotify kind 8); a Control+key shortcut grab keeps working. XKB listeners (on the
+# core keyboard and on the XTEST keyboard device) select every XKB event that tells about
+# keys (StateNotify with its key code, indicators, AccessX, ActionMessage...) while Shift+
+# and CapsLock+ 13 keys are typed: none while the secure window has the focus, all without.
 # CS_BEFORE=DIR: also print the figures of the module in DIR (e.g. main's, /tmp/buildchk).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +33,7 @@ start_iv() {
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/IV_/')"
 }
 iv_count() { local line; echo count >&"${IV[1]}"; read -r -t 10 line <&"${IV[0]}"; echo "$line"; }
+iv_focus() { local line; echo focus >&"${IV[1]}"; read -r -t 10 line <&"${IV[0]}"; }
 stop_iv() {
   local p=$IV_PID
   eval "exec ${IV[1]}>&-"
@@ -85,6 +89,43 @@ scenario() {
       expect "$label: QueryKeymap polled every ms sees keys down" "$(last keymap)" keymap_presses -gt 0
     fi
   fi
+  # H: XKB events that tell which key went down (Shift, CapsLock: StateNotify with the key
+  # code, the CapsLock LED), on the core keyboard and on the XTEST keyboard device
+  bg xkb "$ATK" xkb "$MS"
+  [ -n "$XTESTID" ] && bg xkbdev "$ATK" xkb "$MS" "$XTESTID"
+  wait_ready xkb; [ -n "$XTESTID" ] && wait_ready xkbdev
+  out=$(typed sh -c "\"$TATK\" type 50 && \"$TATK\" type 66 && \"$TATK\" type 66")
+  wait_done xkb; [ -n "$XTESTID" ] && wait_done xkbdev
+  v=$(iv_count)
+  fig "$label" "XKB listener, Shift+ and twice CapsLock+ $N keys: $(last xkb)${XTESTID:+; on the XTEST device $(last xkbdev)}; victim $v"
+  if [ "${CHECK:-1}" = 1 ]; then
+    expect "$label: the focused window gets all $((6 * N)) keys (Shift, CapsLock and the others)" "$v" keys -eq $((6 * N))
+    if [ "$want" = 0 ]; then
+      expect "$label: XKB listener on the core keyboard gets no XKB event about the keys" "$(last xkb)" xkb_err -eq 0 xkb_supported -eq 1 xkb_events -eq 0
+      [ -n "$XTESTID" ] && expect "$label: XKB listener on the XTEST keyboard gets no XKB event about the keys" "$(last xkbdev)" xkb_err -eq 0 xkb_events -eq 0
+    else
+      expect "$label: XKB listener on the core keyboard gets a StateNotify naming the key for each Shift and CapsLock press and release, and the CapsLock LED (control)" "$(last xkb)" xkb_err -eq 0 xkb_state -eq $((6 * N)) xkb_keyed -eq $((6 * N)) xkb_indicator -eq $((2 * N)) xkb_extdev -eq $((2 * N))
+      [ -n "$XTESTID" ] && expect "$label: XKB listener on the XTEST keyboard gets a StateNotify naming the key for each of them (control)" "$(last xkbdev)" xkb_err -eq 0 xkb_state -eq $((6 * N)) xkb_keyed -eq $((6 * N))
+    fi
+  fi
+  # H2: the XKB listener is held back while the secure window has the focus and gets the
+  # events again, after one StateNotify with the state as it is (no key code), once the
+  # focus leaves: Shift+13 keys into the window, then the focus moves to a trusted
+  # program's window (its SetInputFocus), Shift+13 keys there
+  bg xkbleave "$ATK" xkb "$MS"; wait_ready xkbleave
+  "$TATK" type 50 >/dev/null
+  bg away "$TATK" steal "$MS"; wait_ready away
+  out=$(typed "$TATK" type 50); wait_done xkbleave away; v=$(iv_count)
+  fig "$label" "XKB listener, Shift+$N keys into the window, then into another one: $(last xkbleave); victim $v; the other window $(last away)"
+  if [ "${CHECK:-1}" = 1 ]; then
+    expect "$label: Shift+$N keys reach the window, the next $N the window that took the focus" "$v $(last away)" keys -eq $((2 * N)) stolen_keys -eq $((2 * N))
+    if [ "$want" = 0 ]; then
+      expect "$label: XKB listener: none of the first $((2 * N)) StateNotify, one with the state (no key) when the focus left, all $((2 * N)) after" "$(last xkbleave)" xkb_err -eq 0 xkb_state -eq $((2 * N + 1)) xkb_keyed -eq $((2 * N)) xkb_events -eq $((2 * N + 1))
+    else
+      expect "$label: XKB listener: all $((4 * N)) StateNotify (control)" "$(last xkbleave)" xkb_err -eq 0 xkb_state -eq $((4 * N)) xkb_keyed -eq $((4 * N))
+    fi
+  fi
+  iv_focus                              # the window takes the focus back
   # B: passive grab of AnyKey/AnyModifier on the root
   bg pg "$ATK" grabkey "$MS"; wait_ready pg
   out=$(typed "$TATK" type); wait_done pg; v=$(iv_count)
@@ -174,6 +215,12 @@ run_server() {
   start_xorg "$name" "$TMP/$name.conf"
   local dv="XDISPLAY_$name"
   export DISPLAY=${!dv}
+  set_xtestid
+}
+# XTESTID: the XTEST keyboard's device id on $DISPLAY (empty without xinput)
+set_xtestid() {
+  XTESTID=""
+  [ -n "$XTESTKBD" ] && XTESTID=$(xinput list --id-only "Virtual core XTEST keyboard" 2>/dev/null || true)
 }
 
 for mode in censor deny; do
@@ -210,6 +257,7 @@ if [ -n "${CS_BEFORE:-}" ]; then
   sed -i "s|ModulePath \"$OUT,|ModulePath \"$CS_BEFORE,|" "$TMP/Ib.conf"
   start_xorg Ib "$TMP/Ib.conf"
   export DISPLAY=$XDISPLAY_Ib
+  set_xtestid
   CHECK=0 scenario "before, secure window focused" 1 all
   stop_all_xorg
 fi
