@@ -416,6 +416,44 @@ xkb(long ms, int dev)
     return 0;
 }
 
+/* xi1wait MS: waits (at most MS ms) until some client selected XI 1.x events on the root
+ * (GetSelectedExtensionEvents: `xinput test` does so once it listens); prints
+ * xi1_listening=1 or 0 */
+static int
+xi1wait(long ms)
+{
+    struct { uint8_t major, minor; uint16_t len; uint32_t win; } req;
+    long end;
+    int major, listening = 0;
+
+    conn();
+    major = ext_major("XInputExtension");
+    end = now_ms() + ms;
+    while (!listening && now_ms() < end) {
+        struct iovec iov[3];
+        xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+        xcb_generic_error_t *e = NULL;
+        uint8_t *r;
+
+        req.major = major;
+        req.minor = 7;          /* X_GetSelectedExtensionEvents */
+        req.len = 2;
+        req.win = root;
+        iov[2].iov_base = &req;
+        iov[2].iov_len = sizeof(req);
+        r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                                   &iov[2], &pr), &e);
+        if (r && (r[10] | r[11]))   /* all_clients_count (CARD16) */
+            listening = 1;
+        free(r);
+        free(e);
+        if (!listening)
+            usleep(20000);
+    }
+    printf("xi1_listening=%d\n", listening);
+    return 0;
+}
+
 /* grabkey MS [KEY MODS]: passive GrabKey on the root (default AnyKey, AnyModifier) */
 static int
 grabkey(long ms, int key, int mods)
@@ -606,7 +644,7 @@ main(int argc, char **argv)
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS | "
-            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV]");
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV] | xi1wait MS");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -632,6 +670,8 @@ main(int argc, char **argv)
         return nest(strtoul(argv[2], NULL, 0), atol(argv[3]), atoi(argv[4]));
     if (!strcmp(argv[1], "bench") && argc > 3)
         return bench(atol(argv[2]), atoi(argv[3]));
+    if (!strcmp(argv[1], "xi1wait") && argc > 2)
+        return xi1wait(atol(argv[2]));
     if (!strcmp(argv[1], "xkb") && argc > 2)
         return xkb(atol(argv[2]), argc > 3 ? atoi(argv[3]) : XkbUseCoreKbd);
     if (!strcmp(argv[1], "select") && argc > 3)
