@@ -205,6 +205,8 @@ static struct cs_xkb_hidden {
 } cs_xkb[CS_MAX_XKB];
 static int cs_nxkb;
 static Bool cs_mieq_armed;
+static XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure focus) */
+static Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
 
 static int
 cs_xkb_selects_keys(XkbInterestPtr in)
@@ -233,7 +235,9 @@ cs_xkb_find(const struct cs_xkb_hidden *h)
     return NULL;
 }
 
-/* masks the client selected meanwhile (an XkbSelectEvents while held back) are kept */
+/* Holds back in's masks, adding them to h's. What the client selected meanwhile (an
+ * XkbSelectEvents while held back works on the cleared masks) is kept; what it deselected
+ * meanwhile comes back with the rest. */
 static void
 cs_xkb_save(struct cs_xkb_hidden *h, XkbInterestPtr in)
 {
@@ -313,17 +317,27 @@ cs_xkb_hide_on(DeviceIntPtr d, WindowPtr keywin)
     }
 }
 
-/* Brings the held-back selections up to date with the focus now. */
+/* Brings the held-back selections up to date with the focus now. Each key pays only for
+ * finding the focus (the delivery hook does the same): the selections are looked at when
+ * the key window changed, after an XKB request (selections are made by requests only) or
+ * a client left, and with `force` (the block handler: once per dispatch round, for trust
+ * that changed meanwhile). */
 static void
-cs_xkb_sync(void)
+cs_xkb_sync(Bool force)
 {
     WindowPtr secure, keywin = NULL;
     DeviceIntPtr d, back[8];
+    XID kid;
     int i, j, nback = 0, pass;
 
     if (!cs_nxkb && !cs_secure_count())
         return;
     secure = cs_focus_secure(&keywin);
+    kid = secure && keywin ? keywin->drawable.id : 0;
+    if (!force && !cs_xkb_dirty && kid == cs_xkb_keywin)
+        return;
+    cs_xkb_dirty = FALSE;
+    cs_xkb_keywin = kid;
     for (i = cs_nxkb - 1; i >= 0; i--) {
         if (secure && !cs_key_reader_ok(cs_xkb[i].client, keywin)) {
             XkbInterestPtr in = cs_xkb_find(&cs_xkb[i]);
@@ -373,7 +387,7 @@ static void
 cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
 {
     (void) screen;
-    cs_xkb_sync();
+    cs_xkb_sync(FALSE);
     dev->public.processInputProc(ev, dev);
 }
 
@@ -672,7 +686,7 @@ cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
     (void) list;
     (void) data;
     cs_restore_grabs();
-    cs_xkb_sync();
+    cs_xkb_sync(FALSE);
     if (!rec->event || (rec->event->u.u.type & 0x7f) != KeyPress || !dev ||
         dev->deviceGrab.grab || !cs_secure_count())
         return;
@@ -697,7 +711,7 @@ cs_input_block(void *data, void *timeout)
     if (cs_nhidden)
         cs_restore_grabs();
     cs_xkb_arm();
-    cs_xkb_sync();
+    cs_xkb_sync(TRUE);
 }
 
 static void
@@ -714,8 +728,10 @@ cs_input_client_cb(CallbackListPtr *list, void *data, void *call)
 
     (void) list;
     (void) data;
-    if (ci && ci->client && ci->client->clientState == ClientStateGone)
+    if (ci && ci->client && ci->client->clientState == ClientStateGone) {
         cs_xkb_forget(ci->client);
+        cs_xkb_dirty = TRUE;
+    }
     if (cs_nhidden)
         cs_restore_grabs();
 }
@@ -735,6 +751,9 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (cs_nhidden)
         cs_restore_grabs();
+    /* XKB selections change only by XKB requests; trust by the module's own (Grant) */
+    if (rec->ext && (rec->ext->base == XkbReqCode || !strcmp(rec->ext->name, CS_NAME)))
+        cs_xkb_dirty = TRUE;
     if (rec->status != Success || !rec->ext || !client || !cs_secure_count() ||
         strcmp(rec->ext->name, "XTEST") ||
         client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
@@ -816,6 +835,8 @@ cs_input_init(void)
     cs_nhidden = 0;
     cs_nxkb = 0;
     cs_mieq_armed = FALSE;
+    cs_xkb_keywin = 0;
+    cs_xkb_dirty = TRUE;
     cs_dispatch_armed = FALSE;
     cs_last_secure = 0;
     cs_xi_known = cs_xi_major = cs_xi_event = 0;
