@@ -187,8 +187,9 @@ cs_input_report(ClientPtr client, XID what)
  * one StateNotify with the current state goes out, so layout and modifier trackers catch
  * up). The state is brought up to date before XKB handles each key (a mieq handler for the
  * raw key events, which the server queues in front of every key event), at every
- * XACE_KEY_AVAIL and in the block handler; it stays while the focus stays, so the events
- * XKB sends from its timers (AccessX slow keys, key repeat) are held back too. A record
+ * XACE_KEY_AVAIL, after each XKB request (a work proc) and in the block handler; it stays
+ * while the focus stays, so the events XKB sends from its timers (AccessX slow keys, key
+ * repeat) are held back too. A record
  * given back is first found again in its device's interest list (never touched when the
  * client, the device or the record is gone). */
 #define CS_MAX_XKB 256
@@ -207,6 +208,8 @@ static int cs_nxkb;
 static Bool cs_mieq_armed;
 static XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure focus) */
 static Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
+static Bool cs_xkb_open;        /* between init and close (a queued work proc may outlive) */
+static Bool cs_xkb_work_queued;
 
 static int
 cs_xkb_selects_keys(XkbInterestPtr in)
@@ -369,6 +372,19 @@ cs_xkb_sync(Bool force)
         }
 }
 
+/* After an XKB request, before XKB's timers can send anything (the server runs its work
+ * queue first when it waits for input): a selection the request made is held back at once */
+static Bool
+cs_xkb_work(ClientPtr client, void *closure)
+{
+    (void) client;
+    (void) closure;
+    cs_xkb_work_queued = FALSE;
+    if (cs_xkb_open)
+        cs_xkb_sync(FALSE);
+    return TRUE;
+}
+
 /* the clients that are gone keep nothing here (their records are freed with them) */
 static void
 cs_xkb_forget(ClientPtr client)
@@ -411,6 +427,7 @@ cs_xkb_close(void)
         mieqSetHandler(CS_ET_RAW_KEY_RELEASE, NULL);
     }
     cs_mieq_armed = FALSE;
+    cs_xkb_open = FALSE;
     while (cs_nxkb)
         cs_xkb_give_back(cs_nxkb - 1);
 }
@@ -752,8 +769,12 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     if (cs_nhidden)
         cs_restore_grabs();
     /* XKB selections change only by XKB requests; trust by the module's own (Grant) */
-    if (rec->ext && (rec->ext->base == XkbReqCode || !strcmp(rec->ext->name, CS_NAME)))
+    if (rec->ext && (rec->ext->base == XkbReqCode || !strcmp(rec->ext->name, CS_NAME))) {
         cs_xkb_dirty = TRUE;
+        if (!cs_xkb_work_queued && cs_secure_count() &&
+            QueueWorkProc(cs_xkb_work, serverClient, NULL))
+            cs_xkb_work_queued = TRUE;
+    }
     if (rec->status != Success || !rec->ext || !client || !cs_secure_count() ||
         strcmp(rec->ext->name, "XTEST") ||
         client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
@@ -837,6 +858,8 @@ cs_input_init(void)
     cs_mieq_armed = FALSE;
     cs_xkb_keywin = 0;
     cs_xkb_dirty = TRUE;
+    cs_xkb_open = TRUE;
+    cs_xkb_work_queued = FALSE;
     cs_dispatch_armed = FALSE;
     cs_last_secure = 0;
     cs_xi_known = cs_xi_major = cs_xi_event = 0;
