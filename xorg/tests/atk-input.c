@@ -327,10 +327,12 @@ keymap(long ms)
     return 0;
 }
 
-/* xkb MS [DEV]: XKB initialised, then every XKB event that tells about keys selected on
- * DEV (default: the core keyboard), with all details: StateNotify, ControlsNotify,
- * IndicatorStateNotify, BellNotify, ActionMessage, AccessXNotify, ExtensionDeviceNotify.
- * Counts them by kind, and those that name a key code. */
+/* xkb MS [DEV [SLOWMS]]: XKB initialised, then every XKB event that tells about keys
+ * selected on DEV (default: the core keyboard), with all details: StateNotify,
+ * ControlsNotify, IndicatorStateNotify, BellNotify, ActionMessage, AccessXNotify,
+ * ExtensionDeviceNotify. Counts them by kind, and those that name a key code. SLOWMS > 0:
+ * it turns on AccessX slow keys with that delay on DEV (every press gives an AccessXNotify
+ * naming the key, and XKB's timer another when it accepts the key), and off at the end. */
 static int xkb_base;
 static long n_xkb, n_xkb_keyed, n_xkb_kind[16];
 
@@ -362,8 +364,26 @@ on_xkb(xcb_generic_event_t *ev)
         n_xkb_keyed++;
 }
 
+/* XkbSetControls on DEV: slow keys on with DELAY ms, or off (DELAY 0) */
 static int
-xkb(long ms, int dev)
+xkb_slow_keys(int major, int dev, int delay)
+{
+    xkbSetControlsReq sc;
+
+    memset(&sc, 0, sizeof(sc));
+    sc.reqType = major;
+    sc.xkbReqType = X_kbSetControls;
+    sc.length = sizeof(sc) / 4;
+    sc.deviceSpec = dev;
+    sc.affectEnabledCtrls = XkbSlowKeysMask;
+    sc.enabledCtrls = delay ? XkbSlowKeysMask : 0;
+    sc.changeCtrls = delay ? XkbSlowKeysMask : 0;
+    sc.slowKeysDelay = delay;
+    return raw_void(&sc, sizeof(sc));
+}
+
+static int
+xkb(long ms, int dev, int slow)
 {
     const xcb_query_extension_reply_t *x;
     xkbUseExtensionReq ue;
@@ -403,9 +423,13 @@ xkb(long ms, int dev)
     se.deviceSpec = dev;
     se.affectWhich = mask;
     se.selectAll = mask;
-    err = raw_void(&se, sizeof(se));
+    err = slow > 0 ? xkb_slow_keys(x->major_opcode, dev, slow) : 0;
+    if (!err)                   /* (after: no ControlsNotify for its own change) */
+        err = raw_void(&se, sizeof(se));
     ready();
     pump(ms, on_xkb);
+    if (slow > 0)
+        xkb_slow_keys(x->major_opcode, dev, 0);
     printf("xkb_supported=%d xkb_err=%d xkb_events=%ld xkb_keyed=%ld xkb_state=%ld "
            "xkb_ctrls=%ld xkb_indicator=%ld xkb_bell=%ld xkb_action=%ld xkb_accessx=%ld "
            "xkb_extdev=%ld\n", supported, err, n_xkb, n_xkb_keyed,
@@ -644,7 +668,7 @@ main(int argc, char **argv)
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabkbd MS | select WIN MS | "
-            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV] | xi1wait MS");
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -673,7 +697,8 @@ main(int argc, char **argv)
     if (!strcmp(argv[1], "xi1wait") && argc > 2)
         return xi1wait(atol(argv[2]));
     if (!strcmp(argv[1], "xkb") && argc > 2)
-        return xkb(atol(argv[2]), argc > 3 ? atoi(argv[3]) : XkbUseCoreKbd);
+        return xkb(atol(argv[2]), argc > 3 ? atoi(argv[3]) : XkbUseCoreKbd,
+                   argc > 4 ? atoi(argv[4]) : 0);
     if (!strcmp(argv[1], "select") && argc > 3)
         return select_(strtoul(argv[2], NULL, 0), atol(argv[3]));
     die("unknown command");

@@ -11,7 +11,8 @@
 # (CaptureNotify kind 8); a Control+key shortcut grab keeps working. XKB listeners (on the
 # core keyboard and on the XTEST keyboard device) select every XKB event that tells about
 # keys (StateNotify with its key code, indicators, AccessX, ActionMessage...) while Shift+
-# and CapsLock+ 13 keys are typed: none while the secure window has the focus, all without.
+# and CapsLock+ 13 keys are typed: none while the secure window has the focus, all without;
+# the same for AccessXNotify with slow keys on (sent at each press and from XKB's timer).
 # CS_BEFORE=DIR: also print the figures of the module in DIR (e.g. main's, /tmp/buildchk).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -208,6 +209,18 @@ scenario() {
     expect "$label: untrusted SetInputFocus away from the secure window: ignored (the core's answer), the window keeps the keys" "$(last st) $v" stolen_keys -eq 0 keys -eq $N
   else
     expect "$label: untrusted SetInputFocus takes the keys (control)" "$(last st) $v" focus_err -eq 0 stolen_keys -eq $N keys -eq 0
+  fi
+  # I: AccessX slow keys (1 ms), turned on by the XKB listener itself: each press gives an
+  # AccessXNotify naming the key at once, and XKB's timer one more when it accepts the key
+  # (the keys reach the window from that timer; how many in time is not counted here)
+  iv_focus                              # (the controls lost the focus to the thief in G)
+  bg xkbslow "$ATK" xkb "$MS" 256 1; wait_ready xkbslow
+  out=$(typed "$TATK" type); wait_done xkbslow; v=$(iv_count)
+  fig "$label" "XKB listener with slow keys on, $N keys: $(last xkbslow); victim $v"
+  [ "${CHECK:-1}" = 1 ] && if [ "$want" = 0 ]; then
+    expect "$label: XKB listener that turned slow keys on gets no AccessXNotify (nor any XKB event about the keys)" "$(last xkbslow)" xkb_err -eq 0 xkb_events -eq 0
+  else
+    expect "$label: XKB listener that turned slow keys on gets an AccessXNotify naming the key for each press at least (control)" "$(last xkbslow)" xkb_err -eq 0 xkb_accessx -ge $N xkb_keyed -ge $N
   fi
   stop_iv
 }
