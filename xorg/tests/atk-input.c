@@ -39,20 +39,41 @@ fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
     return raw_void(&req, sizeof(req));
 }
 
+static int xkb_base;
+static int xkb_setup(int dev, int slow, unsigned mask, int *supported);
+
 /* ---- victim SECURE: a 200x200 window at 100,100 (secure if SECURE=1) that takes the
- * focus; commands on stdin: "count" prints keys=N buttons=M (and resets), "focus" takes the
+ * focus, and selects XKB StateNotify (as Qt and GTK do); commands on stdin: "count" prints
+ * keys=N buttons=M xkb_state=S (StateNotify naming a key; and resets), "focus" takes the
  * focus again ---- */
+static void
+victim_event(const xcb_generic_event_t *ev, long *keys, long *buttons, long *xkb_state)
+{
+    const uint8_t *b = (const uint8_t *) ev;
+
+    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
+        (*keys)++;
+    else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
+        (*buttons)++;
+    else if ((ev->response_type & 0x7f) == xkb_base && b[1] == XkbStateNotify &&
+             ((const xkbStateNotify *) b)->keycode)
+        (*xkb_state)++;
+}
+
 static int
 victim_input(int secure)
 {
     xcb_window_t w;
     uint32_t mask = XCB_EVENT_MASK_KEY_PRESS | XCB_EVENT_MASK_BUTTON_PRESS |
         XCB_EVENT_MASK_EXPOSURE | XCB_EVENT_MASK_STRUCTURE_NOTIFY;
-    long keys = 0, buttons = 0;
+    long keys = 0, buttons = 0, xkb_state = 0;
     char line[64];
     struct pollfd p[2];
+    int supported;
 
     conn();
+    if (xkb_setup(XkbUseCoreKbd, 0, XkbStateNotifyMask, &supported) || !supported)
+        die("victim: no XKB");
     w = mkwin(root, 100, 100, 200, 200, RED, 0);
     xcb_change_window_attributes(c, w, XCB_CW_EVENT_MASK, &mask);
     if (secure)
@@ -71,10 +92,7 @@ victim_input(int secure)
         xcb_generic_event_t *ev;
 
         while ((ev = xcb_poll_for_event(c))) {
-            if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
-                keys++;
-            else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
-                buttons++;
+            victim_event(ev, &keys, &buttons, &xkb_state);
             free(ev);
         }
         if (xcb_connection_has_error(c))
@@ -87,15 +105,12 @@ victim_input(int secure)
             if (!strncmp(line, "count", 5)) {
                 sync_();
                 while ((ev = xcb_poll_for_event(c))) {
-                    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
-                        keys++;
-                    else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
-                        buttons++;
+                    victim_event(ev, &keys, &buttons, &xkb_state);
                     free(ev);
                 }
-                printf("keys=%ld buttons=%ld\n", keys, buttons);
+                printf("keys=%ld buttons=%ld xkb_state=%ld\n", keys, buttons, xkb_state);
                 fflush(stdout);
-                keys = buttons = 0;
+                keys = buttons = xkb_state = 0;
             } else if (!strncmp(line, "focus", 5)) {
                 xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, w, XCB_CURRENT_TIME);
                 sync_();
@@ -333,7 +348,7 @@ keymap(long ms)
  * ExtensionDeviceNotify. Counts them by kind, and those that name a key code. SLOWMS > 0:
  * it turns on AccessX slow keys with that delay on DEV (every press gives an AccessXNotify
  * naming the key, and XKB's timer another when it accepts the key), and off at the end. */
-static int xkb_base;
+static int xkb_major;
 static long n_xkb, n_xkb_keyed, n_xkb_kind[16];
 
 static void
@@ -382,8 +397,10 @@ xkb_slow_keys(int major, int dev, int delay)
     return raw_void(&sc, sizeof(sc));
 }
 
+/* XKB initialised and `mask`'s events selected on DEV with all details (slow keys on
+ * first when SLOW > 0); sets xkb_base; returns the first error (0: none) */
 static int
-xkb(long ms, int dev, int slow)
+xkb_setup(int dev, int slow, unsigned mask, int *supported)
 {
     const xcb_query_extension_reply_t *x;
     xkbUseExtensionReq ue;
@@ -392,16 +409,13 @@ xkb(long ms, int dev, int slow)
     xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
     xcb_generic_error_t *e = NULL;
     xkbUseExtensionReply *r;
-    int err, supported = 0;
-    unsigned mask = XkbStateNotifyMask | XkbControlsNotifyMask | XkbIndicatorStateNotifyMask |
-        XkbBellNotifyMask | XkbActionMessageMask | XkbAccessXNotifyMask |
-        XkbExtensionDeviceNotifyMask;
+    int err;
 
-    conn();
     x = xcb_get_extension_data(c, &(xcb_extension_t) { "XKEYBOARD", 0 });
     if (!x || !x->present)
         die("no XKEYBOARD");
     xkb_base = x->first_event;
+    xkb_major = x->major_opcode;
     memset(&ue, 0, sizeof(ue));
     ue.reqType = x->major_opcode;
     ue.xkbReqType = X_kbUseExtension;
@@ -412,8 +426,7 @@ xkb(long ms, int dev, int slow)
     iov[2].iov_len = sizeof(ue);
     r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
                                                &iov[2], &pr), &e);
-    if (r)
-        supported = r->supported;
+    *supported = r ? r->supported : 0;
     free(r);
     free(e);
     memset(&se, 0, sizeof(se));
@@ -426,10 +439,23 @@ xkb(long ms, int dev, int slow)
     err = slow > 0 ? xkb_slow_keys(x->major_opcode, dev, slow) : 0;
     if (!err)                   /* (after: no ControlsNotify for its own change) */
         err = raw_void(&se, sizeof(se));
+    return err;
+}
+
+static int
+xkb(long ms, int dev, int slow)
+{
+    int err, supported;
+    unsigned mask = XkbStateNotifyMask | XkbControlsNotifyMask | XkbIndicatorStateNotifyMask |
+        XkbBellNotifyMask | XkbActionMessageMask | XkbAccessXNotifyMask |
+        XkbExtensionDeviceNotifyMask;
+
+    conn();
+    err = xkb_setup(dev, slow, mask, &supported);
     ready();
     pump(ms, on_xkb);
     if (slow > 0)
-        xkb_slow_keys(x->major_opcode, dev, 0);
+        xkb_slow_keys(xkb_major, dev, 0);
     printf("xkb_supported=%d xkb_err=%d xkb_events=%ld xkb_keyed=%ld xkb_state=%ld "
            "xkb_ctrls=%ld xkb_indicator=%ld xkb_bell=%ld xkb_action=%ld xkb_accessx=%ld "
            "xkb_extdev=%ld\n", supported, err, n_xkb, n_xkb_keyed,
