@@ -176,6 +176,12 @@ struct ServerEnforcementTests {
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
     let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
     try await daemon.waitUntilCaughtUp(retitling: window)
+    // `shieldctl status` says the keys are protected, nothing refused yet.
+    let before = try await Shieldctl.run(["status"], on: server)
+    #expect(
+      before.stdoutText.contains(
+        "input:       protected by the module: keys typed into a focused secure window reach only that window's program and trusted ones; 0 refusals audited (input-refused)\n"
+      ), "\(before.stdoutText)")
     // The control: a plain window focused, xdotool's typing is nobody's business.
     _ = try await server.run("xdotool", ["windowfocus", "--sync", String(plain.id)])
     let typedPlain = try await server.run("xdotool", ["type", "--delay", "5", "hunter2"])
@@ -183,7 +189,9 @@ struct ServerEnforcementTests {
     // The secure window focused: the module refuses the fake keys (XTEST), the daemon names
     // the program that sent them.
     _ = try await server.run("xdotool", ["windowfocus", "--sync", String(window.id)])
-    _ = try await server.run("xdotool", ["type", "--delay", "5", "hunter2"])
+    // (then it stays a second: the daemon reads its /proc entry when the refusal arrives,
+    // and a loaded machine can take longer than the typing; gone, it is "-")
+    _ = try await server.run("xdotool", ["type", "--delay", "5", "hunter2", "sleep", "1"])
     let hex = "0x" + String(window.id, radix: 16)
     defer { print("secure input, refusals audited: \(daemon.auditEvents("input-refused"))") }
     try await waitUntil("the refusal audited", timeout: .seconds(10)) {
@@ -193,9 +201,52 @@ struct ServerEnforcementTests {
     #expect(
       records.allSatisfy { ($0["window"] as? String) == hex }, "nothing refused while the plain window had the focus")
     #expect(records.contains { ($0["exe"] as? String)?.hasSuffix("/xdotool") == true })
+    // status counts the audited refusals and names the last one's program (the state is
+    // published at most every publishInterval: wait for it)
+    let count = records.count
+    try await waitUntil("status counts the refusals", timeout: .seconds(10)) {
+      (try? daemon.state())??.enforcement?.inputRefusals == count
+    }
+    let after = try await Shieldctl.run(["status"], on: server)
+    let line = after.stdoutText.split(separator: "\n").first { $0.hasPrefix("input:") }.map(String.init) ?? ""
+    print("secure input, status: \(line)")
+    #expect(line.contains("protected by the module"), "\(after.stdoutText)")
+    #expect(line.contains("; \(count) refusal\(count == 1 ? "" : "s") audited (input-refused) (last: pid "), "\(line)")
+    let last = try #require(records.last)
+    let exe = (last["exe"] as? String).flatMap { $0 == "-" ? nil : $0 } ?? "(unknown executable)"
+    #expect(line.hasSuffix("(last: pid \(last["pid"].map { "\($0)" } ?? "?") \(exe))"), "\(line)")
+    let json = try await Shieldctl.run(["status", "--json"], on: server)
+    let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+    let enforcement = try #require(object["enforcement"] as? [String: Any])
+    #expect(enforcement["inputProtected"] as? Bool == true)
+    #expect(enforcement["inputRefusals"] as? Int == count)
     await daemon.stop()
     window.close()
     plain.close()
+    await server.stop()
+  }
+
+  @Test("status without the module: the keys typed into secure windows are not protected")
+  func statusSaysInputIsUnprotectedWithoutTheModule() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    let text = try await Shieldctl.run(["status"], on: server)
+    #expect(text.status == .exited(0), "\(text)")
+    #expect(
+      text.stdoutText.contains(
+        "input:       NOT protected: without the CaptureShield Xorg module any X client can read the keys typed into secure windows\n"
+      ), "\(text.stdoutText)")
+    #expect(!text.stdoutText.contains("protected by the module"), "\(text.stdoutText)")
+    let json = try await Shieldctl.run(["status", "--json"], on: server)
+    let object = try #require(try JSONSerialization.jsonObject(with: json.stdout) as? [String: Any])
+    let enforcement = try #require(object["enforcement"] as? [String: Any])
+    #expect(enforcement["kind"] as? String == "client")
+    #expect(enforcement["inputProtected"] as? Bool == false)
+    #expect(enforcement["inputRefusals"] == nil)
+    await daemon.stop()
+    window.close()
     await server.stop()
   }
 

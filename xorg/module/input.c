@@ -2,10 +2,15 @@
  * window inside one) has the keyboard focus, key events reach only trusted clients and the
  * client owning every secure window the keys pass; other clients can neither read the key
  * state, take the keys with a grab, nor type or click into a secure window with XTEST or
- * SendEvent. Refusals: CaptureNotify kind 8, once per client per focus period. */
+ * SendEvent, and XKB events that tell which key went down (StateNotify, AccessXNotify,
+ * ActionMessage, ControlsNotify, the indicator and extension device notifications, bells)
+ * are held back from them. Refusals: CaptureNotify kind 8, once per client per focus
+ * period. */
 #include "cs.h"
 #include "inputstr.h"
 #include "dix.h"
+#include "mi.h"
+#include "xkbsrv.h"
 #include <string.h>
 #include <X11/extensions/XI.h>
 #include <X11/extensions/XIproto.h>
@@ -176,6 +181,259 @@ cs_input_report(ClientPtr client, XID what)
                    client->index, (int) GetClientPid(client), client->majorOp,
                    (unsigned long) what);
     cs_report(client, what, CS_KIND_INPUT);
+}
+
+/* ---- XKB events that tell which key went down ----
+ * XKB writes its events straight to the clients (WriteToClient: no XACE hook sees them),
+ * each to the clients whose XkbInterest on the device selected it. So while a secure window
+ * has the focus, the masks of the key-revealing events are cleared in the XkbInterest of
+ * every client that may not read those keys, and given back when the focus leaves (then
+ * one StateNotify with the current state goes out, so layout and modifier trackers catch
+ * up). The state is brought up to date before XKB handles each key (a mieq handler for the
+ * raw key events, which the server queues in front of every key event), at every
+ * key press (DeviceEventCallback), after each XKB request (a work proc) and in the block handler; it stays
+ * while the focus stays, so the events XKB sends from its timers (AccessX slow keys, key
+ * repeat) are held back too. A record
+ * given back is first found again in its device's interest list (never touched when the
+ * client, the device or the record is gone). */
+#define CS_MAX_XKB 256
+#define CS_ET_RAW_KEY_PRESS 20          /* enum EventType, the server's eventstr.h (not */
+#define CS_ET_RAW_KEY_RELEASE 21        /* in the SDK): the same from 1.12 to 21.1 */
+static struct cs_xkb_hidden {
+    DeviceIntPtr dev;
+    XkbInterestPtr in;
+    XID resource;
+    ClientPtr client;
+    CARD16 ext_dev, state, access_x;
+    CARD32 ctrls, i_state;
+    BOOL bell, action;
+} cs_xkb[CS_MAX_XKB];
+static int cs_nxkb;
+static Bool cs_mieq_armed;
+static XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure focus) */
+static Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
+static Bool cs_xkb_open;        /* between init and close (a queued work proc may outlive) */
+static Bool cs_xkb_work_queued;
+
+static int
+cs_xkb_selects_keys(XkbInterestPtr in)
+{
+    return in->extDevNotifyMask || in->stateNotifyMask || in->accessXNotifyMask ||
+        in->ctrlsNotifyMask || in->iStateNotifyMask || in->bellNotifyMask ||
+        in->actionMessageMask;
+}
+
+/* h's record, if it is still in its device's list */
+static XkbInterestPtr
+cs_xkb_find(const struct cs_xkb_hidden *h)
+{
+    DeviceIntPtr d;
+    XkbInterestPtr in;
+    int pass;
+
+    for (pass = 0; pass < 2; pass++)
+        for (d = pass ? inputInfo.off_devices : inputInfo.devices; d; d = d->next) {
+            if (d != h->dev)
+                continue;
+            for (in = d->xkb_interest; in; in = in->next)
+                if (in == h->in && in->resource == h->resource && in->client == h->client)
+                    return in;
+        }
+    return NULL;
+}
+
+/* Holds back in's masks, adding them to h's. What the client selected meanwhile (an
+ * XkbSelectEvents while held back works on the cleared masks) is kept; what it deselected
+ * meanwhile comes back with the rest. */
+static void
+cs_xkb_save(struct cs_xkb_hidden *h, XkbInterestPtr in)
+{
+    h->ext_dev |= in->extDevNotifyMask;
+    h->state |= in->stateNotifyMask;
+    h->access_x |= in->accessXNotifyMask;
+    h->ctrls |= in->ctrlsNotifyMask;
+    h->i_state |= in->iStateNotifyMask;
+    h->bell |= in->bellNotifyMask;
+    h->action |= in->actionMessageMask;
+    in->extDevNotifyMask = in->stateNotifyMask = in->accessXNotifyMask = 0;
+    in->ctrlsNotifyMask = in->iStateNotifyMask = 0;
+    in->bellNotifyMask = in->actionMessageMask = FALSE;
+}
+
+/* gives entry i back (if its record still exists) and drops it; returns the device */
+static DeviceIntPtr
+cs_xkb_give_back(int i)
+{
+    struct cs_xkb_hidden *h = &cs_xkb[i];
+    XkbInterestPtr in = cs_xkb_find(h);
+    DeviceIntPtr dev = NULL;
+
+    if (in) {
+        in->extDevNotifyMask |= h->ext_dev;
+        in->stateNotifyMask |= h->state;
+        in->accessXNotifyMask |= h->access_x;
+        in->ctrlsNotifyMask |= h->ctrls;
+        in->iStateNotifyMask |= h->i_state;
+        in->bellNotifyMask |= h->bell;
+        in->actionMessageMask |= h->action;
+        dev = h->dev;
+    }
+    cs_xkb[i] = cs_xkb[--cs_nxkb];
+    return dev;
+}
+
+static int
+cs_xkb_held(XkbInterestPtr in)
+{
+    int i;
+
+    for (i = 0; i < cs_nxkb; i++)
+        if (cs_xkb[i].in == in && cs_xkb[i].client == in->client &&
+            cs_xkb[i].resource == in->resource)
+            return 1;
+    return 0;
+}
+
+static void
+cs_xkb_hide_on(DeviceIntPtr d, WindowPtr keywin)
+{
+    XkbInterestPtr in;
+
+    for (in = d->xkb_interest; in; in = in->next) {
+        if (!in->client || in->client->clientGone || !cs_xkb_selects_keys(in) ||
+            cs_key_reader_ok(in->client, keywin) || cs_xkb_held(in))
+            continue;
+        if (cs_nxkb == CS_MAX_XKB) {
+            struct cs_xkb_hidden lost;
+
+            /* never let the events through: this client loses them for good */
+            LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: too many XKB selections to hold "
+                           "back; client %d loses its XKB state events\n",
+                           in->client->index);
+            memset(&lost, 0, sizeof(lost));
+            cs_xkb_save(&lost, in);
+            continue;
+        }
+        memset(&cs_xkb[cs_nxkb], 0, sizeof(cs_xkb[0]));
+        cs_xkb[cs_nxkb].dev = d;
+        cs_xkb[cs_nxkb].in = in;
+        cs_xkb[cs_nxkb].resource = in->resource;
+        cs_xkb[cs_nxkb].client = in->client;
+        cs_xkb_save(&cs_xkb[cs_nxkb], in);
+        cs_nxkb++;
+    }
+}
+
+/* Brings the held-back selections up to date with the focus now. Each key pays only for
+ * finding the focus (the delivery hook does the same): the selections are looked at when
+ * the key window changed, after an XKB request (selections are made by requests only) or
+ * a client left, and with `force` (the block handler: once per dispatch round, for trust
+ * that changed meanwhile). */
+static void
+cs_xkb_sync(Bool force)
+{
+    WindowPtr secure, keywin = NULL;
+    DeviceIntPtr d, back[8];
+    XID kid;
+    int i, j, nback = 0, pass;
+
+    if (!cs_nxkb && !cs_secure_count())
+        return;
+    secure = cs_focus_secure(&keywin);
+    kid = secure && keywin ? keywin->drawable.id : 0;
+    if (!force && !cs_xkb_dirty && kid == cs_xkb_keywin)
+        return;
+    cs_xkb_dirty = FALSE;
+    cs_xkb_keywin = kid;
+    for (i = cs_nxkb - 1; i >= 0; i--) {
+        if (secure && !cs_key_reader_ok(cs_xkb[i].client, keywin)) {
+            XkbInterestPtr in = cs_xkb_find(&cs_xkb[i]);
+
+            if (in)
+                cs_xkb_save(&cs_xkb[i], in);    /* selected again meanwhile: held */
+            else
+                cs_xkb[i] = cs_xkb[--cs_nxkb];
+            continue;
+        }
+        d = cs_xkb_give_back(i);
+        for (j = 0; d && j < nback && back[j] != d; j++);
+        if (d && j == nback && nback < (int) (sizeof(back) / sizeof(back[0])))
+            back[nback++] = d;
+    }
+    if (secure)
+        for (pass = 0; pass < 2; pass++)
+            for (d = pass ? inputInfo.off_devices : inputInfo.devices; d; d = d->next)
+                if (d->xkb_interest)
+                    cs_xkb_hide_on(d, keywin);
+    /* the state as it is now, to the clients that missed its changes */
+    for (j = 0; j < nback; j++)
+        if (back[j]->key && back[j]->key->xkbInfo) {
+            xkbStateNotify sn;
+
+            memset(&sn, 0, sizeof(sn));
+            sn.changed = XkbAllStateComponentsMask;
+            XkbSendStateNotify(back[j], &sn);
+        }
+}
+
+/* After an XKB request, before XKB's timers can send anything (the server runs its work
+ * queue first when it waits for input): a selection the request made is held back at once */
+static Bool
+cs_xkb_work(ClientPtr client, void *closure)
+{
+    (void) client;
+    (void) closure;
+    cs_xkb_work_queued = FALSE;
+    if (cs_xkb_open)
+        cs_xkb_sync(FALSE);
+    return TRUE;
+}
+
+/* the clients that are gone keep nothing here (their records are freed with them) */
+static void
+cs_xkb_forget(ClientPtr client)
+{
+    int i;
+
+    for (i = cs_nxkb - 1; i >= 0; i--)
+        if (cs_xkb[i].client == client)
+            cs_xkb[i] = cs_xkb[--cs_nxkb];
+}
+
+/* mieq: every key event is preceded by its raw event; bring the XKB selections up to date
+ * before XKB handles the key, then go on as mieq does without a handler (for raw events
+ * it does nothing else) */
+static void
+cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
+{
+    (void) screen;
+    cs_xkb_sync(FALSE);
+    dev->public.processInputProc(ev, dev);
+}
+
+static void
+cs_xkb_arm(void)
+{
+    /* mieqInit (InitInput, after the extensions) clears the handlers: set them once the
+     * server runs */
+    if (cs_mieq_armed)
+        return;
+    mieqSetHandler(CS_ET_RAW_KEY_PRESS, cs_raw_key_handler);
+    mieqSetHandler(CS_ET_RAW_KEY_RELEASE, cs_raw_key_handler);
+    cs_mieq_armed = TRUE;
+}
+
+static void
+cs_xkb_close(void)
+{
+    if (cs_mieq_armed) {
+        mieqSetHandler(CS_ET_RAW_KEY_PRESS, NULL);
+        mieqSetHandler(CS_ET_RAW_KEY_RELEASE, NULL);
+    }
+    cs_mieq_armed = FALSE;
+    cs_xkb_open = FALSE;
+    while (cs_nxkb)
+        cs_xkb_give_back(cs_nxkb - 1);
 }
 
 /* ---- which events carry keys ---- */
@@ -456,6 +714,9 @@ cs_key_press(DeviceIntPtr dev)
     WindowPtr secure, keywin = NULL;
     int i;
 
+    /* the XKB selections follow the focus before XKB handles the key (and the raw key
+     * handler did so already on the usual path) */
+    cs_xkb_sync(FALSE);
     if (!dev || dev->deviceGrab.grab || !cs_secure_count())
         return;
     secure = cs_focus_secure(&keywin);
@@ -564,6 +825,8 @@ cs_input_block(void *data, void *timeout)
     /* nothing frozen: no key event is queued for a replay */
     if (cs_avail_armed && !cs_any_frozen())
         cs_avail_disarm();
+    cs_xkb_arm();
+    cs_xkb_sync(TRUE);
 }
 
 static void
@@ -576,9 +839,14 @@ cs_input_wakeup(void *data, int result)
 static void
 cs_input_client_cb(CallbackListPtr *list, void *data, void *call)
 {
+    NewClientInfoRec *ci = call;
+
     (void) list;
     (void) data;
-    (void) call;
+    if (ci && ci->client && ci->client->clientState == ClientStateGone) {
+        cs_xkb_forget(ci->client);
+        cs_xkb_dirty = TRUE;
+    }
     if (cs_nhidden)
         cs_restore_grabs();
 }
@@ -598,6 +866,13 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (cs_nhidden)
         cs_restore_grabs();
+    /* XKB selections change only by XKB requests; trust by the module's own (Grant) */
+    if (rec->ext && (rec->ext->base == XkbReqCode || !strcmp(rec->ext->name, CS_NAME))) {
+        cs_xkb_dirty = TRUE;
+        if (!cs_xkb_work_queued && cs_secure_count() &&
+            QueueWorkProc(cs_xkb_work, serverClient, NULL))
+            cs_xkb_work_queued = TRUE;
+    }
     if (!cs_xtest_known) {
         /* every extension is initialised before the first request is dispatched */
         cs_xtest = CheckExtension("XTEST");
@@ -675,12 +950,19 @@ cs_input_close(void)
     if (cs_dispatch_armed)
         DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL);
     cs_dispatch_armed = FALSE;
+    cs_xkb_close();
 }
 
 Bool
 cs_input_init(void)
 {
     cs_nhidden = 0;
+    cs_nxkb = 0;
+    cs_mieq_armed = FALSE;
+    cs_xkb_keywin = 0;
+    cs_xkb_dirty = TRUE;
+    cs_xkb_open = TRUE;
+    cs_xkb_work_queued = FALSE;
     cs_dispatch_armed = FALSE;
     cs_avail_armed = FALSE;
     cs_last_secure = 0;

@@ -2,10 +2,12 @@
  * focus and counts the keys it gets; a typist (XTEST: the user's keyboard when run as a
  * trusted program, an attack otherwise); listeners that try to learn the keys (XI2 raw
  * events, QueryKeymap polling, a passive AnyKey grab, an active keyboard grab, KeyPress
- * selected on the victim); SendEvent into the victim; a shortcut grab (Control+key). */
+ * selected on the victim, XKB events that carry key codes or the modifier and LED state);
+ * SendEvent into the victim; a shortcut grab (Control+key). */
 #include "csprobe.h"
 #include <poll.h>
 #include <time.h>
+#include <X11/extensions/XKBproto.h>
 
 #define NKEYS 13
 static const uint8_t keycodes[NKEYS] = { 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 38, 39, 40 };
@@ -37,20 +39,41 @@ fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
     return raw_void(&req, sizeof(req));
 }
 
+static int xkb_base;
+static int xkb_setup(int dev, int slow, unsigned mask, int *supported);
+
 /* ---- victim SECURE: a 200x200 window at 100,100 (secure if SECURE=1) that takes the
- * focus; commands on stdin: "count" prints keys=N buttons=M (and resets), "focus" takes the
+ * focus, and selects XKB StateNotify (as Qt and GTK do); commands on stdin: "count" prints
+ * keys=N buttons=M xkb_state=S (StateNotify naming a key; and resets), "focus" takes the
  * focus again ---- */
+static void
+victim_event(const xcb_generic_event_t *ev, long *keys, long *buttons, long *xkb_state)
+{
+    const uint8_t *b = (const uint8_t *) ev;
+
+    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
+        (*keys)++;
+    else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
+        (*buttons)++;
+    else if ((ev->response_type & 0x7f) == xkb_base && b[1] == XkbStateNotify &&
+             ((const xkbStateNotify *) b)->keycode)
+        (*xkb_state)++;
+}
+
 static int
 victim_input(int secure)
 {
     xcb_window_t w;
     uint32_t mask = XCB_EVENT_MASK_KEY_PRESS | XCB_EVENT_MASK_BUTTON_PRESS |
         XCB_EVENT_MASK_EXPOSURE | XCB_EVENT_MASK_STRUCTURE_NOTIFY;
-    long keys = 0, buttons = 0;
+    long keys = 0, buttons = 0, xkb_state = 0;
     char line[64];
     struct pollfd p[2];
+    int supported;
 
     conn();
+    if (xkb_setup(XkbUseCoreKbd, 0, XkbStateNotifyMask, &supported) || !supported)
+        die("victim: no XKB");
     w = mkwin(root, 100, 100, 200, 200, RED, 0);
     xcb_change_window_attributes(c, w, XCB_CW_EVENT_MASK, &mask);
     if (secure)
@@ -69,10 +92,7 @@ victim_input(int secure)
         xcb_generic_event_t *ev;
 
         while ((ev = xcb_poll_for_event(c))) {
-            if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
-                keys++;
-            else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
-                buttons++;
+            victim_event(ev, &keys, &buttons, &xkb_state);
             free(ev);
         }
         if (xcb_connection_has_error(c))
@@ -85,15 +105,12 @@ victim_input(int secure)
             if (!strncmp(line, "count", 5)) {
                 sync_();
                 while ((ev = xcb_poll_for_event(c))) {
-                    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
-                        keys++;
-                    else if ((ev->response_type & 0x7f) == XCB_BUTTON_PRESS)
-                        buttons++;
+                    victim_event(ev, &keys, &buttons, &xkb_state);
                     free(ev);
                 }
-                printf("keys=%ld buttons=%ld\n", keys, buttons);
+                printf("keys=%ld buttons=%ld xkb_state=%ld\n", keys, buttons, xkb_state);
                 fflush(stdout);
-                keys = buttons = 0;
+                keys = buttons = xkb_state = 0;
             } else if (!strncmp(line, "focus", 5)) {
                 xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, w, XCB_CURRENT_TIME);
                 sync_();
@@ -325,6 +342,168 @@ keymap(long ms)
     return 0;
 }
 
+/* xkb MS [DEV [SLOWMS]]: XKB initialised, then every XKB event that tells about keys
+ * selected on DEV (default: the core keyboard), with all details: StateNotify,
+ * ControlsNotify, IndicatorStateNotify, BellNotify, ActionMessage, AccessXNotify,
+ * ExtensionDeviceNotify. Counts them by kind, and those that name a key code. SLOWMS > 0:
+ * it turns on AccessX slow keys with that delay on DEV (every press gives an AccessXNotify
+ * naming the key, and XKB's timer another when it accepts the key), and off at the end. */
+static int xkb_major;
+static long n_xkb, n_xkb_keyed, n_xkb_kind[16];
+
+static void
+on_xkb(xcb_generic_event_t *ev)
+{
+    const uint8_t *b = (const uint8_t *) ev;
+    int kc = 0;
+
+    if ((ev->response_type & 0x7f) != xkb_base)
+        return;
+    n_xkb++;
+    n_xkb_kind[b[1] & 15]++;
+    switch (b[1]) {
+    case XkbStateNotify:
+        kc = ((const xkbStateNotify *) b)->keycode;
+        break;
+    case XkbControlsNotify:
+        kc = ((const xkbControlsNotify *) b)->keycode;
+        break;
+    case XkbActionMessage:
+        kc = ((const xkbActionMessage *) b)->keycode;
+        break;
+    case XkbAccessXNotify:
+        kc = ((const xkbAccessXNotify *) b)->keycode;
+        break;
+    }
+    if (kc)
+        n_xkb_keyed++;
+}
+
+/* XkbSetControls on DEV: slow keys on with DELAY ms, or off (DELAY 0) */
+static int
+xkb_slow_keys(int major, int dev, int delay)
+{
+    xkbSetControlsReq sc;
+
+    memset(&sc, 0, sizeof(sc));
+    sc.reqType = major;
+    sc.xkbReqType = X_kbSetControls;
+    sc.length = sizeof(sc) / 4;
+    sc.deviceSpec = dev;
+    sc.affectEnabledCtrls = XkbSlowKeysMask;
+    sc.enabledCtrls = delay ? XkbSlowKeysMask : 0;
+    sc.changeCtrls = delay ? XkbSlowKeysMask : 0;
+    sc.slowKeysDelay = delay;
+    return raw_void(&sc, sizeof(sc));
+}
+
+/* XKB initialised and `mask`'s events selected on DEV with all details (slow keys on
+ * first when SLOW > 0); sets xkb_base; returns the first error (0: none) */
+static int
+xkb_setup(int dev, int slow, unsigned mask, int *supported)
+{
+    const xcb_query_extension_reply_t *x;
+    xkbUseExtensionReq ue;
+    xkbSelectEventsReq se;
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+    xkbUseExtensionReply *r;
+    int err;
+
+    x = xcb_get_extension_data(c, &(xcb_extension_t) { "XKEYBOARD", 0 });
+    if (!x || !x->present)
+        die("no XKEYBOARD");
+    xkb_base = x->first_event;
+    xkb_major = x->major_opcode;
+    memset(&ue, 0, sizeof(ue));
+    ue.reqType = x->major_opcode;
+    ue.xkbReqType = X_kbUseExtension;
+    ue.length = sizeof(ue) / 4;
+    ue.wantedMajor = XkbMajorVersion;
+    ue.wantedMinor = XkbMinorVersion;
+    iov[2].iov_base = &ue;
+    iov[2].iov_len = sizeof(ue);
+    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                               &iov[2], &pr), &e);
+    *supported = r ? r->supported : 0;
+    free(r);
+    free(e);
+    memset(&se, 0, sizeof(se));
+    se.reqType = x->major_opcode;
+    se.xkbReqType = X_kbSelectEvents;
+    se.length = sizeof(se) / 4;
+    se.deviceSpec = dev;
+    se.affectWhich = mask;
+    se.selectAll = mask;
+    err = slow > 0 ? xkb_slow_keys(x->major_opcode, dev, slow) : 0;
+    if (!err)                   /* (after: no ControlsNotify for its own change) */
+        err = raw_void(&se, sizeof(se));
+    return err;
+}
+
+static int
+xkb(long ms, int dev, int slow)
+{
+    int err, supported;
+    unsigned mask = XkbStateNotifyMask | XkbControlsNotifyMask | XkbIndicatorStateNotifyMask |
+        XkbBellNotifyMask | XkbActionMessageMask | XkbAccessXNotifyMask |
+        XkbExtensionDeviceNotifyMask;
+
+    conn();
+    err = xkb_setup(dev, slow, mask, &supported);
+    ready();
+    pump(ms, on_xkb);
+    if (slow > 0)
+        xkb_slow_keys(xkb_major, dev, 0);
+    printf("xkb_supported=%d xkb_err=%d xkb_events=%ld xkb_keyed=%ld xkb_state=%ld "
+           "xkb_ctrls=%ld xkb_indicator=%ld xkb_bell=%ld xkb_action=%ld xkb_accessx=%ld "
+           "xkb_extdev=%ld\n", supported, err, n_xkb, n_xkb_keyed,
+           n_xkb_kind[XkbStateNotify], n_xkb_kind[XkbControlsNotify],
+           n_xkb_kind[XkbIndicatorStateNotify], n_xkb_kind[XkbBellNotify],
+           n_xkb_kind[XkbActionMessage], n_xkb_kind[XkbAccessXNotify],
+           n_xkb_kind[XkbExtensionDeviceNotify]);
+    return 0;
+}
+
+/* xi1wait MS: waits (at most MS ms) until some client selected XI 1.x events on the root
+ * (GetSelectedExtensionEvents: `xinput test` does so once it listens); prints
+ * xi1_listening=1 or 0 */
+static int
+xi1wait(long ms)
+{
+    struct { uint8_t major, minor; uint16_t len; uint32_t win; } req;
+    long end;
+    int major, listening = 0;
+
+    conn();
+    major = ext_major("XInputExtension");
+    end = now_ms() + ms;
+    while (!listening && now_ms() < end) {
+        struct iovec iov[3];
+        xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+        xcb_generic_error_t *e = NULL;
+        uint8_t *r;
+
+        req.major = major;
+        req.minor = 7;          /* X_GetSelectedExtensionEvents */
+        req.len = 2;
+        req.win = root;
+        iov[2].iov_base = &req;
+        iov[2].iov_len = sizeof(req);
+        r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                                   &iov[2], &pr), &e);
+        if (r && (r[10] | r[11]))   /* all_clients_count (CARD16) */
+            listening = 1;
+        free(r);
+        free(e);
+        if (!listening)
+            usleep(20000);
+    }
+    printf("xi1_listening=%d\n", listening);
+    return 0;
+}
+
 /* grabkey MS [KEY MODS]: passive GrabKey on the root (default AnyKey, AnyModifier) */
 static int
 grabkey(long ms, int key, int mods)
@@ -547,7 +726,7 @@ main(int argc, char **argv)
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabfrozen MS | grabkbd MS | select WIN MS | "
-            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE");
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -575,6 +754,11 @@ main(int argc, char **argv)
         return nest(strtoul(argv[2], NULL, 0), atol(argv[3]), atoi(argv[4]));
     if (!strcmp(argv[1], "bench") && argc > 3)
         return bench(atol(argv[2]), atoi(argv[3]));
+    if (!strcmp(argv[1], "xi1wait") && argc > 2)
+        return xi1wait(atol(argv[2]));
+    if (!strcmp(argv[1], "xkb") && argc > 2)
+        return xkb(atol(argv[2]), argc > 3 ? atoi(argv[3]) : XkbUseCoreKbd,
+                   argc > 4 ? atoi(argv[4]) : 0);
     if (!strcmp(argv[1], "select") && argc > 3)
         return select_(strtoul(argv[2], NULL, 0), atol(argv[3]));
     die("unknown command");

@@ -60,6 +60,15 @@ public struct DaemonState: Sendable, Codable, Hashable {
     /// Why the daemon does not grant the compositor the policy trusts (`CompositorGrant`);
     /// absent when it is granted or there is none.
     public var compositorRefused: String? = nil
+    /// Secure input: true when the module keeps the keys typed into a focused secure window
+    /// from everyone but that window's own program and trusted ones (module protocol 1.2
+    /// and later); false in client-side mode, where nothing stops other clients from
+    /// reading them. Absent in states written by daemons before it was published.
+    public var inputProtected: Bool? = nil
+    /// Under the module: how many `input-refused` records the daemon audited since it
+    /// started, and the last one's client ("pid N /path").
+    public var inputRefusals: Int? = nil
+    public var lastInputRefusal: String? = nil
 
     public init(kind: String) { self.kind = kind }
   }

@@ -96,6 +96,9 @@ struct ServerModule: Sendable {
   /// Whether the module reports windows that become secure (1.2): then a daemon whose
   /// policy has no rules about windows learns every secure window without watching all.
   var reportsSecureWindows: Bool { version.major > 1 || (version.major == 1 && version.minor >= 2) }
+  /// Whether it keeps the keys of a focused secure window from untrusted clients (rule
+  /// `input`, reported as CaptureNotify kind 8: protocol 1.2).
+  var protectsInput: Bool { reportsSecureWindows }
 
   /// The module on `x`'s display, or nil when the server has no CAPTURESHIELD extension.
   static func probe(_ x: XConnection) -> ServerModule? {

@@ -15,8 +15,10 @@ struct StatusCommand: Command {
     daemon's pid, the policy files in force and their main settings, whether someone is
     capturing the screen (each capture session with the client's pid, executable and
     first capture request), the enforcement (the CaptureShield Xorg module, or shield
-    windows), the compositor, how many windows are secure and how many are shielded or
-    protected by the X server, and whether shielding is paused.
+    windows), whether the keys typed into secure windows are protected (only under the
+    module; with how many input refusals it audited), the compositor, how many windows
+    are secure and how many are shielded or protected by the X server, and whether
+    shielding is paused.
 
     The state is only what a daemon once wrote, so status also checks that its writer
     still owns the daemon's manager selection (by the X server's PID of the owner) and
@@ -172,8 +174,25 @@ struct StatusCommand: Command {
       if e.protecting == false {
         out.append(field("protection", "OFF (paused): tagged windows are readable by anyone"))
       }
+      if e.inputProtected == true {
+        let last = e.lastInputRefusal.map { " (last: \(Text.show($0)))" } ?? ""
+        out.append(
+          field(
+            "input",
+            "protected by the module: keys typed into a focused secure window reach only that window's program and trusted ones; "
+              + Text.count(e.inputRefusals ?? 0, "refusal") + " audited (input-refused)" + last))
+      } else if e.inputProtected == false {
+        out.append(field("input", "NOT protected: this module version does not guard the keys of secure windows"))
+      }
     } else {
       out.append(field("enforcement", "client-side shields (no CaptureShield Xorg module on this server)"))
+      if s.enforcement?.inputProtected == false {
+        out.append(
+          field(
+            "input",
+            "NOT protected: without the CaptureShield Xorg module any X client can read the keys typed into secure windows"
+          ))
+      }
     }
 
     let capturing = s.sessions.filter { $0.kind != .quarantine }

@@ -201,6 +201,9 @@ final class WatcherLoop {
   var moduleRequestNames: [UInt8: String] = [:]
   /// The module's Trust list, when it reports it.
   var moduleTrustList: [String]?
+  /// `input-refused` records audited since the start, and the last one's client.
+  var inputRefusals = 0
+  var lastInputRefusal: String?
   // MARK: Desktop notifications
   /// When to tell the user that a capture started (`WatcherLoop+Notify`).
   var notices = CaptureNotifier()

@@ -100,6 +100,11 @@ extension WatcherLoop {
       e.policyTagged = enforcement.tagged.count
       e.protecting = enforcement.protecting
       e.follows = windowWatch
+      e.inputProtected = module.protectsInput
+      if module.protectsInput {
+        e.inputRefusals = inputRefusals
+        e.lastInputRefusal = lastInputRefusal
+      }
       if let c = engine.compositor, let why = enforcement.refusedCompositors[c] {
         e.compositorRefused = why
         snap.compositorTrust = "not granted by the daemon: \(why)"
@@ -117,7 +122,9 @@ extension WatcherLoop {
         snap.windows[i].shielded = false
       }
     } else {
-      snap.enforcement = DaemonState.Enforcement(kind: "client")
+      var e = DaemonState.Enforcement(kind: "client")
+      e.inputProtected = false
+      snap.enforcement = e
     }
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]

@@ -214,6 +214,9 @@ extension WatcherLoop {
             ("request", .string(moduleRequestNames[n.requestMajor] ?? "request \(n.requestMajor).\(n.requestMinor)")),
             ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
           ]))
+      inputRefusals += 1
+      lastInputRefusal = "pid \(identity.pid.map(String.init) ?? "?") \(identity.exe ?? "(unknown executable)")"
+      stateDirty = true
       return
     }
     if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
