@@ -27,10 +27,15 @@ public struct ShieldTable: Equatable, Sendable {
   /// A shield's place in its target, as a ConfigureNotify reports it. Ours is always
   /// `canonical`: at (0,0), 32767×32767, no border.
   public struct Placement: Equatable, Sendable {
+    /// Position in the target.
     public var x: Int16
+    /// Position in the target.
     public var y: Int16
+    /// Size, inside the border.
     public var width: UInt16
+    /// Size, inside the border.
     public var height: UInt16
+    /// Border width.
     public var border: UInt16
     /// A placement as a ConfigureNotify reports it.
     public init(x: Int16, y: Int16, width: UInt16, height: UInt16, border: UInt16) {
