@@ -4,7 +4,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIG ?= debug
 
-.PHONY: all build release deps test lint format demo bench clean fuzz sanitize
+.PHONY: all build release deps test test-unit test-one lint format demo bench clean fuzz sanitize
 .PHONY: xorg-module xorg-test xorg-bench xorg-fuzz
 
 all: build
@@ -45,6 +45,24 @@ test:
 	  $(SWIFT) test --skip-build --no-parallel --filter IntegrationTests
 	@scripts/sanitize.sh
 	@FUZZ_SECONDS=$${FUZZ_SECONDS:-30} scripts/fuzz.sh
+
+## The unit tests alone (Tests/CaptureShieldTests: no X, no Xvfb, in parallel): the
+## command to run after every change. Times in HACKING.md, "Running tests".
+test-unit:
+	@scripts/install-deps.sh build
+	$(SWIFT) test --filter CaptureShieldTests
+
+## One suite or test, run as `make test` runs it: TEST is a `swift test --filter` pattern
+## (DetectorTests, IntegrationTests.CaptureTests, EngineTests). Integration tests drive the
+## release binary (built into .build/install-test, as `make test` does), one at a time.
+test-one:
+	@test -n "$(TEST)" || { echo "usage: make test-one TEST=<suite or test>, e.g. TEST=DetectorTests" >&2; exit 64; }
+	@scripts/install-deps.sh test
+	@scripts/safe-build-dir.sh
+	$(RELEASE_BUILD) --scratch-path .build/install-test
+	$(SWIFT) build --build-tests
+	SHIELDCTL_PATH=$(CURDIR)/.build/install-test/release/shieldctl \
+	  $(SWIFT) test --skip-build --no-parallel --filter '$(TEST)'
 
 lint:
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests

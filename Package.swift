@@ -12,6 +12,7 @@ let package = Package(
   name: "CaptureShield",
   products: [
     .library(name: "CaptureShield", targets: ["CaptureShield"]),
+    .library(name: "CaptureShieldCore", targets: ["CaptureShieldCore"]),
     .executable(name: "shieldctl", targets: ["shieldctl"]),
   ],
   targets: [
@@ -33,9 +34,16 @@ let package = Package(
       pkgConfig: "dbus-1",
       providers: [.apt(["libdbus-1-dev"])]
     ),
+    // The pure core: policy, engine, decisions, decoders. No system library: the compiler
+    // refuses an XCB, D-Bus or libsodium import here. The fuzzers (scripts/fuzz.sh) build it.
+    .target(
+      name: "CaptureShieldCore",
+      path: "Sources/CaptureShieldCore"
+    ),
+    // The X shell: the daemon loop, RECORD, the X writers, the clipboard guard, D-Bus.
     .target(
       name: "CaptureShield",
-      dependencies: ["CXCB", "CSodium", "CDBus"],
+      dependencies: ["CaptureShieldCore", "CXCB", "CSodium", "CDBus"],
       path: "Sources/CaptureShield"
     ),
     .executableTarget(
@@ -55,7 +63,7 @@ let package = Package(
     ),
     .testTarget(
       name: "CaptureShieldTests",
-      dependencies: ["CaptureShield", "ShieldTestSupport"],
+      dependencies: ["CaptureShield", "CaptureShieldCore", "ShieldTestSupport"],
       path: "Tests/CaptureShieldTests",
       exclude: ["Golden"]
     ),

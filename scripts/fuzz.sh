@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # libFuzzer over the pure code (no X): the policy parser and the capture/property/ELF decoders.
-# Each target is compiled with swiftc -sanitize=fuzzer,address from the library's pure
-# sources (all but X/ and files importing CXCB) plus its entry file in Fuzz/, then run for FUZZ_SECONDS (default 60) on a copy of
-# its seed corpus in Fuzz/corpus/<target>. A crash fails the script; its input is kept in
+# Each target is compiled with swiftc -sanitize=fuzzer,address from the sources of the
+# CaptureShieldCore target (Sources/CaptureShieldCore, which the compiler keeps free of
+# XCB, D-Bus and libsodium: Package.swift gives it no system library) plus its entry file
+# in Fuzz/, then run for FUZZ_SECONDS (default 60) on a copy of its seed corpus in
+# Fuzz/corpus/<target>. A crash fails the script; its input is kept in
 # $FUZZ_OUT (default /tmp/captureshield-fuzz) as crash-*.
 # Leak detection is off by default (FUZZ_DETECT_LEAKS=1 turns it on): swift-corelibs-
 # Foundation's NSRegularExpression leaks ~0.5 KB per compiled pattern (_CFRegularExpressionCreate),
@@ -18,11 +20,8 @@ TARGETS=("$@")
 mkdir -p "$OUT"
 if [ "${FUZZ_DETECT_LEAKS:-0}" = 0 ]; then export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"; fi
 
-# The pure sources: everything of the library that does not import CXCB (the X shell).
-mapfile -t sources < <(grep -L -E '^(internal |@_implementationOnly )?import CXCB' \
-  $(find Sources/CaptureShield -name '*.swift' -not -path '*/X/*' | sort))
-link=()
-if grep -q -E 'import CSodium' "${sources[@]}"; then link=(-I Sources/CSodium -lsodium); fi
+# The core target's sources, all of them.
+mapfile -t sources < <(find Sources/CaptureShieldCore -name '*.swift' | sort)
 status=0
 for target in "${TARGETS[@]}"; do
   case "$target" in
@@ -32,8 +31,8 @@ for target in "${TARGETS[@]}"; do
   esac
   binary="$OUT/fuzz-$target"
   echo "== building $binary"
-  "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -module-name CaptureShield -O -g \
-    -I Sources/CXCB "${link[@]}" "${sources[@]}" "$entry" -o "$binary"
+  "$SWIFTC" -sanitize=fuzzer,address -parse-as-library -module-name CaptureShieldCore -O -g \
+    "${sources[@]}" "$entry" -o "$binary"
   corpus="$OUT/corpus-$target"
   mkdir -p "$corpus"
   cp -n Fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true

@@ -1,5 +1,5 @@
 // A small, non-throwing xcb client for the benchmark's tight loops: raw connection access,
-// cached atoms, plain app windows. (Tests use the throwing `XConnection`.)
+// cached atoms, plain app windows. (Tests use the throwing `TestXConnection`.)
 
 import CXCB
 import Foundation

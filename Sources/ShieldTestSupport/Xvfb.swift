@@ -275,7 +275,7 @@ public final class XvfbServer: Sendable {
       command: child.command, child: child, directory: directory, baseEnvironment: environment)
     // -displayfd is written once the server listens; prove it with one real connection.
     do {
-      let connection = try XConnection(display: server.display)
+      let connection = try TestXConnection(display: server.display)
       try connection.sync()
     } catch {
       let log = server.log
@@ -312,7 +312,7 @@ public final class XvfbServer: Sendable {
   }
 
   /// A new xcb connection to this server.
-  public func connect() throws(XConnectionError) -> XConnection { try XConnection(display: display) }
+  public func connect() throws(XConnectionError) -> TestXConnection { try TestXConnection(display: display) }
 
   /// Where `window`'s content is on the screen (root coordinates), and whether it is viewable.
   public func geometry(of window: UInt32) throws -> WindowGeometry {

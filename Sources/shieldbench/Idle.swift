@@ -34,7 +34,7 @@ func runIdleBenchmark(display: String, scratch: String, shieldctl: String, table
   first.appWindow(x: 50, y: 50, width: 300, height: 200, color: 0xFF0000, title: "secret 0", secure: true)
   first.sync()
   func measure(secureCount: Int, seconds: Double) throws -> [String: Any] {
-    let daemon = try Daemon(
+    let daemon = try DaemonProcess(
       shieldctl: shieldctl, display: display, policy: policyPath, logPath: scratch + "/daemon-idle.log")
     defer { daemon.stop() }
     try daemon.waitUntil(probe) { $0.windows.filter(\.secure).count == secureCount }
@@ -71,7 +71,7 @@ func runIdleBenchmark(display: String, scratch: String, shieldctl: String, table
   for (key, text) in [("off", "{ version: 1 }\n"), ("on", "{ version: 1, capture: { quarantine: \"300ms\" } }\n")] {
     let path = scratch + "/policy-churn-\(key).json5"
     try writePolicy(text, to: path)
-    let daemon = try Daemon(
+    let daemon = try DaemonProcess(
       shieldctl: shieldctl, display: display, policy: path, logPath: scratch + "/daemon-churn.log")
     defer { daemon.stop() }
     try daemon.waitUntil(probe) { $0.windows.filter(\.secure).count == 5 && !$0.shieldsActive }

@@ -37,7 +37,7 @@ func runLaunchFlickerBenchmark(
   try writePolicy(
     "{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\", quarantineOnLaunch: true } }\n",
     to: policyPath)
-  let daemon = try Daemon(
+  let daemon = try DaemonProcess(
     shieldctl: shieldctl, display: server.display, policy: policyPath, logPath: scratch + "/daemon-launch-flicker.log")
   defer { daemon.stop() }
   try daemon.waitUntil(probe) { s in s.windows.contains { $0.id == secure && $0.secure } }

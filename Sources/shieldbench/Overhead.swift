@@ -136,7 +136,7 @@ func runOverheadBenchmark(
       // OVERHEAD_MODE=with|without runs only that kind (scripts/profile-overhead.sh).
       let only = ProcessInfo.processInfo.environment["OVERHEAD_MODE"]
       if only == "with" || (only == nil && k % 2 == 1) {
-        let daemon = try Daemon(
+        let daemon = try DaemonProcess(
           shieldctl: shieldctl, display: display, policy: policyPath, logPath: scratch + "/daemon-overhead.log")
         defer { daemon.stop() }
         pinProcess(daemon.pid, to: daemonCPUs)

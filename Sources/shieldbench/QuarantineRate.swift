@@ -23,7 +23,7 @@ func runQuarantineRateBenchmark(
   app.sync()
   let policyPath = scratch + "/policy-quarantine-rate.json5"
   try writePolicy("{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\" } }\n", to: policyPath)
-  let daemon = try Daemon(
+  let daemon = try DaemonProcess(
     shieldctl: shieldctl, display: server.display, policy: policyPath,
     logPath: scratch + "/daemon-quarantine-rate.log")
   defer { daemon.stop() }

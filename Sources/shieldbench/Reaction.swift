@@ -288,7 +288,7 @@ func runReactionBenchmark(
     let policyPath = scratch + "/policy-\(mode.key).json5"
     try writePolicy(mode.policy, to: policyPath)
     let startIndex = try recorder.mark()
-    let daemon = try Daemon(
+    let daemon = try DaemonProcess(
       shieldctl: shieldctl, display: display, policy: policyPath, logPath: scratch + "/daemon-\(mode.key).log")
     defer { daemon.stop() }
     try daemon.waitUntil(probe) { s in

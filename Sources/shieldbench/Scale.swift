@@ -27,7 +27,7 @@ func runScaleBenchmark(
   let policyPath = scratch + "/policy-scale.json5"
   try writePolicy("{ version: 1 }\n", to: policyPath)
 
-  let daemon = try Daemon(
+  let daemon = try DaemonProcess(
     shieldctl: shieldctl, display: display, policy: policyPath, logPath: scratch + "/daemon-scale.log")
   defer { daemon.stop() }
   let want = secureCount

@@ -64,11 +64,11 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
     for s in servers { kill(s.pid, SIGTERM) }
   }
   let apps = try servers.map { try furnish($0.display) }
-  func startDaemon(on server: XvfbServer, policy: String, name: String) throws -> Daemon {
+  func startDaemon(on server: XvfbServer, policy: String, name: String) throws -> DaemonProcess {
     let policyPath = scratch + "/policy-\(name).json5"
     try writePolicy(policy, to: policyPath)
     let probe = try XClient(display: server.display)
-    let daemon = try Daemon(
+    let daemon = try DaemonProcess(
       shieldctl: shieldctl, display: server.display, policy: policyPath, logPath: scratch + "/daemon-\(name).log")
     try daemon.waitUntil(probe) { $0.enforcement?.kind == "server" && $0.windows.contains { $0.secure } }
     return daemon

@@ -4,6 +4,7 @@
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 private let app = ClientID(0x40_0000)
 private let secret: WindowID = 0x40_0001

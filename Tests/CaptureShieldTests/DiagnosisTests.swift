@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 // `shieldctl doctor`'s pure decisions: facts, policy and daemon health to findings.
 

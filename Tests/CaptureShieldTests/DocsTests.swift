@@ -6,6 +6,7 @@ import Foundation
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 /// The package's root directory (this file is Tests/CaptureShieldTests/DocsTests.swift).
 private let docsPackageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -3,6 +3,7 @@ import ShieldTestSupport
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 // MARK: - Fixtures
 

@@ -3,6 +3,7 @@ import ShieldTestSupport
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 /// (Random tables use `SplitMix64` from ShieldTestSupport.)
 /// The audit line's timestamp and decimals, and the /proc reader, are written by hand for

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 private let ownExe = "/usr/bin/shieldctl"
 private func proc(

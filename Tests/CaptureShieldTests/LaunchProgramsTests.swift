@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 #if canImport(Glibc)
   import Glibc

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 /// A fake shield connection: answers the driver's queries from a small window table and
 /// records every request, in order.

@@ -4,6 +4,7 @@
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 private let t1: WindowID = 0x40_0001
 private let t2: WindowID = 0x40_0002

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import CaptureShield
+@testable import CaptureShieldCore
 
 /// The service manager's environment (`NOTIFY_SOCKET`, `WATCHDOG_USEC`, `WATCHDOG_PID`),
 /// decided without I/O (`SystemdNotifyConfig`).

@@ -21,7 +21,7 @@ struct AllowedPixmapTests {
   /// The attacker's search: a pixmap (not a window) of the compositor's client with the
   /// secure window's size, found by asking the geometry of every id in the compositor's
   /// first 8192 (pipelined), as an attacker would.
-  static func compositorPixmap(_ c: XConnection, compositorBase: UInt32) -> xcb_pixmap_t? {
+  static func compositorPixmap(_ c: TestXConnection, compositorBase: UInt32) -> xcb_pixmap_t? {
     let ids = (1..<8192).map { compositorBase | UInt32($0) }
     let geometry = ids.map { xcb_get_geometry(c.raw, $0) }
     let attributes = ids.map { xcb_get_window_attributes(c.raw, $0) }
@@ -48,7 +48,7 @@ struct AllowedPixmapTests {
 
   /// One frame of the attack: an own pixmap filled through a GC tiled with `tile`, read
   /// back. Returns the secret (red) pixels in it.
-  static func readThroughTile(_ c: XConnection, tile: xcb_pixmap_t) throws -> Int {
+  static func readThroughTile(_ c: TestXConnection, tile: xcb_pixmap_t) throws -> Int {
     let own = c.generateID()
     xcb_create_pixmap(c.raw, c.rootDepth, own, c.root, UInt16(rect.width), UInt16(rect.height))
     let gc = c.generateID()
@@ -70,13 +70,13 @@ struct AllowedPixmapTests {
     let server = try await XvfbServer.start()
     let picom = try await server.startCompositor()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon: Daemon
+    let daemon: DaemonProcess
     if when == "at start" {
-      daemon = try await Daemon.start(on: server, policy: Self.policy)
+      daemon = try await DaemonProcess.start(on: server, policy: Self.policy)
     } else {
       // No allow rule at first: pixmap reads are not recorded (and the compositor counts as
       // capturing); the reload that allows it must start recording them.
-      daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"300ms\"}}")
+      daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"300ms\"}}")
       try Self.policy.write(toFile: daemon.policyPath, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
       try await waitUntil("the reloaded policy allows the compositor", timeout: .seconds(10)) {
@@ -132,7 +132,7 @@ struct AllowedPixmapTests {
   func tileFromAnOrdinaryClientsPixmap() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.policy)
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }

@@ -17,7 +17,7 @@ struct AttackTests {
   func managerSelectionTaken() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
 
     // The attacker: one SetSelectionOwner on _CAPTURE_SHIELD_S0.
@@ -69,7 +69,7 @@ struct AttackTests {
 
   /// Sends `event` (32 bytes) as another client can: SendEvent to the root's
   /// SubstructureNotify listeners (the daemon), the server sets bit 7 of its type.
-  static func forge(_ x: XConnection, _ event: [UInt8]) throws {
+  static func forge(_ x: TestXConnection, _ event: [UInt8]) throws {
     var bytes = event
     try bytes.withUnsafeMutableBytes { b in
       try x.check(
@@ -94,7 +94,7 @@ struct AttackTests {
   func forgedWindowEvents() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
 
     // The attacker: a forged DestroyNotify and UnmapNotify of the secure window, then it

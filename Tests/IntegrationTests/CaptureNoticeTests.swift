@@ -20,7 +20,7 @@ struct CaptureNoticeTests {
   @Test("a secure window without the opt-in receives no ClientMessage during a capture; one with it does")
   func onlyOptedIn() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"200ms\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"200ms\"}}")
     let app = try XClient(display: server.display)
     let capturing = app.atom("_CAPTURE_SHIELD_CAPTURING")
     let state = app.atom("_CAPTURE_SHIELD_STATE")

@@ -29,7 +29,7 @@ struct CaptureTests {
   func idleMeansUnshielded() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.capturingPolicy)
     try await daemon.waitUntilCaughtUp(retitling: window)
     let state = try #require(try daemon.state())
     #expect(!state.capturing)
@@ -48,7 +48,7 @@ struct CaptureTests {
   func toolIsDetected(_ method: CaptureMethod) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.capturingPolicy)
 
     // First run: a one-shot tool may get its first frame (detection, not prevention);
     // ffmpeg is a known capturer and is shielded from before its first frame.
@@ -92,7 +92,7 @@ struct CaptureTests {
   func statusShowsRecorder() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.capturingPolicy)
     let ffmpeg = try server.startBackground(
       "ffmpeg",
       ["-loglevel", "error", "-f", "x11grab", "-framerate", "10", "-i", server.display, "-t", "4", "-f", "null", "-"])
@@ -111,7 +111,7 @@ struct CaptureTests {
   func allowedToolTriggersNothing() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/xwd\"}], linger: \"3s\"}}")
     for _ in 0..<3 {
       let counts = try await CaptureMethod.xwdRoot.capture(window: window.id, on: server).counts(of: Self.red)
@@ -135,7 +135,7 @@ struct CaptureTests {
   func quarantineStopsOneShotTools(_ method: CaptureMethod) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, capture: {linger: \"200ms\", quarantine: \"300ms\"}}")
     var leaks: [String] = []
     for run in 0..<10 {
@@ -215,7 +215,7 @@ struct CaptureTests {
   func quarantineStartsAtLaunch(_ onLaunch: Bool) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server,
       policy: "{version: 1, capture: {quarantine: \"1500ms\", quarantineOnLaunch: \(onLaunch)}}")
     // One connection for every look at the state (a new connection per look is a client
@@ -280,7 +280,7 @@ struct CaptureTests {
   func launchOfAnotherDisplayOrOurCLI() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, capture: {quarantine: \"1500ms\", quarantineOnLaunch: true}}")
     // Wait for the program scan to know xwd (then its start is a launch named "xwd").
     try await waitUntil("the program scan found xwd's directory's X clients", timeout: .seconds(20)) {
@@ -321,7 +321,7 @@ struct CaptureTests {
     let server = try await XvfbServer.start()
     let picom = try await server.startCompositor()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/picom\"}], linger: \"3s\"}}")
     try await waitUntil("the daemon names the compositor", timeout: .seconds(10)) {
       try daemon.state()?.compositor != nil
@@ -352,7 +352,7 @@ struct CaptureTests {
     let server = try await XvfbServer.start()
     let picom = try await server.startCompositor()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, capture: {linger: \"3s\", replaceDefaultCompositors: true}}")
     try await daemon.waitShielded(window.id, true, timeout: .seconds(5))
     #expect(try daemon.state()?.sessions.contains { $0.kind == .compositor } == true)
@@ -370,7 +370,7 @@ struct CaptureTests {
     // Known limitations.
     let server = try await XvfbServer.start()
     let wm = try await server.startWindowManager()
-    let daemon = try await Daemon.start(on: server, policy: Self.capturingPolicy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.capturingPolicy)
     let recording = Task { try await Capture.ffmpegFrames(on: server, count: 40, frameRate: 20) }
     try await waitUntil("capturing", timeout: .seconds(5)) { (try? daemon.state())??.capturing == true }
     var windows: [TestWindow] = []

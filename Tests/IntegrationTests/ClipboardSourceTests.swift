@@ -13,7 +13,7 @@ import Testing
 /// A secure source on one connection, driven by the test (no thread): it answers the
 /// guard's conversions while `pump` runs, and reads the selection into its own window.
 private final class PasswordManager {
-  let x: XConnection
+  let x: TestXConnection
   let window: xcb_window_t
   let text: [UInt8]
   let clipboard: xcb_atom_t, targets: xcb_atom_t, utf8: xcb_atom_t, prop: xcb_atom_t
@@ -122,7 +122,7 @@ struct ClipboardSourceTests {
   @Test("while another app has the focus, the source reads its copy back and its clear at its own timestamp wipes it")
   func readBackAndClear() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server, policy: #"{version: 1, clipboard: {clearAfter: "120s"}}"#)
+    let daemon = try await DaemonProcess.start(on: server, policy: #"{version: 1, clipboard: {clearAfter: "120s"}}"#)
     let source = try PasswordManager(server, text: Self.secret)
     try await waitUntil("the source window is secure") {
       (try daemon.state())?.windows.contains { $0.id == source.window && $0.secure } ?? false

@@ -12,7 +12,7 @@ import ShieldTestSupport
 import Testing
 
 /// Reads `property` of `window` (nil: no such property). Never deletes it.
-private func propertyValue(_ x: XConnection, _ window: xcb_window_t, _ property: xcb_atom_t) throws -> [UInt8]? {
+private func propertyValue(_ x: TestXConnection, _ window: xcb_window_t, _ property: xcb_atom_t) throws -> [UInt8]? {
   let r = try x.ownedReply("GetProperty") { e in
     xcb_get_property_reply(x.raw, xcb_get_property(x.raw, 0, window, property, 0, 0, 1 << 20), e)
   }
@@ -42,7 +42,7 @@ struct ClipboardSpoofTests {
   )
   func spoofedRequestor() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let source = try CopySource(display: server.display, secure: true, text: Self.secret)
     try await waitUntil("the source window is secure") {
       (try daemon.state())?.windows.contains { $0.id == source.window && $0.secure } ?? false
@@ -122,7 +122,7 @@ struct ClipboardSpoofTests {
   @Test("without RECORD nobody can be told from a spoofer: even the focused reader is refused, and that is audited")
   func noRecordFailsSafe() async throws {
     let server = try await XvfbServer.start(extraArguments: ["-extension", "RECORD"])
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let source = try CopySource(display: server.display, secure: true, text: Self.secret)
     try await waitUntil("the source window is secure") {
       (try daemon.state())?.windows.contains { $0.id == source.window && $0.secure } ?? false

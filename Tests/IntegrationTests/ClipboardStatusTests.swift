@@ -44,7 +44,7 @@ struct ClipboardStatusTests {
   @Test("two status calls in sequence: the age grows and the countdown shrinks alike, across a republish")
   func oneClock() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server, policy: #"{version: 1, clipboard: {clearAfter: "60s"}}"#)
+    let daemon = try await DaemonProcess.start(on: server, policy: #"{version: 1, clipboard: {clearAfter: "60s"}}"#)
     let source = try CopySource(display: server.display, secure: true, text: "status-clock-secret")
     try await waitUntil("the source window is secure") {
       (try daemon.state())?.windows.contains { $0.id == source.window && $0.secure } ?? false

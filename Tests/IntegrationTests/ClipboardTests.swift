@@ -13,7 +13,7 @@ import Testing
 
 /// Waits for the next event on `c` satisfying `match`, up to `timeout`; nil on timeout.
 private func waitEvent(
-  _ c: XConnection, timeout: Duration = .seconds(5),
+  _ c: TestXConnection, timeout: Duration = .seconds(5),
   _ match: (UnsafeMutablePointer<xcb_generic_event_t>) -> Bool
 ) -> Bool {
   let deadline = ContinuousClock.now + timeout
@@ -28,7 +28,7 @@ private func waitEvent(
   return false
 }
 
-private func sendNotify(_ c: XConnection, _ e: xcb_selection_request_event_t, property: xcb_atom_t) {
+private func sendNotify(_ c: TestXConnection, _ e: xcb_selection_request_event_t, property: xcb_atom_t) {
   var ev = xcb_selection_notify_event_t()
   ev.response_type = UInt8(XCB_SELECTION_NOTIFY)
   ev.time = e.time
@@ -45,14 +45,14 @@ private func sendNotify(_ c: XConnection, _ e: xcb_selection_request_event_t, pr
 /// An app that owns a window (tagged secure or not) and copies `text` to selections,
 /// serving TARGETS and UTF8_STRING from its own thread.
 final class CopySource: @unchecked Sendable {
-  let connection: XConnection
+  let connection: TestXConnection
   let window: xcb_window_t
   let text: [UInt8]
   private let stopped = Mutex(false)
   private var thread: Thread?
 
   init(display: String, secure: Bool, text: String) throws {
-    connection = try XConnection(display: display)
+    connection = try TestXConnection(display: display)
     self.text = Array(text.utf8)
     let c = connection.raw
     window = connection.generateID()
@@ -115,7 +115,7 @@ final class CopySource: @unchecked Sendable {
 private func readSelection(
   display: String, _ selection: String, target: String = "UTF8_STRING", focus: Bool
 ) throws -> (type: xcb_atom_t, data: [UInt8])? {
-  let x = try XConnection(display: display)
+  let x = try TestXConnection(display: display)
   defer { x.disconnect() }
   let c = x.raw
   let w = x.generateID()
@@ -176,11 +176,11 @@ private func focusElsewhere(_ server: XvfbServer) async throws -> TestWindow {
 struct ClipboardIntegrationTests {
   static let secret = "pässwörd 🔑 秘密 correct-horse"
 
-  func guarded(_ daemon: Daemon, _ sel: String) throws -> DaemonState.ClipboardState.Row? {
+  func guarded(_ daemon: DaemonProcess, _ sel: String) throws -> DaemonState.ClipboardState.Row? {
     try daemon.state()?.clipboard?.guarded.first { $0.selection == sel && $0.state == "guarded" }
   }
 
-  func waitGuarded(_ daemon: Daemon, _ sels: [String]) async throws {
+  func waitGuarded(_ daemon: DaemonProcess, _ sels: [String]) async throws {
     try await waitUntil("the daemon guards \(sels)", timeout: .seconds(10)) {
       try sels.allSatisfy { try guarded(daemon, $0) != nil }
     }
@@ -188,10 +188,10 @@ struct ClipboardIntegrationTests {
 
   /// A daemon and a secure source that copied `text` to `selections`.
   func start(policy: String, text: String = secret, selections: [String] = ["CLIPBOARD"], secure: Bool = true)
-    async throws -> (XvfbServer, Daemon, CopySource)
+    async throws -> (XvfbServer, DaemonProcess, CopySource)
   {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server, policy: policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: policy)
     let source = try CopySource(display: server.display, secure: secure, text: text)
     if secure {
       try await waitUntil("the source window is secure") {

@@ -24,7 +24,7 @@ struct CommandAuthTests {
 
   /// A `_CAPTURE_SHIELD_COMMAND` ClientMessage to the daemon's manager window, as
   /// `shieldctl` sent commands before the command socket: `words` as `CommandCode.encode`.
-  static func forgeCommand(_ x: ShieldTestSupport.XConnection, _ words: [UInt32]) throws {
+  static func forgeCommand(_ x: ShieldTestSupport.TestXConnection, _ words: [UInt32]) throws {
     let manager = try x.selectionOwner("_CAPTURE_SHIELD_S0")
     var ev = xcb_client_message_event_t()
     ev.response_type = UInt8(XCB_CLIENT_MESSAGE)
@@ -44,7 +44,7 @@ struct CommandAuthTests {
   func forgedCommands() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
 
     // The attacker: pause (until resume) and unshield the secure window, claiming pid 1.
@@ -81,7 +81,7 @@ struct CommandAuthTests {
   func socketRefusesOtherPrograms() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
 
     // The attacker: this test process (not shieldctl) speaks the socket's protocol itself.
@@ -108,7 +108,7 @@ struct CommandAuthTests {
   @Test("no command socket (another XDG_RUNTIME_DIR): the CLI says so, 'Error:', exit 1; status NOT RESPONDING")
   func noCommandSocket() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     let elsewhere = try makeTemporaryDirectory(prefix: "captureshield-runtime")
     defer { removeTree(elsewhere) }
     var environment = server.environment
@@ -140,7 +140,7 @@ struct CommandAuthTests {
   func untagByAnotherClient(_ how: Untag) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
 
     // The attacker: another client takes the app's tag off.
@@ -202,7 +202,7 @@ struct CommandAuthTests {
   func shieldctlUntag() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
     let untag = try await Shieldctl.run(["untag", hex(window.id)], on: server)
     #expect(untag.status == .exited(0), "\(untag)")
@@ -237,7 +237,7 @@ struct CommandAuthTests {
     // The protection that holds: the app's own tag. Another client rewrites WM_CLASS.
     byRule.close()
     let tagged = try await TestWindow.open(on: server, rect: Self.rect, color: .red, className: "Vault", secure: true)
-    let daemon = try await Daemon.start(on: server, policy: policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: policy)
     try await daemon.waitShielded(tagged.id)
     let attacker = try server.connect()
     var cls = Array("other\0Other\0".utf8)

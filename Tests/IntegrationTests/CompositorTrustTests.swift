@@ -29,7 +29,7 @@ struct CompositorTrustTests {
     let server = try await XvfbServer.start()
     let picom = try await Self.picom(at: "/usr/bin/picom", on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"300ms\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"300ms\"}}")
     try await waitUntil("the daemon names picom as the trusted compositor", timeout: .seconds(10)) {
       try daemon.state()?.compositorTrust?.hasPrefix("trusted (default compositor: picom") == true
     }
@@ -58,7 +58,7 @@ struct CompositorTrustTests {
     try FileManager.default.copyItem(atPath: "/usr/bin/picom", toPath: copy)
     let picom = try await Self.picom(at: copy, on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await daemon.waitShielded(window.id)
     let state = try #require(try daemon.state())
     #expect(state.sessions.contains { $0.kind == .compositor }, "\(state.sessions)")

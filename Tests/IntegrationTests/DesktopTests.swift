@@ -81,9 +81,9 @@ struct DesktopTests {
     // opens, as in a session (a compositor whose NameWindowPixmap of a secure window was
     // refused before its grant draws nothing there until the window maps again; see
     // docs/server-enforcement.md, Limits).
-    var early: Daemon? = nil
+    var early: DaemonProcess? = nil
     if module {
-      let d = try await Daemon.start(on: server, policy: "{ version: 1 }")
+      let d = try await DaemonProcess.start(on: server, policy: "{ version: 1 }")
       if let name = kind.compositor {
         try await waitUntil("the daemon grants \(name)", timeout: .seconds(30)) {
           d.auditEvents("grant").contains { ($0["exe"] as? String)?.hasSuffix("/" + name) == true }
@@ -94,8 +94,12 @@ struct DesktopTests {
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.secret, secure: true)
     // Managed: every one of these window managers puts it in a frame.
     try await window.waitFor("\(kind.name) reparents the window", timeout: .seconds(10)) { $0.reparentedTo != nil }
-    let daemon: Daemon
-    if let early { daemon = early } else { daemon = try await Daemon.start(on: server, policy: "{ version: 1 }") }
+    let daemon: DaemonProcess
+    if let early {
+      daemon = early
+    } else {
+      daemon = try await DaemonProcess.start(on: server, policy: "{ version: 1 }")
+    }
     #expect(
       try daemon.state()?.enforcement?.kind == (module ? "server" : "client"),
       "\(name): \(String(describing: try? daemon.state()?.enforcement)); \(server.xorgLog.suffix(2000))")

@@ -189,7 +189,7 @@ struct DetectorTests {
     let detector = try CaptureDetector(display: server.display)
     let victim = try server.connect()
     let attacker = try server.connect()
-    func makeWindow(_ x: XConnection) throws -> UInt32 {
+    func makeWindow(_ x: TestXConnection) throws -> UInt32 {
       let w = x.generateID()
       xcb_create_window(
         x.raw, 0, w, x.root, 10, 10, 50, 50, 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), 0, 0, nil)

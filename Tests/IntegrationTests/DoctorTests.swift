@@ -24,7 +24,7 @@ struct DoctorTests {
   func healthy() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let (status, f) = try await Self.doctor(server)
     #expect(status == 0, "\(f)")
     #expect(!f.contains { $0.level == .problem }, "\(f)")
@@ -56,7 +56,8 @@ struct DoctorTests {
     let server = try await XvfbServer.start()
     let picom = try await server.startCompositor()
     // The built-in compositor list trusts picom: dropped here, so it is not trusted.
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {replaceDefaultCompositors: true}}")
+    let daemon = try await DaemonProcess.start(
+      on: server, policy: "{version: 1, capture: {replaceDefaultCompositors: true}}")
     let (status, f) = try await Self.doctor(server)
     #expect(status == 1)
     let c = try #require(Self.finding(f, "compositor"))
@@ -85,7 +86,7 @@ struct DoctorTests {
   @Test("an X server without RECORD: a problem (secure windows always hidden), exit 1")
   func withoutRecord() async throws {
     let server = try await XvfbServer.start(extraArguments: ["-extension", "RECORD"])
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let (status, f) = try await Self.doctor(server)
     #expect(status == 1)
     let r = try #require(Self.finding(f, "RECORD"))
@@ -97,7 +98,7 @@ struct DoctorTests {
   @Test("an invalid policy file: a problem with file:line:col, exit 1")
   func invalidPolicy() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let directory = try makeTemporaryDirectory(prefix: "captureshield-doctor")
     defer { removeTree(directory) }
     let bad = directory + "/bad.json5"

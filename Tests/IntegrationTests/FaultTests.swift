@@ -18,7 +18,7 @@ struct FaultTests {
   func xServerGone() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, secure: true)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await daemon.waitShielded(window.id)
     window.close()
     await server.stop()
@@ -30,7 +30,7 @@ struct FaultTests {
   @Test("windows created, tagged and destroyed in a tight loop: the daemon survives and stays correct")
   func windowChurn() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     let app = try server.connect()
     let tagger = try server.connect()
     let secure = try app.internAtom(secureWindowProperty)
@@ -94,7 +94,7 @@ struct FaultTests {
   func captureClientsKilled() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"500ms\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"500ms\"}}")
     let scratch = try makeTemporaryDirectory(prefix: "captureshield-fault-capture")
     defer { removeTree(scratch) }
     var generator = SplitMix64(seed: 42)
@@ -137,7 +137,7 @@ struct FaultTests {
     let final = try await TestWindow.open(on: server, rect: Self.rect, className: "FinalBank")
     let other = try await TestWindow.open(
       on: server, rect: PixelRect(x: 400, y: 100, width: 100, height: 100), className: "Generation")
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     for i in 0..<100 {
       if i % 10 == 0 {
         let text =
@@ -184,7 +184,7 @@ struct FaultTests {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, secure: true)
     let policy = "{version: 1, shield: {when: \"always\", failMode: \"closed\"}}"
-    let first = try await Daemon.start(on: server, policy: policy)
+    let first = try await DaemonProcess.start(on: server, policy: policy)
     try await first.waitShielded(window.id)
     let capturer = Task {
       var counts: [Int] = []
@@ -194,14 +194,14 @@ struct FaultTests {
       }
       return counts
     }
-    var restarted: [Daemon] = []
+    var restarted: [DaemonProcess] = []
     var current = first
     for _ in 0..<3 {
       try await Task.sleep(for: .milliseconds(150))
       current.signal(SIGKILL)
       _ = await current.stop()
       try await Task.sleep(for: .milliseconds(100))
-      current = try await Daemon.start(on: server, policy: policy)
+      current = try await DaemonProcess.start(on: server, policy: policy)
       try await current.waitShielded(window.id)
       restarted.append(current)
     }
@@ -221,7 +221,7 @@ struct FaultTests {
   func rapidTampering() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, secure: true)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await daemon.waitShielded(window.id)
     let attacker = try server.connect()
     defer { attacker.disconnect() }
@@ -251,7 +251,7 @@ struct FaultTests {
   @Test("hostile window properties: 1 MB titles, invalid UTF-8 classes, malformed tags")
   func hostileWindowProperties() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     let huge = try await TestWindow.open(on: server, rect: PixelRect(x: 10, y: 10, width: 80, height: 60), map: false)
     try huge.setString("_NET_WM_NAME", type: "UTF8_STRING", String(repeating: "\u{202E}ab\n\u{2028}", count: 200_000))
     try setRawProperty(
@@ -338,7 +338,7 @@ struct FaultTests {
           on: server, root.root, "_CAPTURE_SHIELD_SHIELDS", type: "CARDINAL", format: 32, Array(garbage.prefix(48)))
         try setRawProperty(on: server, root.root, "_CAPTURE_SHIELD_STATE", type: "STRING", format: 8, Array("{".utf8))
       }
-      let daemon = try await Daemon.start(on: server, policy: policy)
+      let daemon = try await DaemonProcess.start(on: server, policy: policy)
       try await daemon.waitShielded(app.id)
       let log = String(decoding: daemon.process.stderr, as: UTF8.self)
       #expect(!log.contains("adopted"), "\(log)")
@@ -374,7 +374,7 @@ struct FaultTests {
     defer { root.disconnect() }
     let pair = [forged.id, app.id].flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
     try setRawProperty(on: server, root.root, "_CAPTURE_SHIELD_SHIELDS", type: "CARDINAL", format: 32, pair)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, shield: {when: \"always\", failMode: \"closed\"}}")
     try await daemon.waitUntilCaughtUp()
     let log = String(decoding: daemon.process.stderr, as: UTF8.self)

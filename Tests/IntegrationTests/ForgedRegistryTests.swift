@@ -20,7 +20,7 @@ struct ForgedRegistryTests {
   /// The attacker's fake shield in `target`: InputOutput, (0,0) 32767x32767, named
   /// "CaptureShield", marked with the target, an empty bounding shape, mapped, and listed
   /// alone in the root's `_CAPTURE_SHIELD_SHIELDS`.
-  static func plantFake(_ a: XConnection, in target: UInt32) throws -> UInt32 {
+  static func plantFake(_ a: TestXConnection, in target: UInt32) throws -> UInt32 {
     let fake = a.generateID()
     try a.check(
       xcb_create_window_checked(
@@ -53,17 +53,17 @@ struct ForgedRegistryTests {
   }
 
   /// Secret pixels in each of `frames` GetImages of the root.
-  static func leaks(_ a: XConnection) throws -> [Int] {
+  static func leaks(_ a: TestXConnection) throws -> [Int] {
     try (0..<frames).map { _ in try a.getImage(of: a.root).count(of: .red, in: rect) }
   }
 
-  static func children(of window: UInt32, _ c: XConnection) throws -> [UInt32] {
+  static func children(of window: UInt32, _ c: TestXConnection) throws -> [UInt32] {
     let tree = try #require(xcb_query_tree_reply(c.raw, xcb_query_tree(c.raw, window), nil))
     defer { free(tree) }
     return Array(UnsafeBufferPointer(start: xcb_query_tree_children(tree), count: Int(tree.pointee.children_len)))
   }
 
-  static func expectRefused(_ daemon: Daemon, fake: UInt32) {
+  static func expectRefused(_ daemon: DaemonProcess, fake: UInt32) {
     #expect(
       daemon.auditEvents("shield-adoption-refused").contains { $0["window"] as? String == hex(fake) },
       "\(daemon.audit)")
@@ -74,13 +74,13 @@ struct ForgedRegistryTests {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
     let policy = "{version: 1, shield: {when: \"always\"}}"
-    let first = try await Daemon.start(on: server, policy: policy)
+    let first = try await DaemonProcess.start(on: server, policy: policy)
     try await first.waitShielded(window.id)
     await first.stop()  // open mode: its shields go with it
 
     let attacker = try server.connect()
     let fake = try Self.plantFake(attacker, in: window.id)
-    let restarted = try await Daemon.start(on: server, policy: policy)
+    let restarted = try await DaemonProcess.start(on: server, policy: policy)
     try await restarted.waitShielded(window.id)
     try await restarted.waitUntilCaughtUp(retitling: window)
     let leaked = try Self.leaks(attacker)
@@ -100,7 +100,7 @@ struct ForgedRegistryTests {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
     let policy = "{version: 1, shield: {when: \"always\", failMode: \"closed\"}}"
-    let first = try await Daemon.start(on: server, policy: policy)
+    let first = try await DaemonProcess.start(on: server, policy: policy)
     try await first.waitShielded(window.id)
     let retained = try await shieldChild(of: window.id, on: server)
     first.signal(SIGKILL)
@@ -108,7 +108,7 @@ struct ForgedRegistryTests {
 
     let attacker = try server.connect()
     let fake = try Self.plantFake(attacker, in: window.id)
-    let restarted = try await Daemon.start(on: server, policy: policy)
+    let restarted = try await DaemonProcess.start(on: server, policy: policy)
     try await restarted.waitShielded(window.id)
     try await restarted.waitUntilCaughtUp(retitling: window)
     Self.expectRefused(restarted, fake: fake)

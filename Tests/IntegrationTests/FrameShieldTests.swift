@@ -17,7 +17,7 @@ struct FrameShieldTests {
   static let shieldColors = [RGB(0x1c, 0x1c, 0x1c), RGB(0x2e, 0x2e, 0x2e), RGB(0xd0, 0xd0, 0xd0)]
 
   /// The top-level ancestor of `window` (the frame openbox put it in).
-  static func frame(of window: UInt32, _ x: XConnection) throws -> UInt32 {
+  static func frame(of window: UInt32, _ x: TestXConnection) throws -> UInt32 {
     var current = window
     while true {
       let reply = try x.ownedReply("QueryTree") { xcb_query_tree_reply(x.raw, xcb_query_tree(x.raw, current), $0) }
@@ -29,7 +29,7 @@ struct FrameShieldTests {
   }
 
   /// The mapped children of `frame` that are shields (`_CAPTURE_SHIELD_SHIELD` set).
-  static func mappedShields(in frame: UInt32, _ x: XConnection) throws -> Int {
+  static func mappedShields(in frame: UInt32, _ x: TestXConnection) throws -> Int {
     let tree = try x.ownedReply("QueryTree") { xcb_query_tree_reply(x.raw, xcb_query_tree(x.raw, frame), $0) }
     defer { free(tree) }
     let children = (0..<Int(xcb_query_tree_children_length(tree))).map { xcb_query_tree_children(tree)![$0] }
@@ -78,7 +78,7 @@ struct FrameShieldTests {
     let decorated = Self.unshieldedPixels(before, frame: frameRect, client: clientRect)
     #expect(decorated > 0)
 
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }
@@ -110,7 +110,7 @@ struct FrameShieldTests {
   /// The frame's shield when it is where the daemon puts it: the frame's topmost child,
   /// marked `_CAPTURE_SHIELD_SHIELD`, viewable, at the frame's origin, 32767×32767. Nil
   /// otherwise (also when the frame is gone).
-  static func shieldOnTop(of frame: UInt32, _ x: XConnection) -> UInt32? {
+  static func shieldOnTop(of frame: UInt32, _ x: TestXConnection) -> UInt32? {
     guard let tree = xcb_query_tree_reply(x.raw, xcb_query_tree(x.raw, frame), nil) else { return nil }
     let children = (0..<Int(xcb_query_tree_children_length(tree))).map { xcb_query_tree_children(tree)![$0] }
     free(tree)
@@ -132,7 +132,7 @@ struct FrameShieldTests {
     try await window.waitFor("openbox to reparent the window") { $0.reparentedTo != nil }
     let observer = try server.connect()
     let frame = try Self.frame(of: window.id, observer)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"600s\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"600s\"}}")
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }
@@ -150,9 +150,9 @@ struct FrameShieldTests {
     let server: XvfbServer
     let windowManager: BackgroundProcess
     let window: TestWindow
-    let observer: XConnection
+    let observer: TestXConnection
     let frame: UInt32
-    let daemon: Daemon
+    let daemon: DaemonProcess
 
     func stop() async {
       observer.disconnect()
@@ -275,7 +275,7 @@ struct FrameShieldTests {
   func frameMadeDuringCapture() async throws {
     let server = try await XvfbServer.start()
     let windowManager = try await server.startWindowManager()
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"600s\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"600s\"}}")
     _ = try await Capture.xwdRoot(on: server)
     try await waitUntil("capturing", timeout: .seconds(10)) { (try? daemon.state())??.capturing == true }
     // The frame is created while the shields are up: the daemon shields it as a window of

@@ -48,7 +48,7 @@ struct InjectedAllowTests {
   func injectedAllowedToolIsNotAllowed(_ how: String) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.policy)
 
     // The same program without injection is allowed: it reads the window, no session.
     #expect(try await Self.xwdRoot(["env"], on: server) == 200 * 150)
@@ -113,7 +113,7 @@ struct InjectedAllowTests {
   func allowInjectedTurnsTheCheckOff() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/xwd\"}], allowInjected: true}}")
     let library = try await Self.harmlessLibrary()
     #expect(try await Self.xwdRoot(["env", "LD_PRELOAD=" + library], on: server) == 200 * 150)

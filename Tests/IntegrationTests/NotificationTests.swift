@@ -100,7 +100,7 @@ struct NotificationTests {
     let server = try await XvfbServer.start(environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
     let dunst = try await Self.startDunst(on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"3s\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"3s\"}}")
     // The daemon's start-up probe found the server.
     try await waitUntil("the daemon says notifications are on", timeout: .seconds(10)) {
       daemon.auditEvents("notifications").contains { $0["enabled"] as? Bool == true }
@@ -180,7 +180,7 @@ struct NotificationTests {
       String(decoding: monitor.stdout, as: UTF8.self).contains("member=NameLost")
     }
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {linger: \"3s\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {linger: \"3s\"}}")
     try await waitUntil("the daemon says notifications are on", timeout: .seconds(10)) {
       daemon.auditEvents("notifications").contains { $0["enabled"] as? Bool == true }
     }
@@ -230,7 +230,7 @@ struct NotificationTests {
       environment: Self.environment(bus: bus.address, runtimeDirectory: runtime))
     let dunst = try await Self.startDunst(on: server)
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     #expect(try daemon.state()?.enforcement?.kind == "server")
     try await waitUntil("the daemon says notifications are on", timeout: .seconds(10)) {
       daemon.auditEvents("notifications").contains { $0["enabled"] as? Bool == true }
@@ -282,7 +282,7 @@ struct NotificationTests {
     let server = try await XvfbServer.start(
       environment: Self.environment(bus: bus?.address, runtimeDirectory: runtime))
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server)  // shield.when: always
+    let daemon = try await DaemonProcess.start(on: server)  // shield.when: always
     let why = missing == .server ? "no notification server on the session bus" : "no session bus"
     try await waitUntil("the daemon says notifications are off (\(why))", timeout: .seconds(10)) {
       daemon.auditEvents("notifications").contains {

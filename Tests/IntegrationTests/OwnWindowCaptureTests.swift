@@ -20,10 +20,10 @@ struct OwnWindowCaptureTests {
 
   /// The red secure window, and a daemon with the default policy that has decided it is
   /// secure (and, under `shield.when: capturing`, not shielded it).
-  static func setUp() async throws -> (XvfbServer, TestWindow, Daemon) {
+  static func setUp() async throws -> (XvfbServer, TestWindow, DaemonProcess) {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }
@@ -32,14 +32,14 @@ struct OwnWindowCaptureTests {
   }
 
   /// The attacker's client id as the audit names it.
-  static func clientID(_ x: XConnection) -> String {
+  static func clientID(_ x: TestXConnection) -> String {
     let mask = xcb_get_setup(x.raw).pointee.resource_id_mask
     return "0x" + String(x.generateID() & ~mask, radix: 16)
   }
 
   /// A top-level window of the attacker's: override-redirect, background None (it shows
   /// what the screen holds beneath it), unmapped.
-  static func overlay(_ x: XConnection, _ r: PixelRect, backgroundNone: Bool = true) throws -> xcb_window_t {
+  static func overlay(_ x: TestXConnection, _ r: PixelRect, backgroundNone: Bool = true) throws -> xcb_window_t {
     let w = x.generateID()
     let mask = (backgroundNone ? 0 : XCB_CW_BACK_PIXEL.rawValue) | XCB_CW_OVERRIDE_REDIRECT.rawValue
     let values: [UInt32] = backgroundNone ? [1] : [x.whitePixel, 1]
@@ -56,7 +56,7 @@ struct OwnWindowCaptureTests {
   /// that what follows does not race the daemon's reaction: a daemon that never reacts
   /// fails that wait (recorded, not thrown) and then leaks the other frames.
   static func attack(
-    _ daemon: Daemon, _ window: TestWindow, _ name: String, frame: () throws -> RGBImage
+    _ daemon: DaemonProcess, _ window: TestWindow, _ name: String, frame: () throws -> RGBImage
   ) async throws -> [Int] {
     var leaked: [Int] = []
     for i in 0..<Self.frames {
@@ -74,7 +74,7 @@ struct OwnWindowCaptureTests {
   }
 
   /// The capture is audited, with the attacker's client id, pid and executable.
-  static func expectAudited(_ daemon: Daemon, attacker: String, requests: Set<String>) throws {
+  static func expectAudited(_ daemon: DaemonProcess, attacker: String, requests: Set<String>) throws {
     let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
     let captures = daemon.auditEvents("capture-request").filter { $0["client"] as? String == attacker }
     #expect(captures.count == 1, "\(daemon.auditEvents("capture-request"))")
@@ -292,7 +292,7 @@ struct OwnWindowCaptureTests {
     // destroyed before the daemon looks; and the same with the window's id then made a
     // pixmap (the server then answers "pixmap" for it).
     var attackers: [String: Int] = [:]
-    var connections: [XConnection] = []  // kept open: a closed one's id base goes to the next
+    var connections: [TestXConnection] = []  // kept open: a closed one's id base goes to the next
     for reuse in [false, true] {
       let attacker = try server.connect()
       connections.append(attacker)

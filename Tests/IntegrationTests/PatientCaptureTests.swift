@@ -21,10 +21,10 @@ struct PatientCaptureTests {
   static let patience: Duration = .milliseconds(500)
 
   /// The red secure window, and a daemon that has decided it is secure.
-  static func setUp() async throws -> (XvfbServer, TestWindow, Daemon) {
+  static func setUp() async throws -> (XvfbServer, TestWindow, DaemonProcess) {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.policy)
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }
@@ -33,7 +33,7 @@ struct PatientCaptureTests {
   }
 
   /// The request sessions the daemon audited for this process's clients.
-  static func sessionStarts(_ daemon: Daemon) -> [[String: Any]] {
+  static func sessionStarts(_ daemon: DaemonProcess) -> [[String: Any]] {
     daemon.auditEvents("session-start").filter { $0["kind"] as? String == "request" }
   }
 

@@ -17,7 +17,7 @@ struct ProvisionalTests {
   static let policy = "{version: 1, shield: {when: \"always\"}, secure: [{name: \"vault\", class: \"Vault\"}]}"
 
   /// A window of `x`'s, unmapped, with no property at all (like a toolkit's helper window).
-  static func bareWindow(_ x: XConnection) throws -> xcb_window_t {
+  static func bareWindow(_ x: TestXConnection) throws -> xcb_window_t {
     let w = x.generateID()
     try x.check(
       xcb_create_window_checked(
@@ -32,7 +32,7 @@ struct ProvisionalTests {
   func neverMappedWindowSettles() async throws {
     let server = try await XvfbServer.start()
     let app = try await TestWindow.open(on: server, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: Self.policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.policy)
     try await daemon.waitShielded(app.id)
     // The app's second window: the daemon sees it at CreateNotify, with no facts.
     let helper = try Self.bareWindow(app.connection)

@@ -101,7 +101,7 @@ struct RealAppTests {
   }
 
   /// The secure windows of the daemon's state whose client areas are viewable.
-  static func secureViewable(_ daemon: Daemon, _ server: XvfbServer) throws -> Set<UInt32> {
+  static func secureViewable(_ daemon: DaemonProcess, _ server: XvfbServer) throws -> Set<UInt32> {
     let ids = try daemon.state()?.windows.filter(\.secure).map(\.id) ?? []
     return Set(ids.filter { (try? server.geometry(of: $0).isViewable) == true })
   }
@@ -109,7 +109,7 @@ struct RealAppTests {
   /// Records `frames` frames with ffmpeg (no pointer) while `during` runs, and counts the
   /// content pixels of the secure windows (as they are on top at the end) in each.
   static func record(
-    _ server: XvfbServer, _ daemon: Daemon, frames: Int, during: () async throws -> Void
+    _ server: XvfbServer, _ daemon: DaemonProcess, frames: Int, during: () async throws -> Void
   ) async throws -> [Int] {
     let recording = Task {
       try await Capture.ffmpegFrames(on: server, count: frames, frameRate: 10, drawMouse: false)
@@ -123,7 +123,7 @@ struct RealAppTests {
 
   /// The trusted view (the test process is in `capture.allow`): content pixels of the
   /// secure windows now.
-  static func trustedContent(_ server: XvfbServer, _ daemon: Daemon) throws -> Int {
+  static func trustedContent(_ server: XvfbServer, _ daemon: DaemonProcess) throws -> Int {
     let mask = try visibleMask(server, windows: try secureViewable(daemon, server))
     return contentPixels(try Capture.getImageRoot(on: server), mask)
   }
@@ -169,7 +169,7 @@ struct RealAppTests {
 
     let server = try await XvfbServer.start()
     let wm = try await server.startWindowManager()
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: Self.policy(secure: #"{name: "KeePassXC", class: "KeePassXC"}"#))
     let app = try server.startBackground(
       "/usr/bin/env",
@@ -277,7 +277,7 @@ struct RealAppTests {
     let secret = "gtk-Secret-99"
     let server = try await XvfbServer.start()
     let wm = try await server.startWindowManager()
-    let daemon = try await Daemon.start(on: server, policy: Self.policy(secure: ""))
+    let daemon = try await DaemonProcess.start(on: server, policy: Self.policy(secure: ""))
     let app = try server.startBackground(
       "/usr/bin/env",
       [

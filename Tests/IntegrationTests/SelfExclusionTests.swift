@@ -20,25 +20,25 @@ struct SelfExclusionTests {
   static let frames = 20
 
   /// The red secure window, and a daemon that has decided it is secure.
-  static func setUp(policy: String = Self.policy) async throws -> (XvfbServer, TestWindow, Daemon) {
+  static func setUp(policy: String = Self.policy) async throws -> (XvfbServer, TestWindow, DaemonProcess) {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: policy)
     try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
       try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
     }
     return (server, window, daemon)
   }
 
-  static func resourceMask(_ c: XConnection) -> UInt32 { xcb_get_setup(c.raw).pointee.resource_id_mask }
+  static func resourceMask(_ c: TestXConnection) -> UInt32 { xcb_get_setup(c.raw).pointee.resource_id_mask }
 
-  static func children(of window: UInt32, _ c: XConnection) throws -> [UInt32] {
+  static func children(of window: UInt32, _ c: TestXConnection) throws -> [UInt32] {
     let tree = try #require(xcb_query_tree_reply(c.raw, xcb_query_tree(c.raw, window), nil))
     defer { free(tree) }
     return Array(UnsafeBufferPointer(start: xcb_query_tree_children(tree), count: Int(tree.pointee.children_len)))
   }
 
-  static func name(of window: UInt32, _ c: XConnection) -> String? {
+  static func name(of window: UInt32, _ c: TestXConnection) -> String? {
     guard
       let r = xcb_get_property_reply(
         c.raw, xcb_get_property(c.raw, 0, window, XCB_ATOM_WM_NAME.rawValue, XCB_ATOM_STRING.rawValue, 0, 64), nil)
@@ -50,7 +50,7 @@ struct SelfExclusionTests {
   }
 
   /// The copied-text guard's window (a top-level of the daemon's named so).
-  static func clipboardGuardWindows(_ c: XConnection) throws -> [UInt32] {
+  static func clipboardGuardWindows(_ c: TestXConnection) throws -> [UInt32] {
     try children(of: c.root, c).filter { name(of: $0, c) == "CaptureShield clipboard guard" }
   }
 
@@ -62,8 +62,8 @@ struct SelfExclusionTests {
   /// KillClient closes it and keeps its windows (and its base); a second one (`twice`)
   /// destroys them and frees the base.
   static func killAndTakeBase(
-    _ resource: UInt32, server: XvfbServer, daemon: Daemon, window: TestWindow, twice: Bool = false
-  ) async throws -> XConnection {
+    _ resource: UInt32, server: XvfbServer, daemon: DaemonProcess, window: TestWindow, twice: Bool = false
+  ) async throws -> TestXConnection {
     let attacker = try server.connect()
     defer { attacker.disconnect() }
     let killedBase = resource & ~resourceMask(attacker)
@@ -74,7 +74,7 @@ struct SelfExclusionTests {
     // The server hands out the lowest free client slot: a lower one freed earlier (a
     // short-lived connection, ours or the daemon's) is taken first. Those are filled and
     // held until a connection gets the killed base.
-    var fillers: [XConnection] = []
+    var fillers: [TestXConnection] = []
     defer { for f in fillers { f.disconnect() } }
     var next = try server.connect()
     while next.generateID() & ~resourceMask(next) != killedBase, fillers.count < 64 {
@@ -91,7 +91,7 @@ struct SelfExclusionTests {
   /// The new client captures `frames` frames (GetImage of the root), kept connected; after
   /// the first, it waits (without failing) until the daemon shields the window. Returns the
   /// secret pixels per frame.
-  static func capture(_ c: XConnection, daemon: Daemon, window: TestWindow) async throws -> [Int] {
+  static func capture(_ c: TestXConnection, daemon: DaemonProcess, window: TestWindow) async throws -> [Int] {
     var leaked: [Int] = []
     for frame in 0..<frames {
       leaked.append(try c.getImage(of: c.root).count(of: .red, in: rect))
@@ -105,7 +105,7 @@ struct SelfExclusionTests {
 
   /// What every test asserts about the new client's capture: at most the first frame
   /// leaked, and a request session audited with this process's executable and the base.
-  static func expectAuditedCapture(_ leaked: [Int], daemon: Daemon, base: UInt32, _ what: String) throws {
+  static func expectAuditedCapture(_ leaked: [Int], daemon: DaemonProcess, base: UInt32, _ what: String) throws {
     let leakedFrames = leaked.filter { $0 > 0 }.count
     print("\(what): \(leakedFrames) of \(leaked.count) frames leaked (secret pixels per frame: \(leaked))")
     #expect(leaked.dropFirst().allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaked)")
@@ -236,7 +236,7 @@ struct SelfExclusionTests {
   }
 
   /// The resource-id bases of the clients of process `pid` (X-Resource QueryClientIds).
-  static func bases(ofProcess pid: Int32, _ c: XConnection) throws -> [UInt32] {
+  static func bases(ofProcess pid: Int32, _ c: TestXConnection) throws -> [UInt32] {
     var spec = xcb_res_client_id_spec_t(client: 0, mask: UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue))
     let reply = try c.ownedReply("XResQueryClientIds") {
       xcb_res_query_client_ids_reply(c.raw, xcb_res_query_client_ids(c.raw, 1, &spec), $0)

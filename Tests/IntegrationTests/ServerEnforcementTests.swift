@@ -36,7 +36,7 @@ struct ServerEnforcementTests {
     let tagged = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, title: "tagged")
     let byRule = try await TestWindow.open(
       on: server, rect: Self.ruleRect, color: Self.red, title: "bank", className: "BankApp")
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, secure: [{class: \"BankApp\"}]}")
     let state = try #require(try daemon.state())
     #expect(state.enforcement?.kind == "server", "\(server.xorgLog.suffix(2000))")
@@ -116,7 +116,7 @@ struct ServerEnforcementTests {
   func recorderUntrustedThenAllowed() async throws {
     let server = try await Self.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await daemon.waitUntilCaughtUp(retitling: window)
     let frames = try await Capture.ffmpegFrames(on: server, count: 15)
     #expect(frames.count >= 10)
@@ -126,7 +126,8 @@ struct ServerEnforcementTests {
     await daemon.stop()
 
     // Allowed: granted once identified (ffmpeg needs ~100 ms before its first frame).
-    let allowing = try await Daemon.start(on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/ffmpeg\"}]}}")
+    let allowing = try await DaemonProcess.start(
+      on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/ffmpeg\"}]}}")
     try await allowing.waitUntilCaughtUp(retitling: window)
     let seen = try await Capture.ffmpegFrames(on: server, count: 15)
     let last = try #require(seen.last)
@@ -143,7 +144,7 @@ struct ServerEnforcementTests {
   func defencesHold() async throws {
     let server = try await Self.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await daemon.waitUntilCaughtUp(retitling: window)
     let x = try server.connect()
     let manager = try x.selectionOwner("_CAPTURE_SHIELD_S0")
@@ -174,7 +175,7 @@ struct ServerEnforcementTests {
     let server = try await Self.startServer()
     let plain = try await TestWindow.open(on: server, rect: Self.ruleRect, color: .blue, secure: false)
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await daemon.waitUntilCaughtUp(retitling: window)
     // `shieldctl status` says the keys are protected, nothing refused yet.
     let before = try await Shieldctl.run(["status"], on: server)
@@ -254,7 +255,8 @@ struct ServerEnforcementTests {
   func statusReportsTheMode() async throws {
     let server = try await Self.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/sleep\"}]}}")
+    let daemon = try await DaemonProcess.start(
+      on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/sleep\"}]}}")
     try await daemon.waitUntilCaughtUp(retitling: window)
     let json = try await Shieldctl.run(["status", "--json"], on: server)
     #expect(json.status == .exited(0))
@@ -295,7 +297,7 @@ struct ServerEnforcementTests {
   )
   func followsTaggedWindowsOnly() async throws {
     let server = try await Self.startServer()
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     #expect(try daemon.state()?.enforcement?.follows == .tagged)
     #expect(try !Self.rootSubstructureSelected(server), "the daemon selected the root's window events")
 

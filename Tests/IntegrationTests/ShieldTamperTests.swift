@@ -18,7 +18,7 @@ struct ShieldTamperTests {
   func displacedShieldIsRepaired(_ attack: ShieldTamper) async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
 
     // The app has a red child covering the window (what a lowered shield would show).
@@ -85,7 +85,7 @@ struct ShieldTamperTests {
   }
 
   /// Maps an override-redirect window over `rect` and destroys it again (an exposure).
-  static func passOver(_ rect: PixelRect, on c: XConnection) throws {
+  static func passOver(_ rect: PixelRect, on c: TestXConnection) throws {
     let w = c.generateID()
     var values: [UInt32] = [c.blackPixel, 1]
     try c.check(
@@ -101,7 +101,8 @@ struct ShieldTamperTests {
   /// The shield of `window` when it is where the daemon puts it: a child named
   /// "CaptureShield", the topmost, at the window's origin, 32767×32767, viewable, with no
   /// bounding or clip shape. Nil otherwise.
-  static func shieldInPlace(in window: TestWindow, on server: XvfbServer, _ c: XConnection) async throws -> UInt32? {
+  static func shieldInPlace(in window: TestWindow, on server: XvfbServer, _ c: TestXConnection) async throws -> UInt32?
+  {
     guard let shield = try? await shieldChild(of: window.id, on: server) else { return nil }
     guard let tree = xcb_query_tree_reply(c.raw, xcb_query_tree(c.raw, window.id), nil) else { return nil }
     defer { free(tree) }

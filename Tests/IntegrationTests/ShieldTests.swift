@@ -25,7 +25,7 @@ struct ShieldTests {
     let server = try await XvfbServer.start()
     let wm = withWindowManager ? try await server.startWindowManager() : nil
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     #expect(!daemon.isShielded(window.id))
 
     let tag = try await Shieldctl.run(["tag", hex(window.id)], on: server)
@@ -52,7 +52,7 @@ struct ShieldTests {
   @Test("a window tagged by the app before mapping is shielded from its first frame, every time")
   func appTaggedAtCreation() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     for i in 0..<10 {
       let window = try await TestWindow.open(
         on: server, rect: PixelRect(x: 50 + i * 10, y: 60, width: 120, height: 90), color: Self.red, secure: true)
@@ -69,7 +69,7 @@ struct ShieldTests {
   func moveAndResizeWhileCapturing() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await daemon.waitShielded(window.id)
     // ffmpeg records while the window moves and resizes in a tight loop.
     let mover = Task {
@@ -102,7 +102,7 @@ struct ShieldTests {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
     let policy = "{version: 1, shield: {when: \"always\", failMode: \"\(mode.rawValue)\"}}"
-    let daemon = try await Daemon.start(on: server, policy: policy)
+    let daemon = try await DaemonProcess.start(on: server, policy: policy)
     try await daemon.waitShielded(window.id)
     daemon.signal(SIGKILL)
     _ = await daemon.stop()
@@ -115,7 +115,7 @@ struct ShieldTests {
       }
     } else {
       #expect(afterKill == [0], "closed mode must keep the shield after SIGKILL: \(afterKill)")
-      let restarted = try await Daemon.start(on: server, policy: policy)
+      let restarted = try await DaemonProcess.start(on: server, policy: policy)
       try await restarted.waitShielded(window.id)
       #expect(try await Self.redCounts(.xwdRoot, window.id, server) == [0])
       // Adopted, not duplicated: exactly one shield child.
@@ -134,7 +134,7 @@ struct ShieldTests {
   func sigtermOpenMode() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await daemon.waitShielded(window.id)
     let result = await daemon.stop()
     #expect(result.status == .exited(0), "\(result)")
@@ -149,7 +149,7 @@ struct ShieldTests {
   func tamperedShieldIsRecreated() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await daemon.waitShielded(window.id)
     for how in ["windowunmap", "destroy", "windowkill"] {
       let shield = try await shieldChild(of: window.id, on: server)
@@ -179,7 +179,7 @@ struct ShieldTests {
   func shieldStaysOnTopOfNewChildren() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await daemon.waitShielded(window.id)
     // Another connection of the "app" adds a green child and raises it.
     let child = try await TestWindow.open(
@@ -201,7 +201,7 @@ struct ShieldTests {
   @Test("a second daemon on the same display exits with status 75")
   func secondDaemonRefused() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     let second = try await Shieldctl.run(["watch", "--policy", daemon.policyPath], on: server, timeout: .seconds(10))
     #expect(second.status == .exited(75), "\(second)")
     #expect(second.stderrText.contains("already runs"))
@@ -213,7 +213,7 @@ struct ShieldTests {
   func policyRuleAndReload() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, className: "BankApp")
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, secure: [{class: \"Bank*\"}], shield: {when: \"always\"}}")
     try await daemon.waitShielded(window.id)
     let list = try await Shieldctl.run(["list", "--json"], on: server)
@@ -238,7 +238,7 @@ struct ShieldTests {
   func manualOverrideAndPause() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red)
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     _ = try await Shieldctl.run(["shield", hex(window.id)], on: server)
     try await daemon.waitShielded(window.id)
     _ = try await Shieldctl.run(["unshield", hex(window.id)], on: server)
@@ -263,7 +263,7 @@ struct ShieldTests {
     let a = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, title: "A")
     let b = try await TestWindow.open(
       on: server, rect: PixelRect(x: 500, y: 300, width: 200, height: 150), color: RGB(0, 0, 255), title: "B")
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     // By the client window's id.
     _ = try await Shieldctl.run(["tag", hex(a.id)], on: server)
     try await daemon.waitShielded(a.id)

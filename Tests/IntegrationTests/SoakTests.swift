@@ -28,7 +28,7 @@ struct SoakTests {
     // Known limitations). Linger 2 s: the second xwd of a session (after the first one's image
     // conversion) must fall inside the session even on a loaded machine.
     let wm = try await server.startWindowManager()
-    let daemon = try await Daemon.start(
+    let daemon = try await DaemonProcess.start(
       on: server, policy: "{version: 1, secure: [{class: \"Secret*\"}], capture: {linger: \"2s\"}}")
     var generator = SplitMix64(seed: 99)
     var windows: [(window: TestWindow, secure: Bool, byClass: Bool)] = []

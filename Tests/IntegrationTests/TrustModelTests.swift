@@ -33,7 +33,7 @@ struct TrustModelTests {
     #expect(XorgModule.knowsDaemonOption, "the module has no Option \"Daemon\"")
     let server = try await ServerEnforcementTests.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let picom = try await Self.sessionPicom(on: server)
     defer { kill(picom, SIGTERM) }
     try await waitUntil("the daemon grants picom", timeout: .seconds(10)) {
@@ -69,7 +69,7 @@ struct TrustModelTests {
     #expect(XorgModule.knowsDaemonOption, "the module has no Option \"Daemon\"")
     let server = try await ServerEnforcementTests.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     // xdotool connects to the display, then runs picom as its child and waits for it.
     let launcher = try server.startBackground(
       "/usr/bin/xdotool", ["exec", "--sync", "/usr/bin/picom"] + Self.picomArguments)
@@ -114,7 +114,7 @@ struct TrustModelTests {
     let byRule = try await TestWindow.open(
       on: server, rect: ServerEnforcementTests.ruleRect, color: .red, title: "bank secret-title 2", className: "BankApp"
     )
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1, secure: [{class: \"BankApp\"}]}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, secure: [{class: \"BankApp\"}]}")
     try await waitUntil("both windows listed as secure", timeout: .seconds(10)) {
       try daemon.publishedState()?.windows.filter { [tagged.id, byRule.id].contains($0.id) && $0.secure }.count == 2
     }
@@ -163,7 +163,7 @@ struct TrustModelTests {
     #expect(try x.cardinalProperty(secureWindowProperty, of: plain.id) == nil)
 
     // With the daemon, both go through its command socket.
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     let tag2 = try await Shieldctl.run(["tag", hex(plain.id)], on: server)
     #expect(tag2.status == .exited(0), "\(tag2)")
     let untag2 = try await Shieldctl.run(["untag", hex(window.id)], on: server)

@@ -57,7 +57,7 @@ struct WatchdogTests {
   @Test("status: a live daemon answers (exit 0, responding); a stopped one does not (exit 1, NOT RESPONDING)")
   func statusOfStoppedDaemon() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
 
     try await expectResponding(server)
 
@@ -76,7 +76,7 @@ struct WatchdogTests {
     .enabled(if: FreezerCgroup.available, "no writable cgroup v1 freezer (needs root): cannot freeze the daemon"))
   func statusOfStuckDaemon() async throws {
     let server = try await XvfbServer.start()
-    let daemon = try await Daemon.start(on: server)
+    let daemon = try await DaemonProcess.start(on: server)
     try await expectResponding(server)
 
     // The freezer stops the process without the stopped state /proc would show for

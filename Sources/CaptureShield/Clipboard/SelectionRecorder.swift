@@ -33,7 +33,7 @@ final class SelectionRecorder {
   init(control: XConnection, startTimeout: Duration = .seconds(2)) throws(XError) {
     stream = try RecordStream(
       control: control, opcodes: [ConversionLedger.setSelectionOwner, ConversionLedger.convertSelection],
-      startTimeout: startTimeout)
+      startTimeout: startTimeout, name: "copied-text guard")
   }
 
   /// Every record available now (non-blocking), decoded, in the server's order.

@@ -1,3 +1,6 @@
+// Users of the library (shieldctl, the tests) see the core's public types through this module.
+@_exported import CaptureShieldCore
+
 /// Errors from talking to the X server. X protocol errors about vanished windows are
 /// not thrown by the daemon (they are expected races); these are for the CLI.
 public enum XError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -124,11 +124,19 @@ public final class CaptureDetector {
   /// narrowest ranges that cover `catalog` (plus ClientStarted/ClientDied) for all current
   /// and future clients, enables it, and waits (up to `startTimeout`) until the server
   /// confirms with StartOfData, so every request made after `init` returns is seen.
-  public init(display: String?, catalog: CaptureCatalog = .standard, startTimeout: Duration = .seconds(5))
+  public convenience init(display: String?, catalog: CaptureCatalog = .standard, startTimeout: Duration = .seconds(5))
     throws(XError)
   {
+    try self.init(display: display, catalog: catalog, startTimeout: startTimeout, errors: XErrorPolicy(log: nil))
+  }
+
+  /// As the public `init`, with X errors on both connections (and on the pump's reads)
+  /// reported through `errors`, the daemon's one policy.
+  init(display: String?, catalog: CaptureCatalog, startTimeout: Duration, errors: XErrorPolicy) throws(XError) {
     let control = try XConnection(display: display)
     let data = try XConnection(display: display)
+    control.errors = errors
+    data.errors = errors
     self.control = control
     self.data = data
     resourceMask = control.resourceMask
@@ -185,7 +193,7 @@ public final class CaptureDetector {
     if let err = xcb_request_check(
       control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))
     {
-      free(err)  // not fatal: their records are filtered out anyway
+      control.errors.report(err, connection: Self.controlName)  // not fatal: their records are filtered out anyway
     }
 
     enableSequence = xcb_record_enable_context(data.conn, ctx).sequence
@@ -210,7 +218,7 @@ public final class CaptureDetector {
     guard pump == nil, !contextEnded else { return }
     pump = RecordPump(
       data: data.conn, enableSequence: enableSequence, excluded: own.excluded,
-      launchWatch: launchWatch)
+      launchWatch: launchWatch, errors: data.errors, connection: Self.dataName)
   }
 
   /// Stops the pump; what it read and nobody took is handed out by the next `drain`.
@@ -274,7 +282,7 @@ public final class CaptureDetector {
       budget -= 1
       guard let reply else {
         // An error reply, or libxcb says the request is complete: the context is over.
-        free(error)
+        data.errors.report(error, connection: Self.dataName)
         contextEnded = true
         break
       }
@@ -296,7 +304,7 @@ public final class CaptureDetector {
       var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
       guard pollForReply(control.conn, seq, &reply, &error) != 0 else { return }
       free(reply)
-      free(error)
+      control.errors.report(error, connection: Self.controlName)
       pokeSequence = nil
     }
     pokeSequence = xcb_get_input_focus(control.conn).sequence
@@ -324,10 +332,13 @@ public final class CaptureDetector {
 
   // MARK: Internals
 
-  /// Frees whatever arrived on the control connection (errors of unchecked requests).
-  private func drainControl() {
-    while let ev = xcb_poll_for_event(control.conn) { free(ev) }
-  }
+  /// What arrived on the control connection (errors of unchecked requests), reported
+  /// through the connection's `XErrorPolicy`.
+  private func drainControl() { control.drainErrors(connection: Self.controlName) }
+
+  /// The connections' names in X error lines.
+  static let controlName = "capture detector's RECORD control"
+  static let dataName = "capture detector's RECORD data"
 
   private static func replyBytes(_ reply: UnsafeMutableRawPointer) -> UnsafeRawBufferPointer {
     let words = reply.load(fromByteOffset: 4, as: UInt32.self)

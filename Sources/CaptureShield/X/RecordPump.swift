@@ -143,6 +143,9 @@ final class RecordPump: Sendable {
   private let state: Locked<PumpState>
   private let data: XCBHandle
   private let enableSequence: UInt32
+  /// How an error reply on the data connection is reported (thread-safe: `AuditLog` is).
+  private let errors: XErrorPolicy
+  private let connectionName: String
   /// With `capture.quarantineOnLaunch`: processes loading libxcb fire the armed shields
   /// too, before they can connect. Used by the pump thread only.
   let launchWatch: LaunchWatch?
@@ -155,9 +158,15 @@ final class RecordPump: Sendable {
   private let stopWrite: Int32
 
   /// Starts the pump thread on `data` (the RECORD data connection, whose EnableContext
-  /// request was `enableSequence`).
-  init(data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>, launchWatch: LaunchWatch? = nil) {
+  /// request was `enableSequence`); an error reply there is reported through `errors` as
+  /// `connection`.
+  init(
+    data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>, launchWatch: LaunchWatch? = nil,
+    errors: XErrorPolicy = XErrorPolicy(log: nil), connection: String = "RECORD data"
+  ) {
     self.data = XCBHandle(raw: data)
+    self.errors = errors
+    connectionName = connection
     self.launchWatch = launchWatch
     self.enableSequence = enableSequence
     state = Locked<PumpState>(PumpState(excluded: excluded))
@@ -260,7 +269,7 @@ final class RecordPump: Sendable {
         guard xcb_poll_for_reply(data.raw, enableSequence, &reply, &error) != 0 else { break }
         got = true
         guard let reply else {
-          free(error)
+          errors.report(error, connection: connectionName)
           state.withLock { s in fire(s.deliver([]), on: s.armedConnection) }  // the context is over
           wake()
           return

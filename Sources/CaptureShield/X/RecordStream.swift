@@ -26,13 +26,21 @@ final class RecordStream {
   var hasError: Bool { ended || control.hasError || data.hasError }
   var fileDescriptor: Int32 { data.fileDescriptor }
 
+  /// The data connection's name in X error lines.
+  let dataName: String
+
   /// Records the core requests `opcodes` of every client except `unrecorded` (the data
   /// connection is always left out). Returns once StartOfData came: every such request the
-  /// server executes afterwards is recorded.
-  init(control: XConnection, opcodes: [UInt8], unrecorded: [UInt32] = [], startTimeout: Duration) throws(XError) {
+  /// server executes afterwards is recorded. X errors on the data connection go through
+  /// the control connection's `XErrorPolicy`, as `name` (`name`'s RECORD data connection).
+  init(
+    control: XConnection, opcodes: [UInt8], unrecorded: [UInt32] = [], startTimeout: Duration, name: String
+  ) throws(XError) {
     guard control.hasExtension("RECORD") else { throw .missingExtension("RECORD") }
     self.control = control
+    dataName = name + "'s RECORD data"
     data = try XConnection(display: control.displayName)
+    data.errors = control.errors
     let ranges = opcodes.map { op -> xcb_record_range_t in
       var r = xcb_record_range_t()
       r.core_requests = xcb_record_range_8_t(first: op, last: op)
@@ -51,7 +59,8 @@ final class RecordStream {
     if let err = xcb_request_check(
       control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))
     {
-      free(err)  // not fatal: the owner filters its own records anyway
+      // Not fatal: the owner filters its own records anyway.
+      control.errors.report(err, connection: name + "'s RECORD control")
     }
     enableSequence = xcb_record_enable_context(data.conn, ctx).sequence
     data.flush()
@@ -72,7 +81,7 @@ final class RecordStream {
       var error: UnsafeMutablePointer<xcb_generic_error_t>? = nil
       guard xcb_poll_for_reply(data.conn, enableSequence, &reply, &error) != 0 else { break }
       guard let reply else {
-        free(error)
+        data.errors.report(error, connection: dataName)
         ended = true  // an error reply, or libxcb says the request is over
         break
       }

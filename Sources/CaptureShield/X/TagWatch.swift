@@ -17,17 +17,23 @@ import Foundation
 /// Records every client's DeleteProperty requests and hands out those of one property.
 /// Not thread-safe: the daemon's loop polls `fileDescriptor` and calls `drain`.
 final class TagWatch {
-  private let control: XConnection
+  /// Creates the context; errors of its unchecked requests are read (and logged) by `drain`.
+  let control: XConnection
   private let stream: RecordStream
   /// The property whose deletions are handed out (`_CAPTURE_SHIELD_SECURE`).
   let property: xcb_atom_t
 
-  init(display: String?, property: xcb_atom_t, startTimeout: Duration = .seconds(5)) throws(XError) {
+  /// X errors on its two connections are reported through `errors` (the daemon's policy).
+  init(
+    display: String?, property: xcb_atom_t, startTimeout: Duration = .seconds(5),
+    errors: XErrorPolicy = XErrorPolicy(log: nil)
+  ) throws(XError) {
     control = try XConnection(display: display)
+    control.errors = errors
     self.property = property
     stream = try RecordStream(
       control: control, opcodes: [TagGuard.deletePropertyOpcode], unrecorded: [control.ownBase],
-      startTimeout: startTimeout)
+      startTimeout: startTimeout, name: "tag watch")
   }
 
   /// The resource-id bases of its two connections (the daemon's own clients).
@@ -40,7 +46,7 @@ final class TagWatch {
   /// deleting client's resource-id base, in order.
   func drain() -> [(window: WindowID, client: ClientID)] {
     var out: [(window: WindowID, client: ClientID)] = []
-    while let e = xcb_poll_for_event(control.conn) { free(e) }
+    control.drainErrors(connection: "tag watch's RECORD control")
     stream.forEachRequest { request, sender, big in
       if let d = TagGuard.deletedProperty(request, bigEndian: big), d.property == property {
         out.append((d.window, ClientID(sender)))

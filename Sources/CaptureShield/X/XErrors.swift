@@ -9,7 +9,7 @@ import Foundation
 /// requests is an expected race on a live desktop, logged at debug level only. Anything
 /// else (BadMatch, BadValue, BadAccess, ...) points at a bug of ours or at another client
 /// interfering, and is logged as an error with the request's major and minor opcode.
-struct XErrorPolicy {
+struct XErrorPolicy: Sendable {
   /// How bad an error is.
   enum Meaning: Equatable, Sendable {
     /// A resource vanished between two requests: expected, logged at debug level.
@@ -54,10 +54,25 @@ struct XErrorPolicy {
     }
   }
 
-  /// Reports `ev` when it is an error (response type 0); returns whether it was one.
-  func reportIfError(_ ev: UnsafeMutablePointer<xcb_generic_event_t>, connection: String) -> Bool {
-    guard CXCB_event_type(ev) == 0 else { return false }
-    report(UnsafeRawPointer(ev).load(as: xcb_generic_error_t.self), connection: connection)
-    return true
+  /// Reports and frees the error libxcb handed out with a reply or a request check
+  /// (`xcb_poll_for_reply`, `xcb_request_check`); nil is no error.
+  func report(_ error: UnsafeMutablePointer<xcb_generic_error_t>?, connection: String) {
+    guard let error else { return }
+    report(error.pointee, connection: connection)
+    free(error)
+  }
+}
+
+extension XConnection {
+  /// Reads and frees every event queued on this connection, reporting its errors through
+  /// `errors` as `name`: for the connections that select no events (the RECORD control
+  /// connections), where only errors of unchecked requests arrive.
+  func drainErrors(connection name: String) {
+    while let ev = xcb_poll_for_event(conn) {
+      if CXCB_event_type(ev) == 0 {
+        errors.report(UnsafeRawPointer(ev).load(as: xcb_generic_error_t.self), connection: name)
+      }
+      free(ev)
+    }
   }
 }

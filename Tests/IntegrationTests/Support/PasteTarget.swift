@@ -10,12 +10,12 @@ import ShieldTestSupport
 /// A paste target: a window of its own that holds the input focus (as the app the user
 /// pastes into), reading CLIPBOARD into it on demand. Stays open (and focused) until closed.
 final class PasteTarget {
-  let x: XConnection
+  let x: TestXConnection
   let window: xcb_window_t
 
   /// A 40x40 override-redirect window at (`x`, `y`) on `display`, mapped and focused.
   init(display: String, x left: Int16 = 900, y top: Int16 = 700) throws {
-    x = try XConnection(display: display)
+    x = try TestXConnection(display: display)
     window = x.generateID()
     let values: [UInt32] = [1]
     try x.check(
@@ -67,7 +67,7 @@ extension PasteTarget {
   convenience init(_ server: XvfbServer) throws { try self.init(display: server.display) }
 }
 
-extension XConnection {
+extension TestXConnection {
   /// The text in `property` of `window` (as UTF-8; "" when empty or missing), deleting the
   /// property as a selection's requestor does after reading the answer.
   func takeText(_ window: xcb_window_t, _ property: xcb_atom_t) throws -> String {

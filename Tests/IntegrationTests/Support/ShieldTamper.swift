@@ -31,7 +31,7 @@ enum ShieldTamper: String, CaseIterable, CustomTestStringConvertible, Sendable {
   }
 
   /// Sends the attack on `attacker`'s connection and waits for the server's answer.
-  func send(_ attacker: XConnection, shield: UInt32) throws {
+  func send(_ attacker: TestXConnection, shield: UInt32) throws {
     let raw = attacker.raw
     switch self {
     case .move:

@@ -41,7 +41,7 @@ final class TestWindow: Sendable {
   /// The X window id.
   let id: xcb_window_t
   let display: String
-  let connection: XConnection
+  let connection: TestXConnection
 
   private let gc: xcb_gcontext_t
   private let loop: WindowEventLoop
@@ -78,7 +78,7 @@ final class TestWindow: Sendable {
     secure: Bool = false, overrideRedirect: Bool = false, borderWidth: Int = 0,
     map: Bool = true, mapTimeout: Duration = .seconds(5)
   ) async throws -> TestWindow {
-    let connection = try XConnection(display: display)
+    let connection = try TestXConnection(display: display)
     let raw = connection.raw
     let window = connection.generateID()
     let pixel = connection.pixel(for: color)
@@ -123,7 +123,7 @@ final class TestWindow: Sendable {
     return testWindow
   }
 
-  private init(id: xcb_window_t, display: String, connection: XConnection, gc: xcb_gcontext_t, color: RGB) {
+  private init(id: xcb_window_t, display: String, connection: TestXConnection, gc: xcb_gcontext_t, color: RGB) {
     self.id = id
     self.display = display
     self.connection = connection
@@ -290,7 +290,7 @@ final class TestWindow: Sendable {
   func closeAndWaitUntilGone(timeout: Duration = .seconds(5)) async throws {
     let window = id
     close()
-    let observer = try XConnection(display: display)
+    let observer = try TestXConnection(display: display)
     let deadline = ContinuousClock.now + timeout
     while true {
       do {
@@ -312,7 +312,7 @@ final class TestWindow: Sendable {
 /// The window's event thread: repaints on Expose and records what happened. Owned by the
 /// TestWindow; never references it (so the window's deinit can stop it).
 private final class WindowEventLoop: Sendable {
-  let connection: XConnection
+  let connection: TestXConnection
   let window: xcb_window_t
   let gc: xcb_gcontext_t
   let state: Mutex<(color: RGB, events: TestWindowEvents)>
@@ -320,7 +320,7 @@ private final class WindowEventLoop: Sendable {
   private let finished = Atomic<Bool>(false)
   private let started = Atomic<Bool>(false)
 
-  init(connection: XConnection, window: xcb_window_t, gc: xcb_gcontext_t, color: RGB) {
+  init(connection: TestXConnection, window: xcb_window_t, gc: xcb_gcontext_t, color: RGB) {
     self.connection = connection
     self.window = window
     self.gc = gc

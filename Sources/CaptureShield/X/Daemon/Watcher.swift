@@ -276,7 +276,8 @@ final class WatcherLoop {
       // inside each request, and the daemon needs to know when a client to grant connects.
       let pixmaps = module == nil && !policy.captureAllow.isEmpty
       let d = try CaptureDetector(
-        display: options.display, catalog: Self.recordedCatalog(serverEnforced: module != nil, pixmapReads: pixmaps))
+        display: options.display, catalog: Self.recordedCatalog(serverEnforced: module != nil, pixmapReads: pixmaps),
+        startTimeout: .seconds(5), errors: XErrorPolicy(log: log))
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
       detector = d
       detectorReadsPixmaps = pixmaps
@@ -295,7 +296,7 @@ final class WatcherLoop {
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
     if module == nil {
       do {
-        let watch = try TagWatch(display: options.display, property: aSecure)
+        let watch = try TagWatch(display: options.display, property: aSecure, errors: XErrorPolicy(log: log))
         for b in watch.ownBases { detector?.excludeNewConnection(b) }
         tagWatch = watch
       } catch {

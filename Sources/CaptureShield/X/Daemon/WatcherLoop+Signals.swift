@@ -215,7 +215,8 @@ extension WatcherLoop {
     let new: CaptureDetector
     do {
       new = try CaptureDetector(
-        display: display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads))
+        display: display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads),
+        startTimeout: .seconds(5), errors: XErrorPolicy(log: log))
     } catch {
       log.error(
         "capture detection: cannot record \(pixmapReads ? "pixmap reads too" : "fewer requests") after the reload (\(error)); restart the daemon to apply it"

@@ -34,7 +34,7 @@ extension WatcherLoop {
     tagWatch = nil
     let lost = "who removes secure tags, while it was down"
     do {
-      let watch = try TagWatch(display: display, property: aSecure)
+      let watch = try TagWatch(display: display, property: aSecure, errors: XErrorPolicy(log: log))
       for b in watch.ownBases { detector?.excludeNewConnection(b) }
       tagWatch = watch
       auditKilled(

@@ -6,8 +6,9 @@ import Foundation
 
 /// Carries out what the engine and the loop decided on the daemon's main connection.
 /// With `ShieldDriver` (the shield windows, on the shield connection) and the
-/// copied-text guard's `ClipboardWrites`, this is where the daemon changes X state; all
-/// three send through `XRequests`.
+/// copied-text guard's `ClipboardGuard` (its window, selections and paste replies, on its
+/// own connection), this is where the daemon changes X state; all three send through
+/// `XRequests`.
 struct XEffects {
   let x: any XRequests
   let root: UInt32

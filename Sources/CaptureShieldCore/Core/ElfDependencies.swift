@@ -11,15 +11,15 @@ import Foundation
 #endif
 
 /// The libraries an ELF object names in its dynamic section.
-struct ElfDependencies: Equatable {
+public struct ElfDependencies: Equatable, Sendable {
   /// DT_NEEDED entries, in order.
-  var needed: [String]
+  public var needed: [String]
   /// DT_RUNPATH entries, else DT_RPATH ones (the loader ignores RPATH when RUNPATH is set).
-  var searchPath: [String]
+  public var searchPath: [String]
 
   /// Reads the dynamic section of the 64-bit little-endian ELF file at `path`; `nil` for
   /// anything else (scripts, 32-bit or static programs, unreadable or malformed files).
-  static func read(_ path: String) -> ElfDependencies? {
+  public static func read(_ path: String) -> ElfDependencies? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -32,7 +32,7 @@ struct ElfDependencies: Equatable {
   }
 
   /// Parses an ELF image through `read(offset, count)` (tests hand it a byte array).
-  static func parse(_ read: (Int, Int) -> [UInt8]?) -> ElfDependencies? {
+  public static func parse(_ read: (Int, Int) -> [UInt8]?) -> ElfDependencies? {
     guard let h = read(0, 64), h[0] == 0x7f, h[1] == 0x45, h[2] == 0x4c, h[3] == 0x46, h[4] == 2, h[5] == 1
     else { return nil }
     let phoff = Int(clamping: h.u64(0x20))

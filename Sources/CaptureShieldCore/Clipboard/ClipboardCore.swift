@@ -408,8 +408,11 @@ public struct ConversionLedger: Sendable, Hashable {
 
   public init(capacity: Int = 1024) { self.capacity = max(1, capacity) }
 
-  static let setSelectionOwner: UInt8 = 22
-  static let convertSelection: UInt8 = 24
+  /// The core opcodes the ledger decodes, which the shell's RECORD context records
+  /// (`SelectionRecorder`): SetSelectionOwner (22) and ConvertSelection (24).
+  public static let setSelectionOwner: UInt8 = 22
+  /// See `setSelectionOwner`.
+  public static let convertSelection: UInt8 = 24
 
   /// Decodes one recorded request (as RECORD delivers it: without element headers, in the
   /// client's byte order) of the client of base `sender`; nil for anything else (the

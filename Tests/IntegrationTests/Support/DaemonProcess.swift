@@ -41,7 +41,7 @@ enum Shieldctl {
 }
 
 /// A running `shieldctl watch` with its own policy file and JSON audit log.
-final class Daemon: @unchecked Sendable {
+final class DaemonProcess: @unchecked Sendable {
   let server: XvfbServer
   let process: BackgroundProcess
   let policyPath: String
@@ -53,14 +53,14 @@ final class Daemon: @unchecked Sendable {
   static func start(
     on server: XvfbServer, policy: String = "{version: 1, shield: {when: \"always\"}}",
     extraArguments: [String] = [], waitUntilReady: Bool = true
-  ) async throws -> Daemon {
+  ) async throws -> DaemonProcess {
     let directory = try makeTemporaryDirectory(prefix: "captureshield-daemon")
     let policyPath = directory + "/policy.json5"
     try policy.write(toFile: policyPath, atomically: true, encoding: .utf8)
     chmod(policyPath, 0o644)
     let process = try server.startBackground(
       Shieldctl.path, ["watch", "--policy", policyPath, "--log-format", "json"] + extraArguments)
-    let d = Daemon(server: server, process: process, policyPath: policyPath, directory: directory)
+    let d = DaemonProcess(server: server, process: process, policyPath: policyPath, directory: directory)
     if waitUntilReady {
       try await waitUntil("the daemon publishes its state", timeout: .seconds(10)) {
         guard process.isRunning else { throw DaemonError.exited(String(decoding: process.stderr, as: UTF8.self)) }

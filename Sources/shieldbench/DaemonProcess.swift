@@ -30,7 +30,7 @@ func writePolicy(_ text: String, to path: String) throws {
 }
 
 /// One running daemon.
-final class Daemon {
+final class DaemonProcess {
   let child: ChildProcess
   let spawnedAt: Double
   let logPath: String

@@ -12,7 +12,7 @@
 /// driver sends them only when no new client's record is waiting, see `RecordPump`). Our
 /// own unmaps are remembered by sequence number, so an UnmapNotify of ours is never taken
 /// for tampering.
-struct ShieldTable: Equatable {
+public struct ShieldTable: Equatable, Sendable {
   /// One target's shield.
   struct Entry: Equatable {
     var shield: UInt32
@@ -26,14 +26,29 @@ struct ShieldTable: Equatable {
 
   /// A shield's place in its target, as a ConfigureNotify reports it. Ours is always
   /// `canonical`: at (0,0), 32767×32767, no border.
-  struct Placement: Equatable {
-    var x: Int16
-    var y: Int16
-    var width: UInt16
-    var height: UInt16
-    var border: UInt16
-    static let canonical = Placement(x: 0, y: 0, width: 32767, height: 32767, border: 0)
-    var description: String { "\(width)x\(height)+\(x)+\(y)" + (border == 0 ? "" : " border \(border)") }
+  public struct Placement: Equatable, Sendable {
+    /// Position in the target.
+    public var x: Int16
+    /// Position in the target.
+    public var y: Int16
+    /// Size, inside the border.
+    public var width: UInt16
+    /// Size, inside the border.
+    public var height: UInt16
+    /// Border width.
+    public var border: UInt16
+    /// A placement as a ConfigureNotify reports it.
+    public init(x: Int16, y: Int16, width: UInt16, height: UInt16, border: UInt16) {
+      self.x = x
+      self.y = y
+      self.width = width
+      self.height = height
+      self.border = border
+    }
+    /// Where our shields always are: at (0,0), 32767×32767, no border.
+    public static let canonical = Placement(x: 0, y: 0, width: 32767, height: 32767, border: 0)
+    /// `WxH+X+Y`, and the border when there is one.
+    public var description: String { "\(width)x\(height)+\(x)+\(y)" + (border == 0 ? "" : " border \(border)") }
   }
 
   /// Who displaced a shield, for the audit record: X does not say who sent the request
@@ -41,7 +56,7 @@ struct ShieldTable: Equatable {
   static let unknownClient = "by another client (X does not say which)"
 
   /// What the daemon wants, and what the server reported.
-  enum Event: Equatable {
+  public enum Event: Equatable, Sendable {
     /// Put the shield up (create it when there is none); idempotent.
     case shield(WindowID)
     /// Create the shield unmapped if there is none.
@@ -97,7 +112,7 @@ struct ShieldTable: Equatable {
   }
 
   /// What the driver must do, in order.
-  enum Operation: Equatable {
+  public enum Operation: Equatable, Sendable {
     /// Create a tiled shield in the target (mapped or not); answer with `.created`.
     case create(WindowID, mapped: Bool)
     /// Create a plain dark shield in the target, mapped, with no round trip; answer with
@@ -137,7 +152,7 @@ struct ShieldTable: Equatable {
   /// target → its shield.
   private(set) var entries: [WindowID: Entry] = [:]
   /// shield → its target.
-  private(set) var targetOf: [UInt32: WindowID] = [:]
+  public private(set) var targetOf: [UInt32: WindowID] = [:]
   /// Sequence numbers of our UnmapWindow requests of each shield whose UnmapNotify has not
   /// come yet. Each such event carries exactly its request's number; an unmap by another
   /// client carries another one. Without this, our own unmap seen after we had mapped the
@@ -152,17 +167,20 @@ struct ShieldTable: Equatable {
   /// otherwise carry our number), and only the last `maxOwnConfigures` are kept.
   private(set) var ownConfigures: [UInt32: [UInt16]] = [:]
   private var registryDirty = true
+
+  /// No shields yet.
+  public init() {}
   static let maxOwnConfigures = 16
 
   /// target → shield window, for every shield that exists.
-  var shields: [WindowID: UInt32] { entries.mapValues(\.shield) }
+  public var shields: [WindowID: UInt32] { entries.mapValues(\.shield) }
 
   /// Whether `commitUnmaps` has anything to send.
-  var hasPendingUnmaps: Bool { entries.values.contains { $0.pendingUnmap } }
+  public var hasPendingUnmaps: Bool { entries.values.contains { $0.pendingUnmap } }
 
   /// The shields of `targets` that are down (or go down at the next commit): what the
   /// RECORD thread may put up for a new client without asking anyone.
-  func armable(_ targets: [WindowID]) -> (shields: [UInt32], targets: [WindowID]) {
+  public func armable(_ targets: [WindowID]) -> (shields: [UInt32], targets: [WindowID]) {
     var out: (shields: [UInt32], targets: [WindowID]) = ([], [])
     for t in targets {
       guard let e = entries[t], e.hidden else { continue }
@@ -173,9 +191,10 @@ struct ShieldTable: Equatable {
   }
 
   /// Whether `target`'s shield is up (mapped, or about to be).
-  func isUp(_ target: WindowID) -> Bool { entries[target].map { !$0.hidden } ?? false }
+  public func isUp(_ target: WindowID) -> Bool { entries[target].map { !$0.hidden } ?? false }
 
-  mutating func handle(_ event: Event) -> [Operation] {
+  /// Applies `event` and returns what the driver must send, in order.
+  public mutating func handle(_ event: Event) -> [Operation] {
     switch event {
     case .shield(let t):
       guard var e = entries[t] else { return [.create(t, mapped: true)] }

@@ -91,7 +91,7 @@ public struct WindowGeometry: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One xcb connection. xcb connections are thread-safe, hence `@unchecked Sendable`.
-public final class XConnection: @unchecked Sendable {
+public final class TestXConnection: @unchecked Sendable {
   public let raw: OpaquePointer
   public let display: String
   public let root: xcb_window_t
