@@ -78,7 +78,7 @@ struct RealAppInputTests {
     if let disableRules { options.append("Option \"DisableRules\" \"\(disableRules)\"") }
     let server = try await XvfbServer.startXorg(moduleDirectory: XorgModule.directory, moduleOptions: options)
     let wm = try await server.startWindowManager()
-    let daemon = try await Daemon.start(on: server, policy: #"{version: 1, secure: [{class: "KeePassXC"}]}"#)
+    let daemon = try await DaemonProcess.start(on: server, policy: #"{version: 1, secure: [{class: "KeePassXC"}]}"#)
     let app = try server.startBackground(
       "/usr/bin/env",
       [

@@ -231,7 +231,7 @@ struct ServerEnforcementTests {
   func statusSaysInputIsUnprotectedWithoutTheModule() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
-    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
     try await daemon.waitUntilCaughtUp(retitling: window)
     let text = try await Shieldctl.run(["status"], on: server)
     #expect(text.status == .exited(0), "\(text)")
