@@ -104,7 +104,7 @@ extension WatcherLoop {
   }
   /// How many entries of `fds` are the fixed descriptors; the tag watch's (or -1) and the
   /// command socket's follow.
-  var fixedDescriptors: Int { 5 }
+  var fixedDescriptors: Int { 6 }
 
   /// Accepts and answers `shieldctl`'s commands (after `poll`, whose results for the
   /// command socket are `fds[fixedDescriptors...]`). A command from a peer the channel
