@@ -172,6 +172,50 @@ struct KeylogDecoderTests {
         $0.put16(8, 1)
         $0.put32(12, 2 << 8 | 71)
       }, expected: []),
+    // XI2 grabs.
+    Case(
+      name: "XIGrabDevice of key events on the root",
+      bytes: RequestBytes(131, 51, words: 7).with {
+        $0.put32(4, root)
+        $0.put16(16, 3)
+        $0.put16(22, 1)
+        $0.put8(24, 1 << 2)
+      }, expected: [.keyboardGrab]),
+    Case(
+      name: "XIGrabDevice of button events on the root",
+      bytes: RequestBytes(131, 51, words: 7).with {
+        $0.put32(4, root)
+        $0.put16(16, 2)
+        $0.put16(22, 1)
+        $0.put8(24, 1 << 4 | 1 << 5)
+      }, expected: []),
+    Case(
+      name: "XIPassiveGrabDevice of XIAnyKeycode on the root",
+      bytes: RequestBytes(131, 54, words: 10).with {
+        $0.put32(8, root)
+        $0.put32(16, 0)
+        $0.put16(20, 3)
+        $0.put16(24, 1)
+        $0.put8(26, 1)
+        $0.put8(32, 1 << 2)
+      }, expected: [.anyKeyGrab]),
+    Case(
+      name: "XIPassiveGrabDevice of one keycode on the root (a hotkey)",
+      bytes: RequestBytes(131, 54, words: 10).with {
+        $0.put32(8, root)
+        $0.put32(16, 38)
+        $0.put16(20, 3)
+        $0.put16(24, 1)
+        $0.put8(26, 1)
+      }, expected: []),
+    Case(
+      name: "XIPassiveGrabDevice of AnyButton on the root",
+      bytes: RequestBytes(131, 54, words: 10).with {
+        $0.put32(8, root)
+        $0.put16(20, 2)
+        $0.put16(24, 1)
+        $0.put8(26, 0)
+      }, expected: []),
     // RECORD.
     Case(
       name: "RECORD CreateContext of device events 2..6", bytes: recordContext(device: (2, 6)),
@@ -262,7 +306,7 @@ struct KeylogDecoderTests {
     }
     #expect(r.isEmpty)
     #expect(none.extensionRanges.isEmpty)
-    #expect(opcodes.extensionRanges.count == 4)
+    #expect(opcodes.extensionRanges.count == 6)
   }
 }
 

@@ -95,6 +95,9 @@ public struct KeylogOpcodes: Sendable, Hashable {
   /// XInputExtension SelectExtensionEvent (XI 1.x) and XISelectEvents (XI2).
   public static let xiSelectExtensionEvent: UInt8 = 6
   public static let xiSelectEvents: UInt8 = 46
+  /// XI2 XIGrabDevice and XIPassiveGrabDevice.
+  public static let xiGrabDevice: UInt8 = 51
+  public static let xiPassiveGrabDevice: UInt8 = 54
   /// XKEYBOARD SelectEvents.
   public static let xkbSelectEvents: UInt8 = 1
   /// RECORD CreateContext and RegisterClients.
@@ -123,6 +126,8 @@ public struct KeylogOpcodes: Sendable, Hashable {
     if let xinput {
       out.append((xinput, Self.xiSelectExtensionEvent...Self.xiSelectExtensionEvent))
       out.append((xinput, Self.xiSelectEvents...Self.xiSelectEvents))
+      out.append((xinput, Self.xiGrabDevice...Self.xiGrabDevice))
+      out.append((xinput, Self.xiPassiveGrabDevice...Self.xiPassiveGrabDevice))
     }
     if let xkb { out.append((xkb, Self.xkbSelectEvents...Self.xkbSelectEvents)) }
     if let record { out.append((record, Self.recordCreateContext...Self.recordRegisterClients)) }
@@ -220,6 +225,8 @@ public enum KeylogDecoder {
     if let xi = opcodes.xinput, r.major == xi {
       switch r.minorOrData {
       case KeylogOpcodes.xiSelectEvents: return xiSelectEvents(r, isForeign: isForeign, root: root)
+      case KeylogOpcodes.xiGrabDevice, KeylogOpcodes.xiPassiveGrabDevice:
+        return xiGrab(r, isForeign: isForeign, root: root)
       case KeylogOpcodes.xiSelectExtensionEvent:
         return xiSelectExtensionEvent(r, firstEvent: opcodes.xinputFirstEvent, isForeign: isForeign, root: root)
       default: return []
@@ -272,6 +279,36 @@ public enum KeylogDecoder {
             detail: keys.joined(separator: ", ") + on)))
     }
     return out
+  }
+
+  /// XIGrabDevice: grab_window at 4, deviceid at 16, mask_len at 22 (4-byte units), the mask
+  /// from 24: a grab whose mask has KeyPress or KeyRelease is a keyboard grab.
+  /// XIPassiveGrabDevice: grab_window at 8, detail at 16, deviceid at 20, mask_len at 24,
+  /// grab_type at 26 (1: keycode), the mask from 32: a keycode grab of detail 0
+  /// (XIAnyKeycode) is an AnyKey grab.
+  static func xiGrab(_ r: RequestReader, isForeign: (UInt32) -> Bool, root: UInt32?) -> [KeylogRecord] {
+    if r.minorOrData == KeylogOpcodes.xiGrabDevice {
+      guard let w = r.u32(4), isForeign(w), let device = r.u16(16), let words = r.u16(22) else { return [] }
+      let len = Int(words) * 4
+      let keys = xi2Keys.filter { $0.0 / 8 < len && (r.u8(24 + $0.0 / 8) ?? 0) & (1 << UInt8($0.0 % 8)) != 0 }
+      guard !keys.isEmpty else { return [] }
+      return [
+        .listens(
+          KeyListenSignal(
+            kind: .keyboardGrab, request: "XInputExtension XIGrabDevice", window: w,
+            detail: "device \(device) grabbed on " + name(w, root: root) + " for "
+              + keys.map(\.1).joined(separator: ", ")))
+      ]
+    }
+    guard let w = r.u32(8), isForeign(w), let detail = r.u32(16), detail == 0, let device = r.u16(20),
+      let type = r.u8(26), type == 1
+    else { return [] }
+    return [
+      .listens(
+        KeyListenSignal(
+          kind: .anyKeyGrab, request: "XInputExtension XIPassiveGrabDevice", window: w,
+          detail: "XIAnyKeycode of device \(device) grabbed on " + name(w, root: root)))
+    ]
   }
 
   /// SelectExtensionEvent: window at 4, count at 8 (2 bytes), the classes (4 bytes each:
