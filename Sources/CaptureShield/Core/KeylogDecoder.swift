@@ -30,8 +30,8 @@ public enum KeyListenKind: String, Sendable, Hashable, CaseIterable, Comparable 
   /// XKB SelectEvents of events that carry the key code of a key press (ActionMessage,
   /// AccessXNotify).
   case xkbKeyEvents = "xkb-key-events"
-  /// QueryKeymap faster than `KeyloggerWatch.keymapPollCount` per
-  /// `keymapPollWindowMs`: the keys down, polled.
+  /// QueryKeymap `KeyloggerWatch.keymapPollCount` (5) times within `keymapPollWindowMs`
+  /// (1 s): the keys down, polled.
   case keymapPolling = "keymap-polling"
 
   public static func < (a: Self, b: Self) -> Bool {

@@ -12,8 +12,10 @@
 /// each QueryKeymap, `clientGone` at ClientDied, and `focusChanged` whenever it learns
 /// where the focus is.
 public struct KeyloggerWatch: Sendable {
-  /// QueryKeymap this many times within `keymapPollWindowMs` counts as polling.
-  public var keymapPollCount = 10
+  /// QueryKeymap this many times within `keymapPollWindowMs` counts as polling: 4 per
+  /// second or faster. (A poller every 200 ms saw 2 of 13 keys held 100 ms each; one every
+  /// 100 ms, 12 of 13; see docs/security.md, "Input".)
+  public var keymapPollCount = 5
   public var keymapPollWindowMs: UInt32 = 1000
 
   /// A client's first request of one kind: the audit record.
