@@ -5,6 +5,7 @@
 // the C programs of `Keyloggers` (a keyboard grab, an AnyKey grab, a keymap poller, a
 // RECORD client). Detection latency is printed, never asserted.
 
+import CXCB
 import CaptureShield
 import Foundation
 import Glibc
@@ -170,6 +171,36 @@ struct KeyloggerTests {
     await dunst.stop()
     await server.stop()
     await bus.stop()
+  }
+
+  @Test("the keyboard watch's connection killed by another client: audited, a new watch takes over")
+  func watchKilled() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: .red, secure: true)
+    let daemon = try await Daemon.start(on: server, policy: "{version: 1}")
+    try await daemon.waitUntilCaughtUp(retitling: window)
+    let started = try #require(daemon.auditEvents("keylogger-watch").first)
+    let clients = (started["clients"] as? String ?? "").split(separator: ",").map {
+      UInt32($0.trimmingCharacters(in: .whitespaces).dropFirst(2), radix: 16)
+    }
+    let control = try #require(clients.first ?? nil)
+    // Its control connection's one resource is the RECORD context, its first id (the base).
+    let attacker = try server.connect()
+    try attacker.check(xcb_kill_client_checked(attacker.raw, control), "KillClient(keyboard watch)")
+    try await waitUntil("the daemon audits the killed keyboard watch", timeout: .seconds(10)) {
+      daemon.auditEvents("connection-killed").contains { $0["connection"] as? String == "keyboard watch" }
+    }
+    try await waitUntil("a new keyboard watch", timeout: .seconds(10)) {
+      daemon.auditEvents("keylogger-watch").count >= 2
+    }
+    let xinput = try Self.executable("xinput", server)
+    let listener = try await Self.expectAudited(
+      daemon, on: server, xinput, ["test-xi2", "--root"], exe: xinput, kind: "xi2-raw-keys")
+    await listener.stop()
+    attacker.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
   }
 
   @Test("a program keyloggers.allow names is neither audited nor named; without the rule it is")

@@ -28,7 +28,10 @@ final class KeyloggerRecorder {
     case clientDied(ClientID)
   }
 
-  init(display: String?, startTimeout: Duration = .seconds(5)) throws(XError) {
+  /// Records every client but its own two connections and `unrecorded` (the daemon's
+  /// other connections: their own requests, such as the event masks the daemon selects
+  /// on every window it follows, are not copied back to it).
+  init(display: String?, unrecorded: [UInt32] = [], startTimeout: Duration = .seconds(5)) throws(XError) {
     control = try XConnection(display: display)
     data = try XConnection(display: display)
     guard control.hasExtension("RECORD") else { throw .missingExtension("RECORD") }
@@ -59,7 +62,7 @@ final class KeyloggerRecorder {
       free(err)
       throw .failed("RECORD CreateContext failed (X error \(code))")
     }
-    var own = [control.ownBase, data.ownBase]
+    var own = [control.ownBase, data.ownBase] + unrecorded
     if let err = xcb_request_check(
       control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))
     {

@@ -14,7 +14,8 @@ extension WatcherLoop {
     let wanted = module == nil && engine.policy.keyloggers.enabled
     if wanted && keylog == nil && !keylogFailed {
       do {
-        let r = try KeyloggerRecorder(display: display)
+        let own = daemonClients.union(detector?.excludedClients ?? [])
+        let r = try KeyloggerRecorder(display: display, unrecorded: own.map(\.base).sorted())
         for b in r.ownBases { detector?.excludeNewConnection(b) }
         keylog = r
         keylogAllow = engine.policy.keyloggers.allow
