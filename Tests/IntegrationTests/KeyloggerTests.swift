@@ -218,9 +218,22 @@ struct KeyloggerTests {
       _ = try await server.run("xdotool", ["key", "x"])
       return String(decoding: allowed.stdout, as: UTF8.self).contains("RawKeyPress")
     }
-    // The watch runs: another listener, after xinput's selection, is audited.
+    // The window manager (the owner of WM_S0) grabs the keyboard on the root: not named.
+    let directory = try makeTemporaryDirectory(prefix: "captureshield-keyloggers")
+    defer { removeTree(directory) }
+    let wmGrab = try #require(try await Keyloggers.build(in: directory)["kl-wm-grab"])
+    let wm = try server.startBackground(wmGrab)
+    try await waitUntil("the window manager grabbed the keyboard", timeout: .seconds(10)) {
+      guard wm.isRunning else {
+        throw TestWindowError.timedOut("kl-wm-grab exited: \(String(decoding: wm.stderr, as: UTF8.self))")
+      }
+      return String(decoding: wm.stdout, as: UTF8.self).contains("ready")
+    }
+    // The watch runs: another listener, after xinput's selection and the grab, is audited.
     let marker = try await Self.expectAudited(daemon, on: server, xev, ["-root"], exe: xev, kind: "keypress-selected")
     #expect(Self.suspected(daemon, exe: xinput).isEmpty, "\(daemon.auditEvents("keylogger-suspected"))")
+    #expect(Self.suspected(daemon, exe: wmGrab).isEmpty, "\(daemon.auditEvents("keylogger-suspected"))")
+    await wm.stop()
     // Nor named in the notice.
     #expect(try await server.run("xdotool", ["windowfocus", String(window.id)]).succeeded)
     try await waitUntil("a keylogger-notice", timeout: .seconds(10)) {

