@@ -5,6 +5,7 @@
 
 import CaptureShield
 import Foundation
+import ShieldTestSupport
 import Testing
 
 private let mask: UInt32 = 0x001f_ffff
@@ -267,6 +268,27 @@ struct KeylogDecoderTests {
   @Test("each request decodes to the expected kinds", arguments: cases)
   func decodes(_ c: Case) {
     #expect(kinds(decode(c.bytes, bigEndian: c.bigEndian)) == c.expected)
+  }
+
+  @Test("20,000 random requests of the recorded opcodes decode without trapping, within their bytes")
+  func hostileBytes() {
+    var rng = SplitMix64(seed: 27)
+    let majors: [UInt8] = KeylogOpcodes.core + [131, 135, 146]
+    let minors: [UInt8] = [1, 2, 6, 46, 51, 54, 0, 255]
+    var decoded = 0
+    for _ in 0..<20_000 {
+      let words = Int.random(in: 1...24, using: &rng)
+      var bytes = (0..<(words * 4)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+      bytes[0] = majors.randomElement(using: &rng)!
+      bytes[1] = minors.randomElement(using: &rng)!
+      // A declared length that fits, is too long, or is 0 (BIG-REQUESTS), at random.
+      let declared = [UInt16(words), UInt16(words + Int.random(in: 1...3, using: &rng)), 0].randomElement(using: &rng)!
+      bytes[2] = UInt8(declared & 0xff)
+      bytes[3] = UInt8(declared >> 8)
+      let cut = Int.random(in: 0...bytes.count, using: &rng)
+      decoded += decode(Array(bytes.prefix(cut)), bigEndian: Bool.random(using: &rng)).count
+    }
+    #expect(decoded > 0, "some random requests mean something")
   }
 
   @Test("a BIG-REQUESTS form decodes as the normal form")
