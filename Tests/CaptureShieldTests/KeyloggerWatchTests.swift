@@ -445,7 +445,7 @@ struct KeyloggerPolicyTests {
     #expect(p.keyloggers.enabled)
     for exe in [
       "/usr/bin/ibus-daemon", "/usr/libexec/ibus-x11", "/usr/bin/fcitx5", "/usr/bin/xbindkeys", "/usr/bin/sxhkd",
-      "/usr/bin/xcape",
+      "/usr/bin/xcape", "/usr/libexec/at-spi2-registryd",
     ] {
       #expect(p.keyloggers.allowRule(ClientIdentity(pid: 1, exe: exe)) != nil, "\(exe)")
     }

@@ -13,9 +13,12 @@ public struct KeyloggerPolicy: Sendable, Hashable {
 
   public init() {}
 
-  /// The input methods and hotkey daemons allowed out of the box (by executable name).
+  /// The input methods and hotkey daemons allowed out of the box (by executable name), and
+  /// the accessibility registry: at-spi2-registryd selects KeyPress on the root for screen
+  /// readers (a GTK or Qt app starts it; seen with KeePassXC and zenity on Xvfb).
   public static let defaultAllowNames = [
     "ibus-daemon", "ibus-x11", "ibus-ui-gtk3", "ibus-engine-*", "fcitx", "fcitx5", "xbindkeys", "sxhkd", "xcape",
+    "at-spi2-registryd",
   ]
 
   public static let defaultAllow: [Matcher] = defaultAllowNames.map { n in
