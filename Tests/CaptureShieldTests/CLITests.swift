@@ -582,12 +582,26 @@ struct CLITests {
         #"note: rule #1 "password manager" (\#(file.path):4:5) looks at class, \#(Self.rewritable)"#,
         #"note: rule #2 rule (\#(file.path):5:5) looks at title, \#(Self.rewritable)"#,
         "capture: ordinary client: a capture session starts at its first capture request",
+        "keyloggers: not allowed: without the Xorg module, listening to the keyboard is audited (keylogger-suspected) and named when a secure window has the focus",
       ], "\(r)")
   }
 
   /// The rest of `policy explain`'s note on a rule that looks at class, instance or title.
   static let rewritable =
     "which any X client can rewrite on any window (ChangeProperty): another client can take a window out of this rule. Protection that holds: the window's own tag (_CAPTURE_SHIELD_SECURE), or a rule on exe (from the X server and /proc)"
+
+  @Test func explainKeyloggerAllowed() throws {
+    let dir = try CLIScratchDir()
+    let file = try dir.write("policy.json5", Self.validPolicy)
+    let facts = #"{"exe":"/usr/bin/xbindkeys","pid":41}"#
+    let r = try ShieldctlBinary.run(["policy", "explain", "--policy", file.path, "--window-facts", facts])
+    #expect(r.status == 0, "\(r)")
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    #expect(
+      lines.last
+        == #"keyloggers: allowed by keyloggers.allow "default: xbindkeys": the client may listen to the keyboard without an audit record or a notice"#,
+      "\(r)")
+  }
 
   @Test func explainNoMatchingRule() throws {
     let dir = try CLIScratchDir()
@@ -601,7 +615,7 @@ struct CLITests {
     #expect(lines.contains { $0.hasPrefix("rule #2 ") && $0.hasSuffix("-> no match") }, "\(r)")
     #expect(lines.contains { $0.hasPrefix("decision: not secure") }, "\(r)")
     #expect(
-      lines.last
+      lines.dropLast().last
         == #"capture: known capturer by capture.known "default: obs": capturing from the moment the client connects"#,
       "\(r)")
   }
@@ -616,7 +630,10 @@ struct CLITests {
     let lines = r.stdout.split(separator: "\n").map(String.init)
     #expect(lines.contains("tag: _CAPTURE_SHIELD_SECURE=1 -> secure"), "\(r)")
     #expect(lines.contains("decision: SECURE (tag)"), "\(r)")
-    #expect(lines.last?.hasPrefix(#"capture: allowed by capture.allow "screenshots" (\#(file.path):"#) == true, "\(r)")
+    #expect(
+      lines.dropLast().last?.hasPrefix(#"capture: allowed by capture.allow "screenshots" (\#(file.path):"#) == true,
+      "\(r)")
+    #expect(lines.last?.hasPrefix("keyloggers: not allowed") == true, "\(r)")
   }
 
   @Test func explainInvalidPolicyFails() throws {
@@ -639,7 +656,8 @@ struct CLITests {
     #expect(lines.first?.hasPrefix("policy: built-in defaults (no policy file found") == true, "\(r)")
     #expect(lines.contains("rules: none"), "\(r)")
     #expect(lines.contains("decision: not secure (not secure)"), "\(r)")
-    #expect(lines.last?.hasPrefix("capture: unidentified client (no pid)") == true, "\(r)")
+    #expect(lines.dropLast().last?.hasPrefix("capture: unidentified client (no pid)") == true, "\(r)")
+    #expect(lines.last?.hasPrefix("keyloggers: unidentified client") == true, "\(r)")
   }
 
   // MARK: Commands that need a display

@@ -18,12 +18,13 @@ private func docsPackageFile(_ relative: String) throws -> String {
 
 /// Every key of the policy schema, from the parser's own lists.
 private enum DocsPolicyKeys {
-  /// `version`, `secure`, `capture`, `shield`, `clipboard`, `notify`.
+  /// `version`, `secure`, `capture`, `shield`, `clipboard`, `notify`, `keyloggers`.
   static let top = PolicyParser.topKeys
   /// `capture.linger`, `shield.failMode`, `clipboard.clearAfter`, ...
   static let dotted: [String] =
     PolicyParser.captureKeys.map { "capture." + $0 } + PolicyParser.shieldKeys.map { "shield." + $0 }
     + PolicyParser.clipboardKeys.map { "clipboard." + $0 } + PolicyParser.notifyKeys.map { "notify." + $0 }
+    + PolicyParser.keyloggerKeys.map { "keyloggers." + $0 }
   /// `class`, `instance`, `title`, `exe`, `comm`, `pid`, `uid`, `name`.
   static let matcher = PolicyParser.matcherKeys
 }

@@ -257,7 +257,9 @@ struct SelfExclusionTests {
 
   @Test("the tag watch's RECORD connection killed: a new one takes over; another client's untag is still put back")
   func tagWatchKilled() async throws {
-    let policy = "{version: 1, shield: {when: \"always\"}, clipboard: {enabled: false}}"
+    // (No keyboard watch: its RECORD context would come after the tag watch's.)
+    let policy =
+      "{version: 1, shield: {when: \"always\"}, clipboard: {enabled: false}, keyloggers: {enabled: false}}"
     let (server, window, daemon) = try await Self.setUp(policy: policy)
     try await daemon.waitShielded(window.id)
     let attacker = try server.connect()

@@ -38,6 +38,9 @@ public struct CaptureNotifier: Sendable {
     public var trigger: String
     /// Other captures folded into this notice by the rate limit.
     public var others: Int
+    /// Text of its own instead of a capture's (the keyboard watch's, `KeyloggerNotice`).
+    public var ownSummary: String?
+    public var ownBody: String?
 
     public init(
       program: String, pid: Int?, windows: Int, protection: Protection, trigger: String, others: Int = 0
@@ -52,12 +55,14 @@ public struct CaptureNotifier: Sendable {
 
     /// The notification's summary (one line, no markup).
     public var summary: String {
-      "Screen capture: \(windows) secure window\(windows == 1 ? "" : "s") \(protection.rawValue)"
+      if let ownSummary { return ownSummary }
+      return "Screen capture: \(windows) secure window\(windows == 1 ? "" : "s") \(protection.rawValue)"
     }
 
     /// The notification's body, plain text (the shell escapes it for servers that read
     /// markup).
     public var body: String {
+      if let ownBody { return ownBody }
       let who = pid.map { "\(program) (pid \($0))" } ?? program
       let what: String
       switch trigger {

@@ -9,7 +9,9 @@ extension Engine {
       + identityFields(s.identity)
   }
 
-  func identityFields(_ i: ClientIdentity?) -> [(String, AuditRecord.Value)] {
+  /// A client's identity as audit fields (pid, exe, comm, uid; `identity: unknown` when
+  /// nil), the same in every record that names a client.
+  public func identityFields(_ i: ClientIdentity?) -> [(String, AuditRecord.Value)] {
     guard let i else { return [("identity", "unknown")] }
     var f: [(String, AuditRecord.Value)] = []
     if let pid = i.pid { f.append(("pid", .int(pid))) }

@@ -299,6 +299,8 @@ public struct Policy: Sendable, Hashable {
   /// `notify.enabled`: a desktop notification (org.freedesktop.Notifications) when a
   /// capture starts and secure windows are hidden or censored (`CaptureNotifier`).
   public var notify: Bool = true
+  /// `keyloggers.*`: the client-side keyboard watch (`KeyloggerPolicy`).
+  public var keyloggers = KeyloggerPolicy()
   /// The files this policy was built from, in load order.
   public var sources: [String] = []
 

@@ -17,6 +17,19 @@ public struct PolicyFile: Sendable, Hashable {
   public var clipboard: Clipboard
   /// The `notify` section.
   public var notify = Notify()
+  /// The `keyloggers` section.
+  public var keyloggers = Keyloggers()
+
+  /// The `keyloggers` section of one file: the client-side keyboard watch.
+  public struct Keyloggers: Sendable, Hashable {
+    /// `keyloggers.enabled`.
+    public var enabled: Bool?
+    /// `keyloggers.allow`: programs that may listen to the keyboard.
+    public var allow: [Matcher]?
+    /// `keyloggers.replaceDefaultAllow`: whether `allow` replaces the built-in list.
+    public var replaceDefaultAllow: Bool?
+    public init() {}
+  }
 
   public init(
     path: String, version: Int = 1, secure: [Matcher]? = nil, capture: Capture = Capture(),

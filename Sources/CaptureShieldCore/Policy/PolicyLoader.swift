@@ -190,6 +190,8 @@ public enum PolicyLoader {
     var replaceDefaultKnown = false
     var compositors: [Matcher] = []
     var replaceDefaultCompositors = false
+    var keyloggerAllow: [Matcher] = []
+    var replaceDefaultKeyloggerAllow = false
     for file in files {
       policy.sources.append(file.path)
       policy.version = file.version
@@ -223,7 +225,11 @@ public enum PolicyLoader {
       if let v = b.maxReads { policy.clipboard.maxReads = v }
       if let v = b.selections { policy.clipboard.selections = v }
       if let v = file.notify.enabled { policy.notify = v }
+      if let v = file.keyloggers.enabled { policy.keyloggers.enabled = v }
+      keyloggerAllow += file.keyloggers.allow ?? []
+      if let v = file.keyloggers.replaceDefaultAllow { replaceDefaultKeyloggerAllow = v }
     }
+    policy.keyloggers.allow = (replaceDefaultKeyloggerAllow ? [] : KeyloggerPolicy.defaultAllow) + keyloggerAllow
     policy.captureKnown = (replaceDefaultKnown ? [] : Policy.defaultKnownCapturers) + known
     policy.compositors = (replaceDefaultCompositors ? [] : Policy.defaultCompositors) + compositors
     return policy

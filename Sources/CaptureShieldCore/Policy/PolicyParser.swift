@@ -28,7 +28,7 @@ public enum PolicyParser {
     return file
   }
 
-  static let topKeys = ["version", "secure", "capture", "shield", "clipboard", "notify"]
+  static let topKeys = ["version", "secure", "capture", "shield", "clipboard", "notify", "keyloggers"]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
     "compositors",
@@ -39,6 +39,7 @@ public enum PolicyParser {
     "enabled", "sources", "readers", "allow", "deny", "clearAfter", "maxReads", "selections",
   ]
   static let notifyKeys = ["enabled"]
+  static let keyloggerKeys = ["enabled", "allow", "replaceDefaultAllow"]
   static let matcherKeys = ["class", "instance", "title", "exe", "comm", "pid", "uid", "name"]
   static let selectionNames = ["CLIPBOARD", "PRIMARY"]
   static let durationForms = "a number followed by ms, s, m or h, e.g. \"250ms\" or \"2s\""
@@ -150,6 +151,14 @@ public enum PolicyParser {
       if let v = f["notify"], let m = object(v, what: "'notify'") {
         let (n, _) = checkKeys(m, allowed: PolicyParser.notifyKeys, context: "in 'notify'")
         if let e = n["enabled"] { file.notify.enabled = bool(e, key: "enabled") }
+      }
+      if let v = f["keyloggers"], let m = object(v, what: "'keyloggers'") {
+        let (k, _) = checkKeys(m, allowed: PolicyParser.keyloggerKeys, context: "in 'keyloggers'")
+        if let e = k["enabled"] { file.keyloggers.enabled = bool(e, key: "enabled") }
+        if let e = k["allow"] { file.keyloggers.allow = matchers(e, key: "allow") }
+        if let e = k["replaceDefaultAllow"] {
+          file.keyloggers.replaceDefaultAllow = bool(e, key: "replaceDefaultAllow")
+        }
       }
       return file
     }

@@ -14,8 +14,9 @@ struct PolicyExplainCommand: Command {
 
     Evaluates the policy against a window's facts and prints, one line each: the
     window's tag, every 'secure' rule with each criterion (= when it matches, != when
-    not, and the actual value), the decision, and how the 'capture' rules classify the
-    window's client (allowed, known, ordinary or unidentified). The facts come from
+    not, and the actual value), the decision, how the 'capture' rules classify the
+    window's client (allowed, known, ordinary or unidentified), and whether
+    'keyloggers.allow' lets it listen to the keyboard unnamed. The facts come from
     --window-facts, or from a live window with --window. No daemon is needed.
 
     A rule on class, instance or title gets a note: those are properties of the
@@ -122,6 +123,7 @@ struct PolicyExplainCommand: Command {
     let explanation = policy.explainWindow(facts: facts, tag: tag)
     for line in explanation.lines + explanation.rewritableNotes { print(Text.show(line, limit: 4000)) }
     print(Self.captureLine(policy, facts))
+    print(Self.keyloggerLine(policy, facts))
     return ExitCode.ok
   }
 
@@ -145,6 +147,23 @@ struct PolicyExplainCommand: Command {
     if let pid = f.pid { parts.append("pid \(pid)") }
     if let uid = f.uid { parts.append("uid \(uid)") }
     return parts.isEmpty ? "none known" : parts.joined(separator: ", ")
+  }
+
+  /// Whether `keyloggers.allow` lets the window's client listen to the keyboard unnamed.
+  static func keyloggerLine(_ policy: Policy, _ f: Facts) -> String {
+    guard policy.keyloggers.enabled else {
+      return "keyloggers: not watched (keyloggers.enabled is false)"
+    }
+    let identity = ClientIdentity(pid: f.pid, exe: f.exe, comm: f.comm, uid: f.uid)
+    if let rule = policy.keyloggers.allowRule(identity) {
+      return
+        "keyloggers: allowed by keyloggers.allow \(Text.show(rule.label)): the client may listen to the keyboard without an audit record or a notice"
+    }
+    if f.exe == nil && f.comm == nil {
+      return "keyloggers: unidentified client (no executable): never allowed to listen to the keyboard unnamed"
+    }
+    return
+      "keyloggers: not allowed: without the Xorg module, listening to the keyboard is audited (keylogger-suspected) and named when a secure window has the focus"
   }
 
   /// How the `capture` rules classify the window's client, and by which rule.

@@ -209,6 +209,14 @@ final class WatcherLoop {
   var notices = CaptureNotifier()
   /// The session bus's notification sender; nil while `notify.enabled` is false.
   var notifier: DesktopNotifier?
+  // MARK: Keyboard watch (client-side mode, `WatcherLoop+Keylog`)
+  /// Who listens to the keyboard (RECORD); nil under the Xorg module, with
+  /// `keyloggers.enabled` false, or when it could not start (`keylogFailed`).
+  var keylog: KeyloggerRecorder?
+  var keylogFailed = false
+  var keylogWatch = KeyloggerWatch()
+  /// `keyloggers.allow` as the watch's decisions were made.
+  var keylogAllow: [Matcher] = []
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)

@@ -36,6 +36,7 @@ extension WatcherLoop {
     // (Under server enforcement, all of them.)
     for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }
     updatePump()
+    syncKeylogWatch()  // who listens to the keyboard, from here on (+Keylog)
     publishIfDue()
     flushAll()
     // Scanned, shields up, state published: the service manager may count us as started.
@@ -47,6 +48,7 @@ extension WatcherLoop {
       pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
       pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
       pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
+      pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the keyboard watch's (+Keylog)
     ]
     while !shuttingDown {
       var timeout = pollTimeout()
@@ -61,6 +63,7 @@ extension WatcherLoop {
           fds[i].events = Int16(POLLIN)
         }
       }
+      fds[5].fd = keylog?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
       // The command socket and its waiting connections come last (see `serveCommands`).
       fds.removeSubrange(fixedDescriptors...)
       fds += ([tagWatch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
@@ -75,6 +78,7 @@ extension WatcherLoop {
       drainDetector()
       checkLaunchesIfDue()
       drainTagWatch()
+      drainKeylog()
       drainEvents()
       if detector?.hasError == true {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")

@@ -98,13 +98,14 @@ extension WatcherLoop {
       driver.input = p.input
       driver.label = p.label
       reloadClipboardGuard(p.clipboard)  // copied-text guard hook
+      keylogFailed = false  // the keyboard watch may start again (+Keylog)
     } catch {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
   }
   /// How many entries of `fds` are the fixed descriptors; the tag watch's (or -1) and the
   /// command socket's follow.
-  var fixedDescriptors: Int { 5 }
+  var fixedDescriptors: Int { 6 }
 
   /// Accepts and answers `shieldctl`'s commands (after `poll`, whose results for the
   /// command socket are `fds[fixedDescriptors...]`). A command from a peer the channel
