@@ -57,6 +57,7 @@ struct cs_pixmap {
 unsigned long cs_gen = 1;
 
 static void cs_refresh(struct cs_screen *cs, WindowPtr root);
+static void cs_bound(RegionPtr r, int outward);
 static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
 
 static inline void
@@ -500,6 +501,7 @@ cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
         if (c->realized && c->drawable.class == InputOutput)
             RegionSubtract(&r, &r, &c->borderSize);
     RegionUnion(cs_unp, cs_unp, &r);
+    cs_bound(cs_unp, 1);
     RegionUninit(&r);
 }
 
@@ -556,6 +558,82 @@ cs_win_foreign_secure(WindowPtr win, ClientPtr client)
 static int cs_oom;
 #define CS_ROK(call, dst) ((void) (cs_rgn_ok((call), (dst)) || (cs_oom = 1)))
 
+/* ---- the bound: what another client's secure windows can cost ----
+ *
+ * A client may map thousands of shaped secure windows (or shaped windows of any kind over
+ * one): exact, the secret area would hold thousands of rectangles, each window of a
+ * computation would cost in proportion to them (a computation in proportion to their
+ * square) and so would every other client's read that is cut against the area. So no
+ * region the computation accumulates holds more than CS_MAX_BOXES rectangles: past that,
+ * the secret area (and what a compositor draws, and the unrepainted area) is snapped
+ * OUTWARD to a grid of CS_GRID pixels, then 2×, 4×, ... that, until it holds at most
+ * CS_MAX_BOXES: a superset, so only more black in untrusted captures, never less (at
+ * most one grid cell around each secret piece). What covers what is snapped INWARD the
+ * same way: a subset, so less counts as covered and more as secret. Each window of a
+ * computation then costs O(CS_MAX_BOXES + its own shape's rectangles), a computation
+ * O(windows × that), and a read's cut O(CS_MAX_BOXES). */
+#define CS_MAX_BOXES 64
+#define CS_GRID 16
+
+static unsigned long cs_bounded;       /* times a region was snapped (log level 7) */
+
+static int
+cs_snap(int v, int g, int up)
+{
+    v = up ? (v + g - 1) & ~(g - 1) : v & ~(g - 1);     /* g a power of 2: floor, ceil */
+    return max(min(v, MAXSHORT), MINSHORT);
+}
+
+/* Past CS_MAX_BOXES rectangles: `r` snapped outward (`outward`: a superset) or inward
+ * (a subset) until it holds at most CS_MAX_BOXES. Out of memory: outward, its extents
+ * (fewer boxes, more area); inward, empty. */
+static void
+cs_bound(RegionPtr r, int outward)
+{
+    int g, i, n;
+
+    if (RegionNumRects(r) <= CS_MAX_BOXES || RegionBroken(r))
+        return;
+    cs_bounded++;
+    for (g = CS_GRID; RegionNumRects(r) > CS_MAX_BOXES; g *= 2) {
+        BoxRec ext = *RegionExtents(r);
+        BoxPtr b = RegionRects(r), nb;
+        RegionRec t;
+
+        n = RegionNumRects(r);
+        nb = g <= 65536 ? malloc(n * sizeof(BoxRec)) : NULL;
+        if (!nb) {
+            if (outward)
+                RegionReset(r, &ext);
+            else
+                RegionEmpty(r);
+            return;
+        }
+        for (i = 0; i < n; i++) {
+            nb[i].x1 = cs_snap(b[i].x1, g, !outward);
+            nb[i].y1 = cs_snap(b[i].y1, g, !outward);
+            nb[i].x2 = cs_snap(b[i].x2, g, outward);
+            nb[i].y2 = cs_snap(b[i].y2, g, outward);
+            if (nb[i].x1 >= nb[i].x2 || nb[i].y1 >= nb[i].y2) {
+                nb[i].x1 = nb[i].x2 = nb[i].y1 = nb[i].y2 = 0;      /* vanished (inward) */
+            }
+        }
+        /* pixman sorts, merges the overlaps and drops the empty boxes */
+        if (!RegionInitBoxes(&t, nb, n) || RegionBroken(&t)) {
+            free(nb);
+            RegionUninit(&t);
+            if (outward)
+                RegionReset(r, &ext);
+            else
+                RegionEmpty(r);
+            return;
+        }
+        free(nb);
+        RegionUninit(r);
+        *r = t;
+    }
+}
+
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
          int inert, RegionPtr drawn, int manual)
@@ -593,11 +671,15 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
             RegionNull(&vis);
             CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
             CS_ROK(RegionUnion(secret, secret, &vis), secret);
-            if (drawn && (manual || win->redirectDraw == RedirectDrawManual))
+            cs_bound(secret, 1);
+            if (drawn && (manual || win->redirectDraw == RedirectDrawManual)) {
                 RegionUnion(drawn, drawn, &vis);
+                cs_bound(drawn, 1);
+            }
             RegionUninit(&vis);
         }
         CS_ROK(RegionUnion(covered, covered, &mine), covered);
+        cs_bound(covered, 0);
         RegionUninit(&mine);
         return;
     }
@@ -609,8 +691,10 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
                      inert || (server_owned && win->parent && cs_rule_on(CS_RULE_OVERLAY)), drawn,
                      manual || win->redirectDraw == RedirectDrawManual);
     RegionUninit(&inner);
-    if (occludes)
+    if (occludes) {
         CS_ROK(RegionUnion(covered, covered, &mine), covered);
+        cs_bound(covered, 0);
+    }
     RegionUninit(&mine);
 }
 
@@ -694,6 +778,7 @@ cs_trail_add(struct cs_screen *cs, BoxPtr box)
         BoxRec all = { -MAXSHORT, -MAXSHORT, MAXSHORT, MAXSHORT };
         RegionReset(&cs->trail, &all);  /* out of memory: all of it, for TrailMs */
     }
+    cs_bound(&cs->trail, 1);
     RegionUninit(&r);
     cs->trail_timer = TimerSet(cs->trail_timer, 0, cs_cfg.trail_ms, cs_trail_expire, cs);
     cs_set_dirty(cs);
@@ -751,10 +836,12 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     cs->lazy = FALSE;
     cs_refreshes++;
     LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed (%lu computations, %lu "
-                   "tree changes left to a read)\n", cs_refreshes, cs_lazy);
+                   "tree changes left to a read, %lu regions bounded)\n", cs_refreshes,
+                   cs_lazy, cs_bounded);
     if (cs_rule_on(CS_RULE_STALE)) {
         RegionUnion(&cs->stale, &cs->stale, &cs->vis);
         RegionIntersect(&cs->stale, &cs->stale, &unpainted);
+        cs_bound(&cs->stale, 1);
     } else {
         RegionEmpty(&cs->stale);
     }
@@ -764,6 +851,8 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
         RegionUnion(&cs->secret, &cs->secret, &cs->stale);
     if (RegionNotEmpty(&cs->trail))
         ok = cs_rgn_ok(RegionUnion(&cs->secret, &cs->secret, &cs->trail), &cs->secret) && ok;
+    if (ok)
+        cs_bound(&cs->secret, 1);
     if (!ok) {
         /* out of memory: the whole screen is secret, computed again at the next read */
         RegionReset(&cs->secret, RegionExtents(&root->borderSize));
