@@ -564,18 +564,22 @@ static int cs_oom;
  * one): exact, the secret area would hold thousands of rectangles, each window of a
  * computation would cost in proportion to them (a computation in proportion to their
  * square) and so would every other client's read that is cut against the area. So no
- * region the computation accumulates holds more than CS_MAX_BOXES rectangles: past that,
- * the secret area (and what a compositor draws, and the unrepainted area) is snapped
- * OUTWARD to a grid of CS_GRID pixels, then 2×, 4×, ... that, until it holds at most
- * CS_MAX_BOXES: a superset, so only more black in untrusted captures, never less (at
- * most one grid cell around each secret piece). What covers what is snapped INWARD the
- * same way: a subset, so less counts as covered and more as secret. Each window of a
- * computation then costs O(CS_MAX_BOXES + its own shape's rectangles), a computation
- * O(windows × that), and a read's cut O(CS_MAX_BOXES). */
-#define CS_MAX_BOXES 64
+ * region the computation accumulates holds more than CS_MAX_BOXES rectangles. Past that
+ * it is brought down to CS_BOUND_TO (so the next time is some windows away):
+ * - the secret area (and what a compositor draws, the unrepainted area, the trail, the
+ *   stale area) grows OUTWARD, a superset, so only more black in untrusted captures,
+ *   never less: first each horizontal band of it becomes one box from its leftmost to its
+ *   rightmost pixel; if that is still too many, the bands' edges are snapped outward to a
+ *   grid of CS_GRID pixels, then 2×, 4×, ... that, merging bands;
+ * - what covers what shrinks INWARD, a subset (less counts as covered, more as secret):
+ *   its CS_BOUND_TO largest rectangles are kept.
+ * Each window of a computation then costs O(CS_MAX_BOXES + its own shape's rectangles),
+ * a computation O(windows × that), and a read's cut O(CS_MAX_BOXES). */
+#define CS_MAX_BOXES 128
+#define CS_BOUND_TO (CS_MAX_BOXES / 2)
 #define CS_GRID 16
 
-static unsigned long cs_bounded;       /* times a region was snapped (log level 7) */
+static unsigned long cs_bounded;       /* times a region was bounded (log level 7) */
 
 static int
 cs_snap(int v, int g, int up)
@@ -584,54 +588,91 @@ cs_snap(int v, int g, int up)
     return max(min(v, MAXSHORT), MINSHORT);
 }
 
-/* Past CS_MAX_BOXES rectangles: `r` snapped outward (`outward`: a superset) or inward
- * (a subset) until it holds at most CS_MAX_BOXES. Out of memory: outward, its extents
- * (fewer boxes, more area); inward, empty. */
+static int
+cs_box_area_cmp(const void *a, const void *b)
+{
+    const BoxRec *p = a, *q = b;
+    long pa = (long) (p->x2 - p->x1) * (p->y2 - p->y1);
+    long qa = (long) (q->x2 - q->x1) * (q->y2 - q->y1);
+
+    return pa < qa ? 1 : pa > qa ? -1 : 0;
+}
+
+/* `r` made from the `n` boxes `nb` (pixman sorts them, merges overlaps, drops empty
+ * ones); FALSE (r untouched) when out of memory */
+static Bool
+cs_region_from(RegionPtr r, BoxPtr nb, int n)
+{
+    RegionRec t;
+
+    if (!RegionInitBoxes(&t, nb, n) || RegionBroken(&t)) {
+        RegionUninit(&t);
+        return FALSE;
+    }
+    RegionUninit(r);
+    *r = t;
+    return TRUE;
+}
+
+/* Past CS_MAX_BOXES rectangles: `r` grown (`outward`: a superset) or shrunk (a subset)
+ * to at most CS_BOUND_TO. Out of memory: outward, its extents (more area); inward,
+ * empty. */
 static void
 cs_bound(RegionPtr r, int outward)
 {
-    int g, i, n;
+    BoxRec ext;
+    BoxPtr b, nb;
+    int grid, i, k, n;
 
     if (RegionNumRects(r) <= CS_MAX_BOXES || RegionBroken(r))
         return;
     cs_bounded++;
-    for (g = CS_GRID; RegionNumRects(r) > CS_MAX_BOXES; g *= 2) {
-        BoxRec ext = *RegionExtents(r);
-        BoxPtr b = RegionRects(r), nb;
-        RegionRec t;
-
+    ext = *RegionExtents(r);
+    if (!outward) {
         n = RegionNumRects(r);
-        nb = g <= 65536 ? malloc(n * sizeof(BoxRec)) : NULL;
-        if (!nb) {
-            if (outward)
-                RegionReset(r, &ext);
-            else
-                RegionEmpty(r);
-            return;
-        }
-        for (i = 0; i < n; i++) {
-            nb[i].x1 = cs_snap(b[i].x1, g, !outward);
-            nb[i].y1 = cs_snap(b[i].y1, g, !outward);
-            nb[i].x2 = cs_snap(b[i].x2, g, outward);
-            nb[i].y2 = cs_snap(b[i].y2, g, outward);
-            if (nb[i].x1 >= nb[i].x2 || nb[i].y1 >= nb[i].y2) {
-                nb[i].x1 = nb[i].x2 = nb[i].y1 = nb[i].y2 = 0;      /* vanished (inward) */
-            }
-        }
-        /* pixman sorts, merges the overlaps and drops the empty boxes */
-        if (!RegionInitBoxes(&t, nb, n) || RegionBroken(&t)) {
-            free(nb);
-            RegionUninit(&t);
-            if (outward)
-                RegionReset(r, &ext);
-            else
-                RegionEmpty(r);
-            return;
-        }
+        if (!(nb = malloc(n * sizeof(BoxRec))))
+            goto fail;
+        memcpy(nb, RegionRects(r), n * sizeof(BoxRec));
+        qsort(nb, n, sizeof(BoxRec), cs_box_area_cmp);
+        k = cs_region_from(r, nb, CS_BOUND_TO);    /* disjoint boxes of r: a subset */
         free(nb);
-        RegionUninit(r);
-        *r = t;
+        if (!k)
+            goto fail;
+        return;
     }
+    /* grid 0: each band one box; then the bands' edges snapped to CS_GRID, 2×, 4×, ...
+     * (snapped bands overlap: pixman splits them into more bands of several boxes, which
+     * the next pass makes one box each) */
+    for (grid = 0; RegionNumRects(r) > CS_BOUND_TO; grid = grid ? grid * 2 : CS_GRID) {
+        if (grid > 65536)
+            goto fail;
+        b = RegionRects(r);
+        n = RegionNumRects(r);
+        if (!(nb = malloc(n * sizeof(BoxRec))))
+            goto fail;
+        for (i = k = 0; i < n; i++) {
+            if (k && nb[k - 1].y1 == b[i].y1 && nb[k - 1].y2 == b[i].y2) {
+                nb[k - 1].x2 = b[i].x2;     /* same band: boxes sorted by x */
+                continue;
+            }
+            nb[k++] = b[i];
+        }
+        if (grid)
+            for (i = 0; i < k; i++) {
+                nb[i].y1 = cs_snap(nb[i].y1, grid, 0);
+                nb[i].y2 = cs_snap(nb[i].y2, grid, 1);
+            }
+        i = cs_region_from(r, nb, k);
+        free(nb);
+        if (!i)
+            goto fail;
+    }
+    return;
+ fail:
+    if (outward)
+        RegionReset(r, &ext);
+    else
+        RegionEmpty(r);
 }
 
 static void
