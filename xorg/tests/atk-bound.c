@@ -9,7 +9,9 @@
  *                              (seed 1) over the screen; then MOVES times: move one 1 px
  *                              and GetImage 1x1 of the root there (each a tree change the
  *                              module computes again); prints "ready n=N" and holds them
- *                              until stdin closes
+ *                              until stdin closes; a line "go K" on stdin: K more such
+ *                              loops, then "done K" (xorg/bench/bound.sh counts them)
+ *   atk-bound read1 K          K GetImage 1x1 of the root at 400,300
  *   atk-bound getimage [WIN]   GetImage of the root (800x600) or of WIN (200x200): pixel
  *                              statistics (red: the victim's pixels)
  */
@@ -95,8 +97,39 @@ do_flood(int n, int moves)
     sync_();
     printf("ready n=%d moves=%d\n", n, moves);
     fflush(stdout);
-    while (fgets(line, sizeof(line), stdin))
-        ;
+    while (fgets(line, sizeof(line), stdin)) {
+        /* "go K": K more loops, then "done" (a bench counts the server's instructions) */
+        if (strncmp(line, "go ", 3))
+            continue;
+        moves = atoi(line + 3);
+        for (k = 0; k < moves; k++) {
+            uint32_t g[2];
+
+            i = k % n;
+            x[i] += k / n % 2 ? -1 : 1;
+            g[0] = (uint32_t) x[i];
+            g[1] = (uint32_t) y[i];
+            xcb_configure_window(c, w[i], XCB_CONFIG_WINDOW_X | XCB_CONFIG_WINDOW_Y, g);
+            free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, root,
+                                                      x[i] + 2, y[i] + 2, 1, 1, ~0u), NULL));
+        }
+        sync_();
+        printf("done %d\n", moves);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* K GetImage 1x1 of the root at 400,300 (another client's reads, for a bench) */
+static int
+do_read1(int k)
+{
+    int i;
+
+    for (i = 0; i < k; i++)
+        free(xcb_get_image_reply(c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, root, 400, 300,
+                                                  1, 1, ~0u), NULL));
+    printf("read %d\n", k);
     return 0;
 }
 
@@ -111,6 +144,8 @@ main(int argc, char **argv)
         return do_victim();
     if (!strcmp(argv[1], "flood") && argc > 3)
         return do_flood(atoi(argv[2]), atoi(argv[3]));
+    if (!strcmp(argv[1], "read1") && argc > 2)
+        return do_read1(atoi(argv[2]));
     if (!strcmp(argv[1], "getimage")) {
         struct stats st = { 0 };
         xcb_drawable_t d = argc > 2 ? strtoul(argv[2], NULL, 0) : root;

@@ -48,10 +48,13 @@ scene() {
   for i in $(seq 100); do line=$(grep "^S=" "$f" || true); [ -n "$line" ] && break; sleep 0.1; done
   [ -n "$line" ] || { echo "Error: victim did not start on $1: $(cat "$f")" >&2; exit 1; }
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/B_/')"
+  # its stdin: a fifo this shell holds open for writing (opened after the attacker was
+  # started, so that only this shell holds it: the attacker sees EOF when the suite ends)
   mkfifo "$TMP/hold.$1"
-  exec {hold}<>"$TMP/hold.$1"
-  as_nobody "$ATK" flood "$NWIN" "$MOVES" <"$TMP/hold.$1" >"$g" 2>&1 &
+  setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$ATK" flood "$NWIN" "$MOVES" \
+    <"$TMP/hold.$1" >"$g" 2>&1 &
   BG_PIDS+=($!)
+  exec {hold}>"$TMP/hold.$1"
   for i in $(seq 3000); do grep -q "^ready" "$g" && break; sleep 0.1; done
   grep -q "^ready n=$NWIN" "$g" || { echo "Error: attacker on $1: $(cat "$g")" >&2; exit 1; }
 }
