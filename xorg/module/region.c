@@ -58,6 +58,7 @@ unsigned long cs_gen = 1;
 
 static void cs_refresh(struct cs_screen *cs, WindowPtr root);
 static void cs_bound(RegionPtr r, int outward);
+static int cs_unpaint_source(WindowPtr root);
 static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
 
 static inline void
@@ -1010,8 +1011,15 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     }
     RegionNull(&tmp);
     if (dom->parent || cs_client_owns_secure(client)) {
-        if (!dom->parent && cs->dirty)
-            cs_refresh(cs, dom);        /* the trail counts for this client too */
+        /* the trail and stale areas count for this client too: computed first when
+         * there can be one (the condition under which cs_tree_changed computes at once);
+         * otherwise the screen's area is left to the next read that needs it, so a
+         * client moving its own secure windows and reading pays for its own windows
+         * inside its read box only, not for a computation of the whole screen each time */
+        if (!dom->parent && cs->dirty &&
+            (RegionNotEmpty(&cs->drawn) || RegionNotEmpty(&cs->trail) ||
+             RegionNotEmpty(&cs->stale) || cs_unpaint_source(dom)))
+            cs_refresh(cs, dom);
         /* the reader's own area, inside the read box only: a client owning many
          * secure windows pays for its reads in proportion to their number, not to its
          * square */
