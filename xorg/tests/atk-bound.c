@@ -4,7 +4,9 @@
  * secret pixel to another untrusted client, and the screen must stay as it is.
  *   atk-bound victim           red 200x200 secure window at 300,200 over a blue root;
  *                              prints "S=0x.." and waits
- *   atk-bound flood N MOVES    N secure windows 24x24, each shaped as an L of two
+ *   atk-bound flood N MOVES [plain|over]
+ *                              N secure windows (plain: untagged, 3 px to the right; over:
+ *                              untagged, over the victim's window only) 24x24, each shaped as an L of two
  *                              rectangles (6 px wide arms), green, at pseudo-random places
  *                              (seed 1) over the screen; then MOVES times: move one 1 px
  *                              and GetImage 1x1 of the root there (each a tree change the
@@ -12,6 +14,7 @@
  *                              until stdin closes; a line "go K" on stdin: K more such
  *                              loops, then "done K" (xorg/bench/bound.sh counts them)
  *   atk-bound read1 K          K GetImage 1x1 of the root at 400,300
+ *   atk-bound children         the number of the root's children
  *   atk-bound getimage [WIN]   GetImage of the root (800x600) or of WIN (200x200): pixel
  *                              statistics (red: the victim's pixels)
  */
@@ -44,7 +47,7 @@ do_victim(void)
 }
 
 static int
-do_flood(int n, int moves)
+do_flood(int n, int moves, int plain)
 {
     int shape = ext_major("SHAPE"), i, k;
     xcb_atom_t tag = atom("_CAPTURE_SHIELD_SECURE");
@@ -68,14 +71,20 @@ do_flood(int n, int moves)
                  { { 0, 0, SIDE, ARM }, { 0, 0, ARM, SIDE } } };
         uint32_t v[2] = { DARK_GREEN, 1 };
 
-        x[i] = rand() % (SW - 20);
-        y[i] = rand() % (SH - 20);
+        if (plain == 2) {       /* "over": over the victim only (300,200 200x200) */
+            x[i] = 290 + rand() % 200;
+            y[i] = 190 + rand() % 200;
+        } else {
+            x[i] = rand() % (SW - 20) + 3 * plain;        /* plain: not the same places */
+            y[i] = rand() % (SH - 20);
+        }
         w[i] = xcb_generate_id(c);
         xcb_create_window(c, XCB_COPY_FROM_PARENT, w[i], root, x[i], y[i], SIDE, SIDE, 0,
                           XCB_WINDOW_CLASS_INPUT_OUTPUT, XCB_COPY_FROM_PARENT,
                           XCB_CW_BACK_PIXEL | XCB_CW_OVERRIDE_REDIRECT, v);
-        xcb_change_property(c, XCB_PROP_MODE_REPLACE, w[i], tag, XCB_ATOM_CARDINAL, 32, 1,
-                            &one);
+        if (!plain)
+            xcb_change_property(c, XCB_PROP_MODE_REPLACE, w[i], tag, XCB_ATOM_CARDINAL, 32, 1,
+                                &one);
         sr.win = w[i];
         raw_void(&sr, sizeof(sr));      /* ShapeRectangles Set Bounding: an L */
         xcb_map_window(c, w[i]);
@@ -143,7 +152,14 @@ main(int argc, char **argv)
     if (!strcmp(argv[1], "victim"))
         return do_victim();
     if (!strcmp(argv[1], "flood") && argc > 3)
-        return do_flood(atoi(argv[2]), atoi(argv[3]));
+        return do_flood(atoi(argv[2]), atoi(argv[3]),
+                        argc > 4 ? !strcmp(argv[4], "plain") ? 1 : !strcmp(argv[4], "over") * 2 : 0);
+    if (!strcmp(argv[1], "children")) {
+        xcb_query_tree_reply_t *t = xcb_query_tree_reply(c, xcb_query_tree(c, root), NULL);
+        printf("%d\n", t ? t->children_len : -1);
+        free(t);
+        return 0;
+    }
     if (!strcmp(argv[1], "read1") && argc > 2)
         return do_read1(atoi(argv[2]));
     if (!strcmp(argv[1], "getimage")) {
