@@ -57,6 +57,8 @@ struct cs_pixmap {
 unsigned long cs_gen = 1;
 
 static void cs_refresh(struct cs_screen *cs, WindowPtr root);
+static void cs_bound(RegionPtr r, int outward);
+static int cs_unpaint_source(WindowPtr root);
 static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
 
 static inline void
@@ -496,6 +498,7 @@ cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
         if (c->realized && c->drawable.class == InputOutput)
             RegionSubtract(&r, &r, &c->borderSize);
     RegionUnion(cs_unp, cs_unp, &r);
+    cs_bound(cs_unp, 1);
     RegionUninit(&r);
 }
 
@@ -552,6 +555,123 @@ cs_win_foreign_secure(WindowPtr win, ClientPtr client)
 static int cs_oom;
 #define CS_ROK(call, dst) ((void) (cs_rgn_ok((call), (dst)) || (cs_oom = 1)))
 
+/* ---- the bound: what another client's secure windows can cost ----
+ *
+ * A client may map thousands of shaped secure windows (or shaped windows of any kind over
+ * one): exact, the secret area would hold thousands of rectangles, each window of a
+ * computation would cost in proportion to them (a computation in proportion to their
+ * square) and so would every other client's read that is cut against the area. So no
+ * region the computation accumulates holds more than CS_MAX_BOXES rectangles. Past that
+ * it is brought down to CS_BOUND_TO (so the next time is some windows away):
+ * - the secret area (and what a compositor draws, the unrepainted area, the trail, the
+ *   stale area) grows OUTWARD, a superset, so only more black in untrusted captures,
+ *   never less: first each horizontal band of it becomes one box from its leftmost to its
+ *   rightmost pixel; if that is still too many, the bands' edges are snapped outward to a
+ *   grid of CS_GRID pixels, then 2×, 4×, ... that, merging bands;
+ * - what covers what shrinks INWARD, a subset (less counts as covered, more as secret):
+ *   its CS_BOUND_TO largest rectangles are kept.
+ * Each window of a computation then costs O(CS_MAX_BOXES + its own shape's rectangles),
+ * a computation O(windows × that), and a read's cut O(CS_MAX_BOXES). */
+#define CS_MAX_BOXES 128
+#define CS_BOUND_TO (CS_MAX_BOXES / 2)
+#define CS_GRID 16
+
+static unsigned long cs_bounded;       /* times a region was bounded (log level 7) */
+
+static int
+cs_snap(int v, int g, int up)
+{
+    v = up ? (v + g - 1) & ~(g - 1) : v & ~(g - 1);     /* g a power of 2: floor, ceil */
+    return max(min(v, MAXSHORT), MINSHORT);
+}
+
+static int
+cs_box_area_cmp(const void *a, const void *b)
+{
+    const BoxRec *p = a, *q = b;
+    long pa = (long) (p->x2 - p->x1) * (p->y2 - p->y1);
+    long qa = (long) (q->x2 - q->x1) * (q->y2 - q->y1);
+
+    return pa < qa ? 1 : pa > qa ? -1 : 0;
+}
+
+/* `r` made from the `n` boxes `nb` (pixman sorts them, merges overlaps, drops empty
+ * ones); FALSE (r untouched) when out of memory */
+static Bool
+cs_region_from(RegionPtr r, BoxPtr nb, int n)
+{
+    RegionRec t;
+
+    if (!RegionInitBoxes(&t, nb, n) || RegionBroken(&t)) {
+        RegionUninit(&t);
+        return FALSE;
+    }
+    RegionUninit(r);
+    *r = t;
+    return TRUE;
+}
+
+/* Past CS_MAX_BOXES rectangles: `r` grown (`outward`: a superset) or shrunk (a subset)
+ * to at most CS_BOUND_TO. Out of memory: outward, its extents (more area); inward,
+ * empty. */
+static void
+cs_bound(RegionPtr r, int outward)
+{
+    BoxRec ext;
+    BoxPtr b, nb;
+    int grid, i, k, n;
+
+    if (RegionNumRects(r) <= CS_MAX_BOXES || RegionBroken(r))
+        return;
+    cs_bounded++;
+    ext = *RegionExtents(r);
+    if (!outward) {
+        n = RegionNumRects(r);
+        if (!(nb = malloc(n * sizeof(BoxRec))))
+            goto fail;
+        memcpy(nb, RegionRects(r), n * sizeof(BoxRec));
+        qsort(nb, n, sizeof(BoxRec), cs_box_area_cmp);
+        k = cs_region_from(r, nb, CS_BOUND_TO);    /* disjoint boxes of r: a subset */
+        free(nb);
+        if (!k)
+            goto fail;
+        return;
+    }
+    /* grid 0: each band one box; then the bands' edges snapped to CS_GRID, 2×, 4×, ...
+     * (snapped bands overlap: pixman splits them into more bands of several boxes, which
+     * the next pass makes one box each) */
+    for (grid = 0; RegionNumRects(r) > CS_BOUND_TO; grid = grid ? grid * 2 : CS_GRID) {
+        if (grid > 65536)
+            goto fail;
+        b = RegionRects(r);
+        n = RegionNumRects(r);
+        if (!(nb = malloc(n * sizeof(BoxRec))))
+            goto fail;
+        for (i = k = 0; i < n; i++) {
+            if (k && nb[k - 1].y1 == b[i].y1 && nb[k - 1].y2 == b[i].y2) {
+                nb[k - 1].x2 = b[i].x2;     /* same band: boxes sorted by x */
+                continue;
+            }
+            nb[k++] = b[i];
+        }
+        if (grid)
+            for (i = 0; i < k; i++) {
+                nb[i].y1 = cs_snap(nb[i].y1, grid, 0);
+                nb[i].y2 = cs_snap(nb[i].y2, grid, 1);
+            }
+        i = cs_region_from(r, nb, k);
+        free(nb);
+        if (!i)
+            goto fail;
+    }
+    return;
+ fail:
+    if (outward)
+        RegionReset(r, &ext);
+    else
+        RegionEmpty(r);
+}
+
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
          int inert, RegionPtr drawn, int manual)
@@ -589,11 +709,15 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
             RegionNull(&vis);
             CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
             CS_ROK(RegionUnion(secret, secret, &vis), secret);
-            if (drawn && (manual || win->redirectDraw == RedirectDrawManual))
+            cs_bound(secret, 1);
+            if (drawn && (manual || win->redirectDraw == RedirectDrawManual)) {
                 RegionUnion(drawn, drawn, &vis);
+                cs_bound(drawn, 1);
+            }
             RegionUninit(&vis);
         }
         CS_ROK(RegionUnion(covered, covered, &mine), covered);
+        cs_bound(covered, 0);
         RegionUninit(&mine);
         return;
     }
@@ -605,8 +729,10 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
                      inert || (server_owned && win->parent && cs_rule_on(CS_RULE_OVERLAY)), drawn,
                      manual || win->redirectDraw == RedirectDrawManual);
     RegionUninit(&inner);
-    if (occludes)
+    if (occludes) {
         CS_ROK(RegionUnion(covered, covered, &mine), covered);
+        cs_bound(covered, 0);
+    }
     RegionUninit(&mine);
 }
 
@@ -690,6 +816,7 @@ cs_trail_add(struct cs_screen *cs, BoxPtr box)
         BoxRec all = { -MAXSHORT, -MAXSHORT, MAXSHORT, MAXSHORT };
         RegionReset(&cs->trail, &all);  /* out of memory: all of it, for TrailMs */
     }
+    cs_bound(&cs->trail, 1);
     RegionUninit(&r);
     cs->trail_timer = TimerSet(cs->trail_timer, 0, cs_cfg.trail_ms, cs_trail_expire, cs);
     cs_set_dirty(cs);
@@ -747,10 +874,12 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     cs->lazy = FALSE;
     cs_refreshes++;
     LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed (%lu computations, %lu "
-                   "tree changes left to a read)\n", cs_refreshes, cs_lazy);
+                   "tree changes left to a read, %lu regions bounded)\n", cs_refreshes,
+                   cs_lazy, cs_bounded);
     if (cs_rule_on(CS_RULE_STALE)) {
         RegionUnion(&cs->stale, &cs->stale, &cs->vis);
         RegionIntersect(&cs->stale, &cs->stale, &unpainted);
+        cs_bound(&cs->stale, 1);
     } else {
         RegionEmpty(&cs->stale);
     }
@@ -760,6 +889,8 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
         RegionUnion(&cs->secret, &cs->secret, &cs->stale);
     if (RegionNotEmpty(&cs->trail))
         ok = cs_rgn_ok(RegionUnion(&cs->secret, &cs->secret, &cs->trail), &cs->secret) && ok;
+    if (ok)
+        cs_bound(&cs->secret, 1);
     if (!ok) {
         /* out of memory: the whole screen is secret, computed again at the next read */
         RegionReset(&cs->secret, RegionExtents(&root->borderSize));
@@ -940,8 +1071,15 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
     }
     RegionNull(&tmp);
     if (dom->parent || cs_client_owns_secure(client)) {
-        if (!dom->parent && cs->dirty)
-            cs_refresh(cs, dom);        /* the trail counts for this client too */
+        /* the trail and stale areas count for this client too: computed first when
+         * there can be one (the condition under which cs_tree_changed computes at once);
+         * otherwise the screen's area is left to the next read that needs it, so a
+         * client moving its own secure windows and reading pays for its own windows
+         * inside its read box only, not for a computation of the whole screen each time */
+        if (!dom->parent && cs->dirty &&
+            (RegionNotEmpty(&cs->drawn) || RegionNotEmpty(&cs->trail) ||
+             RegionNotEmpty(&cs->stale) || cs_unpaint_source(dom)))
+            cs_refresh(cs, dom);
         /* the reader's own area, inside the read box only: a client owning many
          * secure windows pays for its reads in proportion to their number, not to its
          * square */
