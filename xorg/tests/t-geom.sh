@@ -118,7 +118,9 @@ for a in "${ATTACKS[@]}" "${RACES[@]}"; do
   case $n in getimage-extreme) continue ;; esac
   out=$(atk $args)
   case $n in
-    shm-*) expect "control (rules off): $n: the reader sees red" "$out" seen -gt 30000 ;;
+    # the segment holds the secret once the request is done (what a racing thread saw
+    # depends on scheduling: seen=0 once under load, so it is not what is asserted)
+    shm-*) expect "control (rules off): $n: the segment gets the secret" "$out" red -gt 30000 ;;
     *) expect "control (rules off): $n leaks" "$out" red -gt 30000 ;;
   esac
 done
