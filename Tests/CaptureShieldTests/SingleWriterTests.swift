@@ -33,7 +33,7 @@ enum SingleWriter {
     "X/RecordPump.swift": (["map_window"], "the RECORD thread's early map"),
     // The CLI's one-shot commands: `shieldctl tag/untag` (the tag), `--pick` (a pointer
     // grab and cursor), commands to the daemon (SendEvent). The daemon never runs them.
-    "X/Control.swift": (
+    "X/XControl.swift": (
       [
         "change_property", "delete_property", "send_event", "open_font", "create_glyph_cursor", "grab_pointer",
         "ungrab_pointer", "allow_events",

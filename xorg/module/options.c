@@ -1,4 +1,5 @@
-/* CaptureShield Xorg module: the xorg.conf options Mode, Trust and (tests only) DisableRules. */
+/* CaptureShield Xorg module: the xorg.conf options Mode, Trust, Daemon, DaemonUsers, TrailMs and
+ * (tests only) DisableRules; the test options FailInit and FailAlloc are read in wrap.c. */
 #include "cs.h"
 #include <string.h>
 #include <stdlib.h>

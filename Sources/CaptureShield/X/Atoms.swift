@@ -84,15 +84,6 @@ extension xcb_client_message_data_t {
   var words: [UInt32] { [data32.0, data32.1, data32.2, data32.3, data32.4] }
 }
 
-/// The monotonic clock the shell stamps events with.
-enum Clock {
-  static func now() -> MonotonicTime {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return MonotonicTime(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
-  }
-}
-
 /// The X protocol's predefined atoms the shell uses (X11 protocol, appendix B), by name
 /// instead of as bare numbers.
 enum PredefinedAtom {

@@ -21,7 +21,7 @@
 // keep the ClientStarted quarantine; and it sees processes that load libxcb without
 // connecting (`ldd`, a transcoding ffmpeg), and reads of an X client program's file (a
 // backup, a package check), which count as its start. The loop then looks at the processes
-// that can be behind a launch (`LaunchProcesses.swift`): one that has exited, names another
+// that can be behind a launch (`ProcessInfoReader+Launches.swift`): one that has exited, names another
 // display or is shieldctl ends it at once (`Engine.launchOver`); one of this display that
 // stays and never connects keeps the shields up until the quarantine duration ends.
 

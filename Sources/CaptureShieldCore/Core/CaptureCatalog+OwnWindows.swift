@@ -7,29 +7,6 @@
 // the drawables, whether one counts as capture. The caller (the daemon's shell) asks the
 // X server for the facts the verdict names, and only then.
 
-/// An area in root coordinates (pixels; a window's area includes its border).
-public struct ScreenRect: Sendable, Hashable, CustomStringConvertible {
-  public var x: Int
-  public var y: Int
-  public var width: Int
-  public var height: Int
-
-  public init(x: Int, y: Int, width: Int, height: Int) {
-    self.x = x
-    self.y = y
-    self.width = width
-    self.height = height
-  }
-
-  /// Whether the two areas share at least one pixel.
-  public func intersects(_ other: ScreenRect) -> Bool {
-    width > 0 && height > 0 && other.width > 0 && other.height > 0 && x < other.x + other.width
-      && other.x < x + width && y < other.y + other.height && other.y < y + height
-  }
-
-  public var description: String { "\(width)x\(height)+\(x)+\(y)" }
-}
-
 /// What the caller knows about a drawable.
 public enum DrawableFact: Sendable, Hashable {
   /// A pixmap: it shows no screen pixels by itself.
@@ -194,67 +171,5 @@ extension ResolvedCaptureCatalog {
 
   public static func drawableChange(_ request: [UInt8], bigEndian: Bool = false) -> DrawableChange? {
     request.withUnsafeBytes { drawableChange($0, bigEndian: bigEndian) }
-  }
-}
-
-/// Where each top-level window has been since it was last mapped, from the root's structure
-/// events (CreateNotify and ConfigureNotify carry the area; no request needed). A window
-/// keeps its contents when it moves, so a client's window mapped over a secure window and
-/// moved away still shows the secure window's pixels; `OwnDrawableRead.verdict` checks
-/// these areas too. Pure: the shell feeds it the events.
-public struct TopLevelHistory: Sendable, Hashable {
-  /// Each top-level's current area.
-  var areas: [UInt32: ScreenRect] = [:]
-  /// Areas each mapped top-level occupied since its last map (at most `limit`; beyond that,
-  /// the last one grows to cover the new ones).
-  var visited: [UInt32: [ScreenRect]] = [:]
-  /// Places kept per window.
-  public static let limit = 16
-
-  public init() {}
-
-  /// CreateNotify (or ConfigureNotify) of a top-level: its area now.
-  public mutating func placed(_ window: UInt32, _ area: ScreenRect) {
-    areas[window] = area
-    guard var places = visited[window] else { return }
-    if places.last == area { return }
-    if places.count < Self.limit {
-      places.append(area)
-    } else {
-      places[places.count - 1] = places[places.count - 1].union(area)
-    }
-    visited[window] = places
-  }
-
-  /// MapNotify: the window shows the screen where it is now (a window with background None).
-  public mutating func mapped(_ window: UInt32) {
-    visited[window] = areas[window].map { [$0] } ?? []
-  }
-
-  /// DestroyNotify.
-  public mutating func destroyed(_ window: UInt32) {
-    areas[window] = nil
-    visited[window] = nil
-  }
-
-  /// Where the client's (resource-id base `base`) top-levels have been since last mapped.
-  /// An unmapped window keeps its places until it is mapped again: the read that counts
-  /// may be decided after the window was unmapped.
-  public func places(ofClient base: UInt32, resourceMask: UInt32) -> [ScreenRect] {
-    visited.filter { $0.key & ~resourceMask == base }.flatMap(\.value)
-  }
-
-  /// The number of windows followed (for tests and diagnostics).
-  public var count: Int { areas.count }
-}
-
-extension ScreenRect {
-  /// The smallest area covering both.
-  public func union(_ other: ScreenRect) -> ScreenRect {
-    let left = Swift.min(x, other.x)
-    let top = Swift.min(y, other.y)
-    let right = Swift.max(x + width, other.x + other.width)
-    let bottom = Swift.max(y + height, other.y + other.height)
-    return ScreenRect(x: left, y: top, width: right - left, height: bottom - top)
   }
 }
