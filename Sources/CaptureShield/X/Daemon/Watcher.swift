@@ -163,16 +163,9 @@ final class WatcherLoop {
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
   var lastForgedAudit: MonotonicTime?
-  /// Who deletes `_CAPTURE_SHIELD_SECURE` (RECORD of DeleteProperty, `TagWatch`); nil
-  /// without RECORD or under server enforcement (the module decides who may).
-  var tagWatch: TagWatch?
-  /// Tag deletions recorded but not yet matched with their PropertyNotify, by window.
-  var recentTagDeletes: [WindowID: (client: ClientID, at: MonotonicTime)] = [:]
-  /// Secure tags removed or zeroed whose remover is not known yet: the window stays
-  /// protected until `TagGuard` decides (the tag the change would give, and until when).
-  var pendingUntags: [WindowID: (tag: TagState, deadline: MonotonicTime)] = [:]
-  /// Windows `shieldctl untag` asked the daemon to untag (its own removal stands).
-  var expectedUntags: Set<WindowID> = []
+  /// The tag guard (`SecureTagGuard`: who may lift a secure tag; its RECORD source is nil
+  /// without RECORD or under server enforcement, where the module decides who may).
+  let tagGuard: SecureTagGuard
   /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
   /// no command is accepted; protection goes on).
   var commands: CommandServer?
@@ -242,6 +235,7 @@ final class WatcherLoop {
     aPolicyTag = a[10]
     aPong = a[11]
     aNotify = a[12]
+    tagGuard = SecureTagGuard(connection: x, secureAtom: a[2], watch: nil) { [log] in log.write($0) }
 
     // One daemon per display: own the manager selection, as window managers do.
     let owner = x.selectionOwner(managerAtom)
@@ -306,7 +300,7 @@ final class WatcherLoop {
       do {
         let watch = try TagWatch(display: options.display, property: aSecure, errors: XErrorPolicy(log: log))
         for b in watch.ownBases { detector?.excludeNewConnection(b) }
-        tagWatch = watch
+        tagGuard.watch = watch
       } catch {
         log.error("cannot tell who removes secure tags (\(error)): any client's removal of a tag lifts it")
       }
