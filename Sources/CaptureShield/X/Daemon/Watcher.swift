@@ -198,10 +198,9 @@ final class WatcherLoop {
   var inputRefusals = 0
   var lastInputRefusal: String?
   // MARK: Desktop notifications
-  /// When to tell the user that a capture started (`WatcherLoop+Notify`).
-  var notices = CaptureNotifier()
-  /// The session bus's notification sender; nil while `notify.enabled` is false.
-  var notifier: DesktopNotifier?
+  /// The capture notices (`DesktopNotices`: when to tell the user that a capture started,
+  /// and the session bus's sender while `notify.enabled`).
+  let notices: DesktopNotices
   // MARK: Keyboard watch (client-side mode, `WatcherLoop+Keylog`)
   /// Who listens to the keyboard (RECORD); nil under the Xorg module, with
   /// `keyloggers.enabled` false, or when it could not start (`keylogFailed`).
@@ -220,6 +219,10 @@ final class WatcherLoop {
     shieldConn.errors = XErrorPolicy(log: log)
     self.log = log
     self.policyPaths = policyPaths
+    // The daemon's own log: its lock keeps the notification queue's records and the loop's whole.
+    notices = DesktopNotices(
+      makeSender: { DesktopNotifier(environment: ProcessInfo.processInfo.environment, log: log) },
+      audit: { log.write($0) })
     engine = Engine(policy: policy)
     for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
     let a = x.atoms([

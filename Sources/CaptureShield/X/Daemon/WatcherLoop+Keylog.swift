@@ -102,8 +102,8 @@ extension WatcherLoop {
       return (CaptureNotifier.programName(id, client: c), id.pid)
     }
     log.write(notice.audit)
-    guard engine.policy.notify, let notifier else { return }
-    notifier.send(CaptureNotifier.Notice(keylogger: notice))
+    guard engine.policy.notify else { return }
+    notices.send(CaptureNotifier.Notice(keylogger: notice))
   }
 
   /// The window events that came before (a secure window mapped, tagged) are known.

@@ -118,7 +118,7 @@ extension WatcherLoop {
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
     wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
     wake(at: tagGuard.nextDeadline)  // a removed tag nobody deleted is put back
-    wake(at: notifier == nil ? nil : notices.nextDeadline)  // a capture notice held back by the rate limit
+    wake(at: notices.nextDeadline)  // a capture notice held back by the rate limit
     return Int32(ms)
   }
 
