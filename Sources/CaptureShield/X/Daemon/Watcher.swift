@@ -202,13 +202,9 @@ final class WatcherLoop {
   /// and the session bus's sender while `notify.enabled`).
   let notices: DesktopNotices
   // MARK: Keyboard watch (client-side mode, `WatcherLoop+Keylog`)
-  /// Who listens to the keyboard (RECORD); nil under the Xorg module, with
-  /// `keyloggers.enabled` false, or when it could not start (`keylogFailed`).
-  var keylog: KeyloggerRecorder?
-  var keylogFailed = false
-  var keylogWatch = KeyloggerWatch()
-  /// `keyloggers.allow` as the watch's decisions were made.
-  var keylogAllow: [Matcher] = []
+  /// Who listens to the keyboard (`KeyboardWatch`: its RECORD source is nil under the Xorg
+  /// module, with `keyloggers.enabled` false, or when it could not start).
+  let keyboard: KeyboardWatch
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
@@ -238,6 +234,10 @@ final class WatcherLoop {
     aPolicyTag = a[10]
     aPong = a[11]
     aNotify = a[12]
+    keyboard = KeyboardWatch(
+      connection: x,
+      makeSource: { [display = options.display] in try KeyloggerRecorder(display: display, unrecorded: $0) },
+      audit: { log.write($0) })
     tagGuard = SecureTagGuard(connection: x, secureAtom: a[2], watch: nil) { [log] in log.write($0) }
 
     // One daemon per display: own the manager selection, as window managers do.

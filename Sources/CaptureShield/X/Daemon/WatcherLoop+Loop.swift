@@ -63,7 +63,7 @@ extension WatcherLoop {
           fds[i].events = Int16(POLLIN)
         }
       }
-      fds[5].fd = keylog?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
+      fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
       // The command socket and its waiting connections come last (see `serveCommands`).
       fds.removeSubrange(fixedDescriptors...)
       fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {

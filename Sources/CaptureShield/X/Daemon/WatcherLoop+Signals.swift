@@ -98,7 +98,7 @@ extension WatcherLoop {
       driver.input = p.input
       driver.label = p.label
       reloadClipboardGuard(p.clipboard)  // copied-text guard hook
-      keylogFailed = false  // the keyboard watch may start again (+Keylog)
+      keyboard.reloaded()  // the keyboard watch may start again (+Keylog)
     } catch {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
