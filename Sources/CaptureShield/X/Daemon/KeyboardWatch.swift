@@ -13,7 +13,7 @@ protocol KeylogSource: AnyObject {
   /// The context ended (a connection killed, or the server ended it).
   var hasError: Bool { get }
   func drain() -> [KeyloggerRecorder.Item]
-  /// The top-level window with the input focus when `isSecure` says it is secure, else nil.
+  /// The focus window or its nearest ancestor for which `isSecure` is true; nil when none.
   func secureFocus(isSecure: (UInt32) -> Bool) -> UInt32?
 }
 
