@@ -163,16 +163,9 @@ final class WatcherLoop {
   /// when that was (`dropForged`).
   var forgedSinceAudit = 0
   var lastForgedAudit: MonotonicTime?
-  /// Who deletes `_CAPTURE_SHIELD_SECURE` (RECORD of DeleteProperty, `TagWatch`); nil
-  /// without RECORD or under server enforcement (the module decides who may).
-  var tagWatch: TagWatch?
-  /// Tag deletions recorded but not yet matched with their PropertyNotify, by window.
-  var recentTagDeletes: [WindowID: (client: ClientID, at: MonotonicTime)] = [:]
-  /// Secure tags removed or zeroed whose remover is not known yet: the window stays
-  /// protected until `TagGuard` decides (the tag the change would give, and until when).
-  var pendingUntags: [WindowID: (tag: TagState, deadline: MonotonicTime)] = [:]
-  /// Windows `shieldctl untag` asked the daemon to untag (its own removal stands).
-  var expectedUntags: Set<WindowID> = []
+  /// The tag guard (`SecureTagGuard`: who may lift a secure tag; its RECORD source is nil
+  /// without RECORD or under server enforcement, where the module decides who may).
+  let tagGuard: SecureTagGuard
   /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
   /// no command is accepted; protection goes on).
   var commands: CommandServer?
@@ -205,18 +198,13 @@ final class WatcherLoop {
   var inputRefusals = 0
   var lastInputRefusal: String?
   // MARK: Desktop notifications
-  /// When to tell the user that a capture started (`WatcherLoop+Notify`).
-  var notices = CaptureNotifier()
-  /// The session bus's notification sender; nil while `notify.enabled` is false.
-  var notifier: DesktopNotifier?
+  /// The capture notices (`DesktopNotices`: when to tell the user that a capture started,
+  /// and the session bus's sender while `notify.enabled`).
+  let notices: DesktopNotices
   // MARK: Keyboard watch (client-side mode, `WatcherLoop+Keylog`)
-  /// Who listens to the keyboard (RECORD); nil under the Xorg module, with
-  /// `keyloggers.enabled` false, or when it could not start (`keylogFailed`).
-  var keylog: KeyloggerRecorder?
-  var keylogFailed = false
-  var keylogWatch = KeyloggerWatch()
-  /// `keyloggers.allow` as the watch's decisions were made.
-  var keylogAllow: [Matcher] = []
+  /// Who listens to the keyboard (`KeyboardWatch`: its RECORD source is nil under the Xorg
+  /// module, with `keyloggers.enabled` false, or when it could not start).
+  let keyboard: KeyboardWatch
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     x = try XConnection(display: options.display)
@@ -227,6 +215,10 @@ final class WatcherLoop {
     shieldConn.errors = XErrorPolicy(log: log)
     self.log = log
     self.policyPaths = policyPaths
+    // The daemon's own log: its lock keeps the notification queue's records and the loop's whole.
+    notices = DesktopNotices(
+      makeSender: { DesktopNotifier(environment: ProcessInfo.processInfo.environment, log: log) },
+      audit: { log.write($0) })
     engine = Engine(policy: policy)
     for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
     let a = x.atoms([
@@ -242,6 +234,11 @@ final class WatcherLoop {
     aPolicyTag = a[10]
     aPong = a[11]
     aNotify = a[12]
+    keyboard = KeyboardWatch(
+      connection: x,
+      makeSource: { [display = options.display] in try KeyloggerRecorder(display: display, unrecorded: $0) },
+      audit: { log.write($0) })
+    tagGuard = SecureTagGuard(connection: x, secureAtom: a[2], watch: nil) { [log] in log.write($0) }
 
     // One daemon per display: own the manager selection, as window managers do.
     let owner = x.selectionOwner(managerAtom)
@@ -306,7 +303,7 @@ final class WatcherLoop {
       do {
         let watch = try TagWatch(display: options.display, property: aSecure, errors: XErrorPolicy(log: log))
         for b in watch.ownBases { detector?.excludeNewConnection(b) }
-        tagWatch = watch
+        tagGuard.watch = watch
       } catch {
         log.error("cannot tell who removes secure tags (\(error)): any client's removal of a tag lifts it")
       }

@@ -63,10 +63,10 @@ extension WatcherLoop {
           fds[i].events = Int16(POLLIN)
         }
       }
-      fds[5].fd = keylog?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
+      fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
       // The command socket and its waiting connections come last (see `serveCommands`).
       fds.removeSubrange(fixedDescriptors...)
-      fds += ([tagWatch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
+      fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
         pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
       }
       _ = poll(&fds, nfds_t(fds.count), timeout)
@@ -117,8 +117,8 @@ extension WatcherLoop {
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
     wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
-    wake(at: pendingUntags.values.map(\.deadline).min())  // a removed tag nobody deleted is put back
-    wake(at: notifier == nil ? nil : notices.nextDeadline)  // a capture notice held back by the rate limit
+    wake(at: tagGuard.nextDeadline)  // a removed tag nobody deleted is put back
+    wake(at: notices.nextDeadline)  // a capture notice held back by the rate limit
     return Int32(ms)
   }
 

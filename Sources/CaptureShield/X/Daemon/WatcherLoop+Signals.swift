@@ -98,7 +98,7 @@ extension WatcherLoop {
       driver.input = p.input
       driver.label = p.label
       reloadClipboardGuard(p.clipboard)  // copied-text guard hook
-      keylogFailed = false  // the keyboard watch may start again (+Keylog)
+      keyboard.reloaded()  // the keyboard watch may start again (+Keylog)
     } catch {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
@@ -185,8 +185,7 @@ extension WatcherLoop {
     case .untag(let w):
       // The daemon removes the tag itself: its own removal stands (`TagGuard`). Expected
       // only while the window has a tag: its PropertyNotify then takes the expectation.
-      if tracked[w]?.tag.asksSecure == true || pendingUntags[w] != nil { expectedUntags.insert(w) }
-      pendingUntags[w] = nil
+      tagGuard.untagCommand(w, hasTag: tracked[w]?.tag.asksSecure == true)
       effects.removeTag(w, atom: aSecure)
       log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook
@@ -228,7 +227,7 @@ extension WatcherLoop {
     // detector's two connections (their ids go to the next clients that connect).
     new.excludedClients.formUnion(
       [ClientID(x.ownBase), ClientID(shieldX.ownBase)] + (clipboard?.ownBases.map(ClientID.init) ?? [])
-        + (tagWatch?.ownBases.map(ClientID.init) ?? []))
+        + (tagGuard.watch?.ownBases.map(ClientID.init) ?? []))
     new.watchesOwnWindows = old.watchesOwnWindows
     // What the old detector learnt stays true only if it recorded what the new one does
     // (a client seen from its start under a catalog that did not record its creations

@@ -174,8 +174,7 @@ extension WatcherLoop {
 
   func windowGone(_ w: WindowID) {
     netNamed.remove(w)
-    pendingUntags[w] = nil
-    expectedUntags.remove(w)
+    tagGuard.windowGone(w)
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
     frameGone(w)
@@ -260,7 +259,7 @@ extension WatcherLoop {
         info.facts.title = nil
         netNamed.remove(e.window)
       }
-      if e.atom == aSecure, info.tag.asksSecure { pendingUntags[e.window] = nil }  // set again meanwhile
+      if e.atom == aSecure, info.tag.asksSecure { tagGuard.tagSet(e.window) }  // set again meanwhile
       guard info != before else { return }
       // A secure tag removed or zeroed: lifted only by its own client (`TagGuard`).
       if e.atom == aSecure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
