@@ -600,7 +600,9 @@ struct CaptureCatalogTests {
     #expect(lean.coreRanges == [1...2, 7...7, 36...36, 55...55, 63...63, 73...73, 93...93])
   }
 
-  @Test("CreateWindow, CreatePixmap and FreePixmap are recorded whenever own reads are: they keep DrawableKinds")
+  @Test(
+    "CreateWindow, DestroyWindow, CreatePixmap and FreePixmap are recorded whenever own reads are: they keep DrawableKinds"
+  )
   func createWindowRecorded() {
     let windowReaders = CaptureCatalog.standard.windowReaders.resolved(extensions: Fixture.extensions)
     #expect(!windowReaders.coreRanges.contains { $0.contains(1) })
@@ -608,16 +610,16 @@ struct CaptureCatalogTests {
     #expect(windowReaders.recordedCoreRanges.first == 1...1)
     #expect(
       Set(windowReaders.recordedCoreRanges.flatMap { Array($0) })
-        == Set(windowReaders.coreRanges.flatMap { Array($0) } + [1, 53, 54]))
+        == Set(windowReaders.coreRanges.flatMap { Array($0) } + [1, 4, 53, 54]))
     #expect(
       Set(Fixture.resolved.recordedCoreRanges.flatMap { Array($0) })
-        == Set(Fixture.resolved.coreRanges.flatMap { Array($0) } + [53, 54]))
+        == Set(Fixture.resolved.coreRanges.flatMap { Array($0) } + [4, 53, 54]))
     let none = CaptureCatalog(entries: []).resolved(extensions: Fixture.extensions)  // server enforcement
     #expect(none.recordedCoreRanges.isEmpty)
   }
 
   @Test(
-    "drawableChange: the id a CreateWindow, CreatePixmap or FreePixmap names, nil otherwise",
+    "drawableChange: the id a CreateWindow, DestroyWindow, CreatePixmap or FreePixmap names, nil otherwise",
     arguments: [
       (
         RequestBytes(1, 24, words: 8).with { $0.put32(4, 0x0040_0007) }, false,
@@ -633,7 +635,8 @@ struct CaptureCatalogTests {
         .createdPixmap(0x0040_0008)
       ),
       (RequestBytes(54, 0, words: 2).with { $0.put32(4, 0x0040_0009) }, false, .freedPixmap(0x0040_0009)),
-      (RequestBytes(4, 0, words: 2).with { $0.put32(4, 0x0040_0007) }, false, nil),  // DestroyWindow
+      (RequestBytes(4, 0, words: 2).with { $0.put32(4, 0x0040_0007) }, false, .destroyedWindow(0x0040_0007)),
+      (RequestBytes(5, 0, words: 2).with { $0.put32(4, 0x0040_0007) }, false, nil),  // DestroySubwindows
       (Array(RequestBytes(1, 24, words: 8).bytes.prefix(6)), false, nil),  // short
       (Array(RequestBytes(53, 24, words: 4).bytes.prefix(7)), false, nil),  // short
     ])

@@ -51,6 +51,13 @@ struct DrawableKindsCase: Sendable, CustomStringConvertible {
       steps: [.started(client), .change(.createdPixmap(p)), .change(.createdWindow(p))], id: p,
       expected: .window(nil)),
     DrawableKindsCase(
+      name: "a destroyed window is forgotten; its id then made a pixmap is a pixmap",
+      steps: [.started(client), .change(.createdWindow(p)), .change(.destroyedWindow(p)), .change(.createdPixmap(p))],
+      id: p, expected: .pixmap),
+    DrawableKindsCase(
+      name: "a DestroyWindow naming a pixmap (BadWindow) leaves it a pixmap",
+      steps: [.started(client), .change(.createdPixmap(p)), .change(.destroyedWindow(p))], id: p, expected: .pixmap),
+    DrawableKindsCase(
       name: "a lookup answering gone forgets a pixmap",
       steps: [.started(client), .change(.createdPixmap(p)), .learned(p, .gone)], id: p, expected: nil),
     DrawableKindsCase(
@@ -100,12 +107,36 @@ struct DrawableKindsTests {
     #expect(DrawableKinds.reconcile(known: known, answer: answer) == expected)
   }
 
+  @Test("past its own limit a client loses its facts and its creations stop counting; others keep theirs")
+  func perClientBound() {
+    let big = DrawableKindsCase.client
+    let small = DrawableKindsCase.other
+    var kinds = DrawableKinds(resourceMask: DrawableKindsCase.mask, limit: 100, perClientLimit: 4)
+    kinds.clientStarted(big)
+    kinds.clientStarted(small)
+    kinds.apply(.createdWindow(small | 1))
+    // windows destroyed one by one hold nothing
+    for i in UInt32(1)...50 {
+      kinds.apply(.createdWindow(big | i))
+      kinds.apply(.destroyedWindow(big | i))
+    }
+    #expect(kinds.count == 1)
+    #expect(kinds.knowsEveryRequest(ofClient: big))
+    for i in UInt32(1)...5 { kinds.apply(.createdWindow(big | i)) }
+    #expect(kinds[big | 1] == nil)
+    #expect(!kinds.knowsEveryRequest(ofClient: big))
+    kinds.apply(.createdPixmap(big | 1))
+    #expect(kinds[big | 1] == nil)
+    #expect(kinds[small | 1] == DrawableKindsCase.window)
+    #expect(kinds.knowsEveryRequest(ofClient: small))
+  }
+
   @Test("past the limit the client with the most facts loses them, and its creations stop counting")
   func bound() {
     let mask = DrawableKindsCase.mask
     let big = DrawableKindsCase.client
     let small = DrawableKindsCase.other
-    var kinds = DrawableKinds(resourceMask: mask, limit: 8)
+    var kinds = DrawableKinds(resourceMask: mask, limit: 8, perClientLimit: 100)
     kinds.clientStarted(big)
     kinds.clientStarted(small)
     kinds.apply(.createdWindow(small | 1))

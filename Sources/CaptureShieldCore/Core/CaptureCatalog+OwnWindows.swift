@@ -140,29 +140,34 @@ extension ResolvedCaptureCatalog {
   /// without asking the server, which may already answer "gone".
   public static let pixmapOpcodes: ClosedRange<UInt8> = 53...54
 
+  /// The core opcode of DestroyWindow, recorded with them: it forgets a window's mark.
+  public static let destroyWindowOpcode: UInt8 = 4
+
   /// Whether the catalog hands out reads of own drawables, and so records the requests that
   /// create windows and pixmaps (`recordedCoreRanges`).
   public var recordsCreations: Bool { activeEntries.contains(where: \.readsOwnWindows) }
 
-  /// The core ranges the detector records: `coreRanges`, plus CreateWindow, CreatePixmap
-  /// and FreePixmap when the catalog hands out reads of own drawables (not at all under
+  /// The core ranges the detector records: `coreRanges`, plus CreateWindow, DestroyWindow,
+  /// CreatePixmap and FreePixmap when the catalog hands out reads of own drawables (not at all under
   /// server enforcement, for one).
   public var recordedCoreRanges: [ClosedRange<UInt8>] {
     var ops = Set(coreRanges.flatMap { Array($0) })
     if recordsCreations {
       ops.insert(Self.createWindowOpcode)
+      ops.insert(Self.destroyWindowOpcode)
       ops.formUnion(Self.pixmapOpcodes)
     }
     return Self.intervals(ops)
   }
 
   /// The id a recorded request creates or frees, for `DrawableKinds`: CreateWindow's `wid`,
-  /// CreatePixmap's `pid`, FreePixmap's `pixmap`; nil for every other request and for
+  /// DestroyWindow's `window`, CreatePixmap's `pid`, FreePixmap's `pixmap`; nil for every other request and for
   /// malformed bytes.
   public static func drawableChange(_ request: UnsafeRawBufferPointer, bigEndian: Bool = false) -> DrawableChange? {
     guard let r = RequestReader(request, bigEndian: bigEndian) else { return nil }
     switch r.major {
     case createWindowOpcode: return r.u32(4).map { .createdWindow($0) }
+    case destroyWindowOpcode: return r.u32(4).map { .destroyedWindow($0) }
     case pixmapOpcodes.lowerBound: return r.u32(4).map { .createdPixmap($0) }
     case pixmapOpcodes.upperBound: return r.u32(4).map { .freedPixmap($0) }
     default: return nil
