@@ -83,10 +83,20 @@ struct DesktopTests {
     // docs/server-enforcement.md, Limits).
     var early: DaemonProcess? = nil
     if module {
-      let d = try await DaemonProcess.start(on: server, policy: "{ version: 1 }")
+      // The test process started the compositor: while the daemon learns who did (once per
+      // compositor), an X connection of the test process would make that ancestor an
+      // ordinary client that picked the compositor, refused for good. So no polling of the
+      // daemon's state over X until the grant (read from its log).
+      let d = try await DaemonProcess.start(
+        on: server, policy: "{ version: 1 }", waitUntilReady: kind.compositor == nil)
       if let name = kind.compositor {
-        try await waitUntil("the daemon grants \(name)", timeout: .seconds(30)) {
-          d.auditEvents("grant").contains { ($0["exe"] as? String)?.hasSuffix("/" + name) == true }
+        do {
+          try await waitUntil("the daemon grants \(name)", timeout: .seconds(30)) {
+            d.auditEvents("grant").contains { ($0["exe"] as? String)?.hasSuffix("/" + name) == true }
+          }
+        } catch {
+          Issue.record("\(name): refusals \(d.auditEvents("compositor-refused"))")
+          throw error
         }
       }
       early = d
