@@ -4,56 +4,6 @@
 
 #ifdef HAVE_XORG_CONFIG_H
 #include <xorg-config.h>
-/* wrap.c: every wrapper the module installs is recorded there and undone at the server's
- * reset or exit (request vectors and callbacks at the extension's CloseDown, screen procs
- * at each CloseScreen) and when the init fails half-way. Call these from the init
- * functions (they run once per server generation). */
-typedef int (*CsProcPtr)(ClientPtr);
-typedef void (*CsFn)(void);
-/* ProcVector[major] and SwappedProcVector[major] become fn; the previous entries go to
- * *orig and *sorig (either may be NULL) for the wrapper to call. FALSE: nothing done. */
-Bool cs_wrap_proc(int major, CsProcPtr fn, CsProcPtr *orig, CsProcPtr *sorig);
-/* AddCallback, deleted again at close down. */
-Bool cs_add_callback(CallbackListPtr *list, CallbackProcPtr fn, void *data);
-/* Screen proc `field` of `s` becomes `fn`; the previous value is kept in `saved` (an
- * lvalue in memory that lives until the screen closes), restored at CloseScreen. Returns
- * where it is kept (NULL: failed, nothing wrapped). CS_WRAP_SCREEN_OWN: the previous
- * value is kept by wrap.c, at the address returned. */
-CsFn *cs_wrap_screen(ScreenPtr s, CsFn *slot, CsFn *saved, CsFn fn);
-#define CS_WRAP_SCREEN(s, field, saved, fn) \
-    ((void) sizeof((saved) = (s)->field = (fn)), \
-     cs_wrap_screen((s), (CsFn *) &(s)->field, (CsFn *) &(saved), (CsFn) (fn)) != NULL)
-#define CS_WRAP_SCREEN_OWN(s, field, fn) \
-    ((void) sizeof((s)->field = (fn)), \
-     (__typeof__((s)->field) *) cs_wrap_screen((s), (CsFn *) &(s)->field, NULL, (CsFn) (fn)))
-/* Cleanups: at close down (or a failed init), and per screen at its CloseScreen after
- * its procs are restored (free per-screen state, timers). */
-Bool cs_on_close(void (*fn)(void));
-Bool cs_on_close_screen(void (*fn)(ScreenPtr));
-Bool cs_wrap_begin(void);
-void cs_wrap_close_down(void);
-void cs_wrap_undo(const char *step);
-void cs_wrap_summary(void);
-void cs_wrap_options(void *opts);
-Bool cs_fail_step(const char *step);    /* test-only Option "FailInit" names this step */
-/* Test-only Option "FailAlloc": the module's blanking allocations fail (they must then
- * fail closed: BadAlloc or black). */
-extern int cs_fail_alloc;
-static inline void *
-cs_malloc(size_t n)
-{
-    return cs_fail_alloc ? NULL : malloc(n);
-}
-/* A region operation's result (`ok`, its destination `r`): FALSE when it ran out of
- * memory (pixman leaves `r` broken, i.e. empty: treat as "everything secret"). */
-static inline Bool
-cs_rgn_ok(Bool ok, RegionPtr r)
-{
-    if (cs_fail_alloc)
-        RegionBreak(r);
-    return ok && !RegionBroken(r);
-}
-
 #endif
 #include <xorg-server.h>
 #include <X11/X.h>
