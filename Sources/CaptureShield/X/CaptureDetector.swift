@@ -179,15 +179,8 @@ public final class CaptureDetector {
       ranges.append(r)
     }
 
-    let ctx = control.generateID()
+    let ctx = try RecordStream.createContext(on: control, ranges: ranges)
     context = ctx
-    var spec = xcb_record_client_spec_t(XCB_RECORD_CS_ALL_CLIENTS.rawValue)
-    let created = xcb_record_create_context_checked(control.conn, ctx, 0, 1, UInt32(ranges.count), &spec, ranges)
-    if let err = xcb_request_check(control.conn, created) {
-      let code = err.pointee.error_code
-      free(err)
-      throw .failed("RECORD CreateContext failed (X error \(code))")
-    }
     // "All clients" was expanded when the context was created, our two connections included.
     var own = ownBases
     if let err = xcb_request_check(

@@ -53,15 +53,8 @@ final class KeyloggerRecorder {
       if i == 0 { r.client_died = 1 }
       ranges.append(r)
     }
-    let ctx = control.generateID()
+    let ctx = try RecordStream.createContext(on: control, ranges: ranges)
     context = ctx
-    var spec = xcb_record_client_spec_t(XCB_RECORD_CS_ALL_CLIENTS.rawValue)
-    let created = xcb_record_create_context_checked(control.conn, ctx, 0, 1, UInt32(ranges.count), &spec, ranges)
-    if let err = xcb_request_check(control.conn, created) {
-      let code = err.pointee.error_code
-      free(err)
-      throw .failed("RECORD CreateContext failed (X error \(code))")
-    }
     var own = [control.ownBase, data.ownBase] + unrecorded
     if let err = xcb_request_check(
       control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))

@@ -46,15 +46,8 @@ final class RecordStream {
       r.core_requests = xcb_record_range_8_t(first: op, last: op)
       return r
     }
-    let ctx = control.generateID()
+    let ctx = try RecordStream.createContext(on: control, ranges: ranges)
     context = ctx
-    var spec = xcb_record_client_spec_t(XCB_RECORD_CS_ALL_CLIENTS.rawValue)
-    let created = xcb_record_create_context_checked(control.conn, ctx, 0, 1, UInt32(ranges.count), &spec, ranges)
-    if let err = xcb_request_check(control.conn, created) {
-      let code = err.pointee.error_code
-      free(err)
-      throw .failed("RECORD CreateContext failed (X error \(code))")
-    }
     var own = [data.ownBase] + unrecorded
     if let err = xcb_request_check(
       control.conn, xcb_record_unregister_clients_checked(control.conn, ctx, UInt32(own.count), &own))
@@ -115,6 +108,21 @@ final class RecordStream {
     case failed(errorCode: UInt8)
     /// Nothing available now.
     case nothing
+  }
+
+  /// Creates a RECORD context on `control` recording `ranges` of all clients (headers off,
+  /// clients named by their resource-id base): the one CreateContext of every RECORD
+  /// context here (`RecordStream`'s, `CaptureDetector`'s, `KeyloggerRecorder`'s).
+  static func createContext(on control: XConnection, ranges: [xcb_record_range_t]) throws(XError) -> UInt32 {
+    let ctx = control.generateID()
+    var spec = xcb_record_client_spec_t(XCB_RECORD_CS_ALL_CLIENTS.rawValue)
+    let created = xcb_record_create_context_checked(control.conn, ctx, 0, 1, UInt32(ranges.count), &spec, ranges)
+    if let err = xcb_request_check(control.conn, created) {
+      let code = err.pointee.error_code
+      free(err)
+      throw .failed("RECORD CreateContext failed (X error \(code))")
+    }
+    return ctx
   }
 
   /// Blocks until StartOfData, the first reply of EnableContext (`enableSequence` on `data`),
