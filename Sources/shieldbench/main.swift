@@ -176,3 +176,9 @@ if let data = try? JSONSerialization.data(withJSONObject: figures, options: [.pr
 } else {
   print("error: could not encode the figures as JSON")
 }
+// A row that failed (an error, not a figure off its target) fails the bench run.
+let failedRows = table.filter { $0.value.hasPrefix("FAILED") || $0.value.hasPrefix("not run") }
+if !failedRows.isEmpty {
+  print("error: \(failedRows.count) row(s) failed: \(failedRows.map(\.row).joined(separator: ", "))")
+  exit(1)
+}

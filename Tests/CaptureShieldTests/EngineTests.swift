@@ -1310,6 +1310,61 @@ private let provisionalScenarios: [Scenario] = [
     #expect(e.shielded == [w1])
   }
 
+  /// A request recorded before its client's end but handled after it (the shell reads
+  /// RECORD in batches; the order of its parts is not the server's): the session must not
+  /// be pinned to a connection that is over (issue 29: a shield that never came down).
+  struct LateRequestCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var before: [Engine.Event]
+    /// Sessions after the request; then after `linger` (2 s) whether the shield is down.
+    var sessions: [String]
+    var downAfterLinger: Bool
+    var testDescription: String { name }
+  }
+
+  static let lateRequestCases: [LateRequestCase] = [
+    LateRequestCase(
+      name: "handled after its client went: detached at once, ends after the linger",
+      before: [.clientConnected(grab, grabberID), .clientGone(grab)],
+      sessions: ["#1 request 0x600000 req=1 until 3"], downAfterLinger: true),
+    LateRequestCase(
+      name: "never seen connecting, gone, then its request: the same",
+      before: [.clientGone(grab)], sessions: ["#1 request 0x600000 req=1 until 3"], downAfterLinger: true),
+    // controls: a client that is connected keeps its session pinned
+    LateRequestCase(
+      name: "control: connected, its request: pinned while connected",
+      before: [.clientConnected(grab, grabberID)], sessions: ["#1 request 0x600000 req=1 pinned"],
+      downAfterLinger: false),
+    LateRequestCase(
+      name: "control: gone, then a new client with the same base connects: pinned",
+      before: [.clientConnected(grab, grabberID), .clientGone(grab), .clientConnected(grab, xtermID)],
+      sessions: ["#1 request 0x600000 req=1 pinned"], downAfterLinger: false),
+  ]
+
+  @Test("a capture request handled after its client's end", arguments: lateRequestCases)
+  func lateRequest(_ c: LateRequestCase) {
+    var e = Engine(policy: policy(hold: .connected))
+    for ev in desk { _ = e.handle(ev, now: t(0)) }
+    for ev in c.before { _ = e.handle(ev, now: t(0.5)) }
+    _ = e.handle(.captureRequest(grab, CaptureRequest(kind: "GetImage(own window)", target: 0x60_0001)), now: t(1))
+    #expect(sessionSummary(e) == c.sessions)
+    #expect(e.shielded == [w1])
+    _ = e.handle(.tick, now: t(3))
+    #expect(e.shielded.isEmpty == c.downAfterLinger, "shielded after the linger: \(e.shielded)")
+    #expect(e.sessions.isEmpty == c.downAfterLinger)
+  }
+
+  @Test func departedClientsAreBounded() {
+    var e = Engine(policy: policy())
+    let n = DepartedClients.limit + 10
+    for i in 0..<n { _ = e.handle(.clientGone(ClientID(UInt32(i + 1) << 21)), now: t(0)) }
+    #expect(e.departed.count == DepartedClients.limit)
+    #expect(!e.departed.contains(ClientID(1 << 21)))
+    #expect(e.departed.contains(ClientID(UInt32(n) << 21)))
+    _ = e.handle(.clientConnected(ClientID(UInt32(n) << 21), nil), now: t(1))
+    #expect(!e.departed.contains(ClientID(UInt32(n) << 21)))
+  }
+
   @Test func auditsCarryTheCapturerIdentity() {
     var e = Engine(policy: policy())
     _ = e.handle(.windowAppeared(secureWindow), now: t(0))

@@ -32,6 +32,11 @@ public enum DetectorEvent: Sendable, Hashable {
   case clientStarted(ClientID)
   case clientDied(ClientID)
   case request(ClientID, CaptureRequest)
+  /// A read of the client's own drawable (GetImage, ShmGetImage, CopyArea, CopyPlane),
+  /// while `watchesOwnWindows`, with what was known of its drawables where it was recorded
+  /// (`known`: the facts change with the records that follow it). In record order with the
+  /// rest, so that it comes before its client's `clientDied`.
+  case ownRead(ClientID, OwnDrawableRead, known: [UInt32: DrawableFact])
 }
 
 /// Watches every client's capture requests through RECORD. Not thread-safe: one owner, one
@@ -80,16 +85,10 @@ public final class CaptureDetector {
   /// the last `drain`.
   private(set) var lastLaunches: [String?] = []
   private var stashedLaunches: [String?] = []
-  /// Whether reads of a client's own drawables are handed out (`lastOwnReads`): the owner
+  /// Whether reads of a client's own drawables are handed out (`.ownRead`): the owner
   /// turns it on while a secure window exists. Off, they are dropped as soon as they are
   /// decoded, as before (no cost when nothing is at stake).
   public var watchesOwnWindows = false
-  /// Reads of own drawables (GetImage, ShmGetImage, CopyArea, CopyPlane of the client's
-  /// own) in the records handed out by the last `drain`, while `watchesOwnWindows`.
-  /// Each read comes with what was known of its drawables where it was recorded (`known`):
-  /// the facts change with the records that follow it in the same batch.
-  public private(set) var lastOwnReads: [(client: ClientID, read: OwnDrawableRead, known: [UInt32: DrawableFact])] =
-    []
   /// What is known about clients' own drawables (`.pixmap`, `.window(nil)`), so that the
   /// reads and copies toolkits make all the time cost at most one lookup per drawable, and
   /// none for a pixmap whose CreatePixmap was recorded. Kept true by the records
@@ -245,7 +244,6 @@ public final class CaptureDetector {
     stashedFired = []
     lastLaunches = stashedLaunches
     stashedLaunches = []
-    lastOwnReads = []
     if let pump {
       let (replies, fired, launches) = pump.take()
       ahead += replies
@@ -383,7 +381,7 @@ public final class CaptureDetector {
         {
           var known: [UInt32: DrawableFact] = [:]
           for id in [own.source] + (own.destination.map { [$0] } ?? []) { known[id] = drawableKinds[id] }
-          lastOwnReads.append((client, own, known))
+          out.append((.ownRead(client, own, known: known), rep.serverTime))
         }
       }
       if consumed != data.count { malformedReplies += 1 }

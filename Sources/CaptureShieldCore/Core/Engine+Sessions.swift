@@ -65,6 +65,22 @@ extension Engine {
     fx.append(.audit(AuditRecord("session-start", f + identityFields(identity))))
   }
 
+  /// A client went: forgotten; its quarantine ends, its other sessions are detached and
+  /// end after the linger (or their hold, if later).
+  mutating func endSessions(ofGone id: ClientID, fx: inout [Effect]) {
+    clients[id] = nil
+    let lingerEnd = now + policy.linger
+    for (sid, s) in sessions where s.client == id && !s.detached {
+      if s.kind == .quarantine {
+        endSession(sid, fx: &fx, why: "client exited")
+        continue
+      }
+      sessions[sid]!.pinned = false
+      sessions[sid]!.detached = true
+      if s.expires.map({ $0 < lingerEnd }) ?? true { sessions[sid]!.expires = lingerEnd }
+    }
+  }
+
   mutating func endSession(_ sid: Int, fx: inout [Effect], why: String) {
     guard let s = sessions.removeValue(forKey: sid) else { return }
     fx.append(
@@ -195,5 +211,38 @@ extension Engine {
     where s.client != c && !s.bypass && !s.detached && s.kind != .quarantine && isSameProcess(s.client, c) {
       endSession(sid, fx: &fx, why: "trusted compositor's own process")
     }
+  }
+}
+
+/// Clients that went and have not connected again (`Engine.departed`), bounded: the oldest
+/// are forgotten first (a record that late is not expected; forgetting one only means its
+/// session is pinned again until the shell's next sign of its end).
+public struct DepartedClients: Sendable, Hashable {
+  /// Kept at most.
+  public static let limit = 1_024
+  private var members: Set<ClientID> = []
+  private var order: [ClientID] = []
+
+  public init() {}
+
+  /// Whether `id` went and has not connected again.
+  public func contains(_ id: ClientID) -> Bool { members.contains(id) }
+
+  /// The number kept.
+  public var count: Int { members.count }
+
+  mutating func insert(_ id: ClientID) {
+    guard members.insert(id).inserted else { return }
+    order.append(id)
+    if order.count > Self.limit {
+      let drop = order.count - Self.limit
+      for old in order.prefix(drop) { members.remove(old) }
+      order.removeFirst(drop)
+    }
+  }
+
+  mutating func remove(_ id: ClientID) {
+    guard members.remove(id) != nil else { return }
+    order.removeAll { $0 == id }
   }
 }

@@ -86,6 +86,11 @@ public struct Engine: Sendable {
   public internal(set) var now = MonotonicTime(nanoseconds: 0)
   public internal(set) var windows: [WindowID: WindowState] = [:]
   public internal(set) var clients: [ClientID: ClientState] = [:]
+  /// Clients gone and not connected again since (a resource-id base goes to the next
+  /// client, whose connection clears it), oldest first, at most `departedLimit`: a capture
+  /// request recorded before a client's end but handled after it starts a session that
+  /// is detached at once (its linger), never one pinned to a connection that is over.
+  public internal(set) var departed = DepartedClients()
   public internal(set) var sessions: [Int: Session] = [:]
   /// Windows the engine has told the shell to shield (and not yet to unshield).
   public internal(set) var shielded: Set<WindowID> = []
@@ -194,6 +199,7 @@ public struct Engine: Sendable {
 
     case .clientConnected(let id, let identity):
       stateChanged = true
+      departed.remove(id)
       let cls = policy.classify(identity)
       clients[id] = ClientState(
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
@@ -230,6 +236,10 @@ public struct Engine: Sendable {
       touched += redecide(client: id, onlyUnknown: false, except: nil)
 
     case .captureRequest(let id, let req):
+      // Its client already went (the record was handled after its end): the session
+      // starts detached, for the linger.
+      let afterItsEnd = clients[id] == nil && departed.contains(id)
+      defer { if afterItsEnd { endSessions(ofGone: id, fx: &fx) } }
       if clients[id] == nil {
         clients[id] = ClientState(
           id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
@@ -279,17 +289,8 @@ public struct Engine: Sendable {
 
     case .clientGone(let id):
       stateChanged = clients[id] != nil
-      clients[id] = nil
-      let lingerEnd = now + policy.linger
-      for (sid, s) in sessions where s.client == id && !s.detached {
-        if s.kind == .quarantine {
-          endSession(sid, fx: &fx, why: "client exited")
-          continue
-        }
-        sessions[sid]!.pinned = false
-        sessions[sid]!.detached = true
-        if s.expires.map({ $0 < lingerEnd }) ?? true { sessions[sid]!.expires = lingerEnd }
-      }
+      departed.insert(id)
+      endSessions(ofGone: id, fx: &fx)
       if compositor == id { compositor = nil }
 
     case .compositorChanged(let id, let ownsSelection):

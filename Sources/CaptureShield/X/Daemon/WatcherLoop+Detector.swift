@@ -115,14 +115,13 @@ extension WatcherLoop {
             guard engine.clients[owner]?.clientClass == .allowed || engine.isTrustedCompositor(owner) else { continue }
           }
           report(c, req, knowWindows: knowWindows)
-        }
-      }
-      // Reads of own drawables (only while a secure window exists): capture when the window
-      // read overlaps a secure window. Window events stay batched unless a window's area is
-      // compared: most of these are copies that toolkits make all the time.
-      for (c, read, known) in d.lastOwnReads {
-        if let req = ownWindowCapture(read, by: c, known: known, detector: d, knowWindows: knowWindows) {
-          report(c, req, knowWindows: knowWindows)
+        case .ownRead(let c, let read, let known):
+          // A read of an own drawable (only while a secure window exists): capture when the
+          // window read overlaps a secure window. Window events stay batched unless a
+          // window's area is compared: most of these are copies toolkits make all the time.
+          if let req = ownWindowCapture(read, by: c, known: known, detector: d, knowWindows: knowWindows) {
+            report(c, req, knowWindows: knowWindows)
+          }
         }
       }
     } while d.moreAvailable
@@ -130,8 +129,9 @@ extension WatcherLoop {
 
   /// Hands a capture request to the engine (identifying its client first when needed).
   private func report(_ c: ClientID, _ req: CaptureRequest, knowWindows: () -> Void) {
-    if identities[c.base] == nil, engine.clients[c] == nil {
-      // Connected before we started, or its ClientStarted was missed: identify now.
+    if identities[c.base] == nil, engine.clients[c] == nil, !engine.departed.contains(c) {
+      // Connected before we started, or its ClientStarted was missed: identify now. (A
+      // client that went already is not connected again: the engine detaches its session.)
       let id = identify(base: c.base)
       knowWindows()
       apply(.clientConnected(c, id))
