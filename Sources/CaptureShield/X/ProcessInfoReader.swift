@@ -21,6 +21,7 @@ enum ProcessInfoReader {
       id.loaderPath = environ.flatMap { loaderPath(environ: $0) }
       var st = stat()
       if stat(base + "/exe", &st) == 0 { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
+      id.script = script(of: id, base: base)
     }
     if let stat = readSmallFile(base + "/stat"), let ticks = startTicks(stat: stat) {
       var t = timespec()
@@ -141,6 +142,21 @@ enum ProcessInfoReader {
     }
     if id.exe == nil && id.comm == nil { id.failure = "process \(pid) exited before it could be identified" }
     return id
+  }
+
+  /// The script an interpreter process runs (`InterpretedProgram`), as an absolute path
+  /// (a relative one resolved against `/proc/PID/cwd`), when it names a regular file.
+  static func script(of id: ClientIdentity, base: String) -> String? {
+    guard let arg = InterpretedProgram.scriptArgument(exe: id.exe, cmdline: id.cmdline) else { return nil }
+    var path = arg
+    if !arg.hasPrefix("/") {
+      guard let cwd = readLink(base + "/cwd") else { return nil }
+      path = (cwd == "/" ? "" : cwd) + "/" + arg
+    }
+    path = InterpretedProgram.lexicallyNormalized(path)
+    var st = stat()
+    guard stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+    return path
   }
 
   static func readLink(_ path: String) -> String? {

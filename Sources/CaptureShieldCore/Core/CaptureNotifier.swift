@@ -164,7 +164,7 @@ public struct CaptureNotifier: Sendable {
   ) -> [Notice] {
     guard windows > 0 else { return [] }
     let program = Self.programName(identity, client: client)
-    let key = identity?.exe ?? program
+    let key = identity?.script ?? identity?.exe ?? program
     if let last = lastByProgram[key], now < last + repeatInterval { return [] }
     let notice = Notice(
       program: program, pid: identity?.pid, windows: windows, protection: protection, trigger: trigger)
@@ -200,12 +200,15 @@ public struct CaptureNotifier: Sendable {
     }.count
   }
 
-  /// How a notice names a client: the file name of its executable, else its process name,
+  /// How a notice names a client: the file name of its script when an interpreter runs one
+  /// (`ClientIdentity.script`), else of its executable, else its process name,
   /// else its X client; characters that could forge or reorder text are replaced, and the
   /// name is cut at 64 characters.
   public static func programName(_ identity: ClientIdentity?, client: ClientID) -> String {
     let raw: String
-    if let exe = identity?.exe, let base = exe.split(separator: "/").last {
+    if let script = identity?.script, let base = script.split(separator: "/").last {
+      raw = String(base)  // an interpreter's script: the tool, not "python3.11"
+    } else if let exe = identity?.exe, let base = exe.split(separator: "/").last {
       raw = String(base)
     } else if let comm = identity?.comm, !comm.isEmpty {
       raw = comm

@@ -187,7 +187,10 @@ extension Policy {
     if captureAllow.contains(where: { $0.matches(f) }), allowInjected || identity.injection == nil {
       return .allowed
     }
-    if captureKnown.contains(where: { $0.matches(f) }) { return .known }
+    // A known capturer by its executable, or by its script (`ClientIdentity.script`: the
+    // name only makes the daemon stricter, so an interpreter's argument may give it).
+    let sf = identity.scriptFacts
+    if captureKnown.contains(where: { $0.matches(f) || sf.map($0.matches) == true }) { return .known }
     return .ordinary
   }
 }

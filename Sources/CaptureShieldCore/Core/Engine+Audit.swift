@@ -16,6 +16,7 @@ extension Engine {
     var f: [(String, AuditRecord.Value)] = []
     if let pid = i.pid { f.append(("pid", .int(pid))) }
     if let exe = i.exe { f.append(("exe", .string(exe))) }
+    if let script = i.script { f.append(("script", .string(script))) }
     if let comm = i.comm { f.append(("comm", .string(comm))) }
     if let uid = i.uid { f.append(("uid", .int(uid))) }
     if let failure = i.failure { f.append(("identity", .string(failure))) }

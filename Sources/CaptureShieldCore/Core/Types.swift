@@ -123,6 +123,11 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// library (libxcb, say) from another directory. Only the exemption of the daemon's own
   /// program looks at it (`Engine.isOwnProgram`).
   public var loaderPath: String?
+  /// The script the process runs when its executable is an interpreter (python, perl,
+  /// ruby, a shell): an absolute path, resolved against its working directory
+  /// (`InterpretedProgram`). Names the program in audits and notices, and `capture.known`
+  /// rules match it as they match `exe`; allow rules never do.
+  public var script: String?
 
   public init(
     pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,
@@ -142,6 +147,8 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
 
   /// Facts for matching `capture.*` rules (no window facts).
   public var facts: Facts { Facts(exe: exe, comm: comm, pid: pid, uid: uid) }
+  /// The same with the script in place of the executable (nil: no script).
+  public var scriptFacts: Facts? { script.map { Facts(exe: $0, comm: comm, pid: pid, uid: uid) } }
   public var isKnown: Bool { pid != nil }
 }
 

@@ -333,6 +333,9 @@ public struct Policy: Sendable, Hashable {
       "gpu-screen-recorder", "zoom", "ZoomWebinar", "teams*", "skypeforlinux", "Discord",
       "slack", "vlc", "gst-launch-1.0", "x11vnc", "x0vncserver", "xrdp*", "anydesk", "teamviewer*",
       "rustdesk", "byzanz-record", "ssr-glinject", "wf-recorder",
+      // xpra (shadow, screenshot) is a python script: matched by its script
+      // (`ClientIdentity.script`); Debian's x0vncserver is a wrapper around X0tigervnc.
+      "xpra", "X0tigervnc",
     ]
     return names.map { n in
       Matcher(exe: try! Pattern.parse("*/" + n), name: "default: \(n)")
