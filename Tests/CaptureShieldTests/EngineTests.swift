@@ -1354,6 +1354,30 @@ private let provisionalScenarios: [Scenario] = [
     #expect(e.sessions.isEmpty == c.downAfterLinger)
   }
 
+  /// InputOnly windows have no pixels: never shielded, even secure, provisional or forced
+  /// (a shield inside one fails with BadMatch: issue 29's "error" records at shutter's start).
+  @Test("an InputOnly window is never shielded", arguments: [false, true])
+  func inputOnlyNeverShielded(_ inputOnly: Bool) {
+    var e = Engine(policy: policy())
+    var tagged = window(w3, tag: .secure)
+    tagged.inputOnly = inputOnly
+    var unknown = window(w4, known: false)
+    unknown.inputOnly = inputOnly
+    for ev in desk { _ = e.handle(ev, now: t(0)) }
+    _ = e.handle(.windowAppeared(tagged), now: t(0))
+    _ = e.handle(.clientConnected(grab, grabberID), now: t(0))
+    _ = e.handle(.captureRequest(grab, CaptureRequest(kind: "GetImage")), now: t(1))
+    _ = e.handle(.windowAppeared(unknown), now: t(1.1))
+    _ = e.handle(.manualOverride(w2, shielded: true, by: "test"), now: t(1.2))
+    // control (inputOnly false): the tagged and the provisional window are shielded
+    #expect(e.shielded == (inputOnly ? [w1, w2] : [w1, w2, w3, w4]))
+    #expect(e.windows[w3]?.reason.isSecure == true)
+    var forced = window(w2, class: "Firefox", title: "Online Banking")
+    forced.inputOnly = inputOnly
+    _ = e.handle(.windowChanged(forced), now: t(1.3))
+    #expect(e.shielded.contains(w2) == !inputOnly)
+  }
+
   @Test func departedClientsAreBounded() {
     var e = Engine(policy: policy())
     let n = DepartedClients.limit + 10

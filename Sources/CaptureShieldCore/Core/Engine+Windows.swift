@@ -63,7 +63,7 @@ extension Engine {
     return changed
   }
 
-  func baseline(_ w: WindowState) -> Bool { w.reason.isSecure && shieldsActive }
+  func baseline(_ w: WindowState) -> Bool { w.reason.isSecure && shieldsActive && !w.info.inputOnly }
 
   mutating func reconcile(_ ids: [WindowID], fx: inout [Effect], stateChanged: inout Bool) {
     for id in ids {
@@ -77,7 +77,7 @@ extension Engine {
           want = o.forced
         }
       }
-      if isPaused { want = false }
+      if isPaused || w.info.inputOnly { want = false }
       let have = shielded.contains(id)
       if want && !have {
         shielded.insert(id)

@@ -64,11 +64,15 @@ public struct WindowInfo: Sendable, Hashable {
   public var mapped: Bool
   /// Which notices the app asked for with `_CAPTURE_SHIELD_NOTIFY` (none unless it did).
   public var notices: CaptureNotices
+  /// An InputOnly window: it has no pixels, and neither can any window inside it (X allows
+  /// only InputOnly children), so it is never shielded (a shield there fails, BadMatch).
+  public var inputOnly: Bool
 
   public init(
     id: WindowID, client: ClientID? = nil, facts: Facts = Facts(), tag: TagState = .absent,
-    propertiesKnown: Bool = true, mapped: Bool = true, notices: CaptureNotices = []
+    propertiesKnown: Bool = true, mapped: Bool = true, notices: CaptureNotices = [], inputOnly: Bool = false
   ) {
+    self.inputOnly = inputOnly
     self.id = id
     self.client = client
     self.facts = facts
