@@ -1350,6 +1350,7 @@ private let provisionalScenarios: [Scenario] = [
     #expect(sessionSummary(e) == c.sessions)
     #expect(e.shielded == [w1])
     _ = e.handle(.tick, now: t(3))
+    #expect(e.clientsPinningSessions == (c.downAfterLinger ? [] : [grab]))
     #expect(e.shielded.isEmpty == c.downAfterLinger, "shielded after the linger: \(e.shielded)")
     #expect(e.sessions.isEmpty == c.downAfterLinger)
   }
