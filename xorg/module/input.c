@@ -33,18 +33,23 @@ static int cs_xtest_known;
 
 /* XInputExtension's numbers, once it is initialised (it may come after this module). */
 static void
-cs_input_ext(void)
+cs_input_ext_slow(void)
 {
     ExtensionEntry *ext;
 
-    if (cs_xi_known)
-        return;
     ext = CheckExtension("XInputExtension");
     if (!ext)
         return;
     cs_xi_major = ext->base;
     cs_xi_event = ext->eventBase;
     cs_xi_known = 1;
+}
+
+static inline void
+cs_input_ext(void)
+{
+    if (!cs_xi_known)
+        cs_input_ext_slow();
 }
 
 /* ---- where the keys go ---- */
@@ -113,31 +118,96 @@ cs_secure_of_memo(WindowPtr win)
     return cs_memo_secure;
 }
 
-/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
- * window the keys go to. */
+/* ---- the secure focus and the secure window under the pointer, remembered ----
+ * Both answers depend on the master devices (which there are, their classes), each
+ * master's focus window and sprite window, and the window tree with its secure tags
+ * (cs_gen). In the usual case, the two core masters alone (they live as long as the
+ * server generation), each answer is kept with the core devices' focus and sprite
+ * windows, cs_gen and cs_devgen: master devices are created (AddInputDevice) and removed
+ * (XIChangeHierarchy) only after an XACE_DEVICE_ACCESS check for DixCreateAccess or
+ * DixDestroyAccess, and slaves are attached after one for DixManageAccess, which move
+ * cs_devgen on (cs_device_hook), as does every other device access check but reads;
+ * XIChangeHierarchy, ChangeDeviceControl or a "Device Enabled" property enable or disable
+ * devices after such a check within the request, so from the check until the next block
+ * handler nothing is kept (cs_hier_pending). A master gains a slave's classes without a
+ * check, so the core pointer must have no key class and the core keyboard no button
+ * class for an answer to be kept. */
+static unsigned long cs_devgen = 1;
+static Bool cs_hier_pending;
+static struct cs_memo_focus {
+    unsigned long gen, devgen;  /* gen 0: nothing kept */
+    WindowPtr focus, sprite, psprite;   /* the core devices' focus and sprite windows then */
+    WindowPtr secure, win;      /* the answer */
+} cs_fmemo, cs_pmemo;
+
+static inline WindowPtr
+cs_sprite_win(DeviceIntPtr d)
+{
+    return d->spriteInfo && d->spriteInfo->sprite ? d->spriteInfo->sprite->win : NULL;
+}
+
+/* the kept answer m still holds */
+static inline int
+cs_memo_holds(const struct cs_memo_focus *m)
+{
+    DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
+
+    return m->gen == cs_gen && m->devgen == cs_devgen && k && p && k->focus &&
+        k->focus->win == m->focus && cs_sprite_win(k) == m->sprite &&
+        cs_sprite_win(p) == m->psprite && !p->key && !k->button;
+}
+
+/* the devices the answer was found from: the two core masters alone (see above) */
+static inline void
+cs_memo_keep(struct cs_memo_focus *m, int nmaster, int core, WindowPtr secure, WindowPtr win)
+{
+    DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
+
+    m->gen = 0;
+    if (nmaster != 2 || core != 2 || !k || !p || !k->focus || p->key || k->button ||
+        cs_hier_pending)
+        return;
+    m->gen = cs_gen;
+    m->devgen = cs_devgen;
+    m->focus = k->focus->win;
+    m->sprite = cs_sprite_win(k);
+    m->psprite = cs_sprite_win(p);
+    m->secure = secure;
+    m->win = win;
+}
+
+/* cs_focus_secure when no kept answer holds */
 static WindowPtr
-cs_focus_secure(WindowPtr *keywin)
+cs_focus_secure_slow(WindowPtr *keywin)
 {
     DeviceIntPtr d;
-    WindowPtr w, s;
+    WindowPtr w, s, found = NULL, foundwin = NULL;
+    int nmaster = 0, core = 0;
 
-    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
-        return NULL;
     for (d = inputInfo.devices; d; d = d->next) {
-        /* IsMaster, inline: this runs for every key event and XTEST request */
-        if (!d->key || !d->focus || (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD))
+        /* IsMaster, inline */
+        if (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD)
+            continue;
+        nmaster++;
+        core += d == inputInfo.keyboard || d == inputInfo.pointer;
+        if (found || !d->key || !d->focus)
             continue;
         w = cs_key_window(d);
         s = cs_secure_of_memo(w);
         if (s) {
-            if (keywin)
-                *keywin = w;
-            if (s->drawable.id != cs_last_secure) {
-                cs_last_secure = s->drawable.id;
-                cs_period++;
-            }
-            return s;
+            found = s;
+            foundwin = w;
         }
+    }
+    cs_memo_keep(&cs_fmemo, nmaster, core, found, foundwin);
+    if (found) {
+        if (keywin)
+            *keywin = foundwin;
+        if (found->drawable.id != cs_last_secure) {
+            cs_last_secure = found->drawable.id;
+            cs_period++;
+        }
+        return found;
     }
     if (cs_last_secure) {
         cs_last_secure = 0;
@@ -146,26 +216,58 @@ cs_focus_secure(WindowPtr *keywin)
     return NULL;
 }
 
-/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
-static WindowPtr
-cs_pointer_secure(WindowPtr *under)
+/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
+ * window the keys go to. Inline: the kept answer costs no call. */
+static inline WindowPtr
+cs_focus_secure(WindowPtr *keywin)
 {
-    DeviceIntPtr d;
-    WindowPtr s;
-
     if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
         return NULL;
+    if (!cs_memo_holds(&cs_fmemo))
+        return cs_focus_secure_slow(keywin);
+    if (cs_fmemo.secure && keywin)
+        *keywin = cs_fmemo.win;
+    return cs_fmemo.secure;     /* cs_last_secure is up to date since it was kept */
+}
+
+/* cs_pointer_secure when no kept answer holds */
+static WindowPtr
+cs_pointer_secure_slow(WindowPtr *under)
+{
+    DeviceIntPtr d;
+    WindowPtr s, found = NULL, foundwin = NULL;
+    int nmaster = 0, core = 0;
+
     for (d = inputInfo.devices; d; d = d->next) {
-        if (!d->button || (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD) ||
-            !d->spriteInfo || !d->spriteInfo->sprite)
+        if (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD)
+            continue;
+        nmaster++;
+        core += d == inputInfo.keyboard || d == inputInfo.pointer;
+        if (found || !d->button || !d->spriteInfo || !d->spriteInfo->sprite)
             continue;
         s = cs_secure_of_memo(d->spriteInfo->sprite->win);
         if (s) {
-            *under = d->spriteInfo->sprite->win;
-            return s;
+            found = s;
+            foundwin = d->spriteInfo->sprite->win;
         }
     }
-    return NULL;
+    cs_memo_keep(&cs_pmemo, nmaster, core, found, foundwin);
+    if (found)
+        *under = foundwin;
+    return found;
+}
+
+/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
+static inline WindowPtr
+cs_pointer_secure(WindowPtr *under)
+{
+    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
+        return NULL;
+    if (!cs_memo_holds(&cs_pmemo))
+        return cs_pointer_secure_slow(under);
+    if (cs_pmemo.secure)
+        *under = cs_pmemo.win;
+    return cs_pmemo.secure;
 }
 
 static ClientPtr
@@ -187,13 +289,11 @@ static unsigned long cs_rmemo_gen;      /* which moves cs_gen on) */
 static int cs_rmemo_owns;
 
 static int
-cs_key_reader_ok(ClientPtr client, WindowPtr win)
+cs_key_reader_ok_slow(ClientPtr client, WindowPtr win)
 {
     WindowPtr w;
     int owns = 1;
 
-    if (!client || client == serverClient)
-        return 1;
     if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen)
         owns = cs_rmemo_owns;
     else {
@@ -208,6 +308,18 @@ cs_key_reader_ok(ClientPtr client, WindowPtr win)
         cs_rmemo_owns = owns;
     }
     return owns || cs_client_trusted(client);
+}
+
+/* inline: the owner of the focused secure window, reading its keys, costs no call */
+static inline int
+cs_key_reader_ok(ClientPtr client, WindowPtr win)
+{
+    if (!client || client == serverClient)
+        return 1;
+    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen &&
+        cs_rmemo_owns)
+        return 1;
+    return cs_key_reader_ok_slow(client, win);
 }
 
 /* One report per client per focus period. */
@@ -632,6 +744,14 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
 
     (void) list;
     (void) data;
+    /* a device may be created, removed, attached, enabled or disabled (its property),
+     * now or later in this request: no kept answer of cs_focus_secure /
+     * cs_pointer_secure counts any more, and none is kept until the block handler */
+    if (rec->access_mode & ~(DixReadAccess | DixGetAttrAccess | DixGetFocusAccess |
+                             DixUseAccess)) {
+        cs_devgen++;
+        cs_hier_pending = TRUE;
+    }
     /* every grab, active or passive, of any kind, is made after this check
      * (AddPassiveGrabToList, GrabDevice): from the first one on, key events go through
      * cs_device_event; without it the grab is not made */
@@ -953,6 +1073,10 @@ cs_input_block(void *data, void *timeout)
     (void) timeout;
     if (cs_nhidden)
         cs_restore_grabs();
+    if (cs_hier_pending) {              /* the request that changed devices is over */
+        cs_hier_pending = FALSE;
+        cs_devgen++;
+    }
     /* nothing frozen: no key event is queued for a replay */
     if (cs_avail_armed && !cs_any_frozen())
         cs_avail_disarm();
@@ -1054,16 +1178,15 @@ cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call)
         cs_restore_grabs();
 }
 
-/* SendEvent (core and XI) of input events into a secure window */
-static void
-cs_input_send_hook(CallbackListPtr *list, void *data, void *call)
+/* SendEvent (core and XI) of input events into a secure window; called from the one
+ * XACE_SEND_ACCESS callback (defences.c), which the server also calls, without a client,
+ * for every key event it delivers to a focus window: one callback costs less there */
+void
+cs_input_send_check(XaceSendAccessRec *rec)
 {
-    XaceSendAccessRec *rec = call;
     WindowPtr secure;
     int i;
 
-    (void) list;
-    (void) data;
     if (rec->status != Success || !rec->client || !rec->pWin || !cs_secure_count() ||
         !cs_rule_on(CS_RULE_INPUT))
         return;
@@ -1116,6 +1239,9 @@ cs_input_init(void)
     cs_rmemo_gen = 0;
     cs_kmemo_focus = cs_kmemo_sprite = cs_kmemo_win = NULL;
     cs_kmemo_gen = 0;
+    memset(&cs_fmemo, 0, sizeof(cs_fmemo));
+    cs_hier_pending = FALSE;
+    memset(&cs_pmemo, 0, sizeof(cs_pmemo));
     cs_xi_known = cs_xi_major = cs_xi_event = 0;
     cs_xtest = NULL;
     cs_ext = NULL;
@@ -1127,7 +1253,6 @@ cs_input_init(void)
     if (!cs_add_callback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) ||
-        !cs_add_callback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) ||
         !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL) ||
         !RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
         return FALSE;
