@@ -218,6 +218,8 @@ main(int argc, char **argv)
         xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, s, XCB_CURRENT_TIME);
         free(r);
     }
+    if (!strcmp(op, "xtestkeygrab"))    /* a window manager's shortcut: Super+F12 on the root */
+        xcb_grab_key(c, 0, root, XCB_MOD_MASK_4, 96, XCB_GRAB_MODE_ASYNC, XCB_GRAB_MODE_ASYNC);
     sync_();
     if (argc > 3) {                     /* OP N wait: count from a line on stdin */
         char line[16];
@@ -431,6 +433,7 @@ row "NoOperation" noop 100000
 row "GetProperty (WM_NAME, own window)" getprop 10000
 row "XTEST FakeInput key (press/release)" xtestkey 2000
 row "XTEST key into own focused secure window" xtestkeysec 2000
+row "XTEST key, a shortcut grab on the root" xtestkeygrab 2000
 row "GetImage 1x1 of the root" getimage1root 5000
 row "Map + Unmap of a popup (per pair)" mapunmap 2000
 row "GetImage 10x10, 100 in flight" getimage10p 5000
