@@ -935,25 +935,11 @@ cs_key_press(DeviceIntPtr dev)
     cs_xkb_sync(FALSE);
     if (!dev || dev->deviceGrab.grab || !cs_secure_count())
         return;
-    /* the windows CheckDeviceGrabs looks at: the focus trace, then the sprite trace; with
-     * no passive grab on any of them there is nothing to hide (and no focus to find) */
-    if (dev->focus)
-        for (i = 0; i < dev->focus->traceGood; i++)
-            if (wPassiveGrabs(dev->focus->trace[i]))
-                break;
-    if (!dev->focus || i == dev->focus->traceGood) {
-        SpritePtr sp = dev->spriteInfo ? dev->spriteInfo->sprite : NULL;
-
-        for (i = 0; sp && i < sp->spriteTraceGood; i++)
-            if (wPassiveGrabs(sp->spriteTrace[i]))
-                break;
-        if (!sp || i == sp->spriteTraceGood)
-            return;
-    }
     secure = cs_focus_secure(&keywin);
     if (!secure)
         return;
     cs_input_ext();
+    /* the windows CheckDeviceGrabs looks at: the focus trace, then the sprite trace */
     if (dev->focus)
         for (i = 0; i < dev->focus->traceGood; i++)
             cs_hide_grabs_on(dev->focus->trace[i], secure, keywin);
