@@ -372,6 +372,10 @@ static Bool cs_xkb_dirty;       /* an XKB request or a client gone since the las
 static Bool cs_xkb_open;        /* between init and close (a queued work proc may outlive) */
 static Bool cs_xkb_work_queued;
 static Bool cs_xkb_any;         /* at the last sync: some record selects key-revealing events */
+/* DeviceEventCallback (see cs_devev_follow): on the list; on for good (a freezing grab
+ * was made); following the secure focus (another grab was made) */
+static Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
+static void cs_devev_follow(void);
 
 static int
 cs_xkb_selects_keys(XkbInterestPtr in)
@@ -601,6 +605,8 @@ static void
 cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
 {
     (void) screen;
+    if (cs_grab_seen && !cs_devev_sticky)
+        cs_devev_follow();
     cs_xkb_sync(FALSE);
     dev->public.processInputProc(ev, dev);
 }
@@ -615,7 +621,7 @@ cs_xkb_arm(void)
      * XKB request runs, so before any key event the request's selection could see.
      * mieqInit (InitInput, after the extensions) clears the handlers: set them once the
      * server runs (the block handler, the dispatch hook). */
-    Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty;
+    Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty || (cs_grab_seen && !cs_devev_sticky);
 
     if (want == cs_mieq_armed)
         return;
@@ -753,10 +759,24 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
         cs_hier_pending = TRUE;
     }
     /* every grab, active or passive, of any kind, is made after this check
-     * (AddPassiveGrabToList, GrabDevice): from the first one on, key events go through
-     * cs_device_event; without it the grab is not made */
-    if ((rec->access_mode & DixGrabAccess) && !cs_devev_arm() && rec->status == Success)
-        rec->status = BadAlloc;
+     * (AddPassiveGrabToList, GrabDevice), with DixFreezeAccess when it can freeze a
+     * device: from the first such grab on, every key event goes through cs_device_event;
+     * from the first other grab on, the key events while a secure window has the focus
+     * (cs_devev_follow). A grab that cannot be followed is not made. */
+    if (rec->access_mode & DixGrabAccess) {
+        if (rec->access_mode & DixFreezeAccess) {
+            if (cs_devev_arm())
+                cs_devev_sticky = TRUE;
+            else if (rec->status == Success)
+                rec->status = BadAlloc;
+        } else if (!cs_grab_seen) {
+            cs_grab_seen = TRUE;
+            cs_xkb_arm();               /* the raw key handler follows the focus */
+            cs_devev_follow();
+            if (cs_focus_secure(NULL) && !cs_devev_armed && rec->status == Success)
+                rec->status = BadAlloc;
+        }
+    }
     if (rec->access_mode & DixSetFocusAccess)
         cs_period++;            /* the focus may move: a new period for reports */
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
@@ -1032,11 +1052,15 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
 }
 
 /* DeviceEventCallback costs every input event (the callback list's call and this
- * module's): it is registered from the first grab of the server generation on (see
- * cs_device_hook). Before any grab there is no passive grab to hide and no frozen device
- * whose queued keys could be replayed; the XKB selections follow the focus through the
- * raw key handler. */
-static Bool cs_devev_armed;
+ * module's), so it is registered only while it can have work (see cs_device_hook):
+ * - before any grab there is no passive grab to hide and no frozen device whose queued
+ *   keys could be replayed: not registered;
+ * - after a grab that can freeze a device (sync mode): registered for good, since a key
+ *   queued while no secure window had the focus may be replayed when one has it;
+ * - after other grabs only: registered while a secure window has the focus, checked by
+ *   the raw key mieq handler before each key event (every key event comes after its raw
+ *   event, both from mieq; no key is replayed without a freezing grab).
+ * The XKB selections follow the focus through the raw key handler in every case. */
 
 static Bool
 cs_devev_arm(void)
@@ -1050,6 +1074,28 @@ cs_devev_arm(void)
     }
     cs_devev_armed = TRUE;
     return TRUE;
+}
+
+/* registered exactly while a secure window has the focus (only after non-freezing grabs;
+ * hidden grabs are restored by the dispatch hooks and the block handler either way) */
+static void
+cs_devev_follow(void)
+{
+    CallbackListPtr *l = &DeviceEventCallback;
+    Bool want = cs_focus_secure(NULL) != NULL;
+
+    if (want == cs_devev_armed)
+        return;
+    if (want) {
+        if (!cs_devev_arm())
+            LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key event hook\n");
+        return;
+    }
+    DeleteCallback(l, cs_device_event, NULL);
+    cs_devev_armed = FALSE;
+    /* an empty list still costs every input event a call */
+    if (*l && !(*l)->list && !(*l)->inCallback)
+        DeleteCallbackList(l);
 }
 
 static void
@@ -1217,6 +1263,8 @@ cs_input_init(void)
     cs_dispatch_armed = FALSE;
     cs_avail_armed = FALSE;
     cs_devev_armed = FALSE;
+    cs_devev_sticky = FALSE;
+    cs_grab_seen = FALSE;
     cs_last_secure = 0;
     cs_memo_win = cs_memo_secure = NULL;
     cs_memo_gen = 0;
