@@ -8,7 +8,8 @@
 # own and loops "move one 1 px, read 1 pixel": the server's instructions per loop, another
 # client's instructions per GetImage 1x1 with those windows mapped, and (native servers,
 # no valgrind) that client's GetImage 1x1 round trip with and without the attacker looping.
-# Figures only: nothing here is asserted. Env: CS_INSTR_SCALE (default 1) multiplies N.
+# Figures only: nothing here is asserted. Env: CS_INSTR_SCALE (default 1) multiplies N;
+# CS_INSTR_PARTS (ops attack rtt) and CS_INSTR_ROWS (op names) pick parts and rows.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$here/../../.build/xorg}
@@ -201,7 +202,24 @@ main(int argc, char **argv)
         sync_();
         shmctl(id, IPC_RMID, NULL);
     }
-    xtest = !strcmp(op, "xtestkey") ? ext("XTEST") : -1;
+    xtest = !strncmp(op, "xtestkey", 8) ? ext("XTEST") : -1;
+    if (!strcmp(op, "xtestkeysec")) {
+        /* a secure window of this client's own, focused, reading its keys: the keys this
+         * client types reach it (the case where the input rules act) */
+        xcb_intern_atom_reply_t *r = xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, 22,
+            "_CAPTURE_SHIELD_SECURE"), NULL);
+        uint32_t one = 1, km = XCB_EVENT_MASK_KEY_PRESS | XCB_EVENT_MASK_KEY_RELEASE;
+        xcb_window_t s = win(100, 100, 200, 200, 0xff0000);
+
+        xcb_change_property(c, XCB_PROP_MODE_REPLACE, s, r->atom, XCB_ATOM_CARDINAL, 32, 1,
+                            &one);
+        xcb_change_window_attributes(c, s, XCB_CW_EVENT_MASK, &km);
+        sync_();
+        xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, s, XCB_CURRENT_TIME);
+        free(r);
+    }
+    if (!strcmp(op, "xtestkeygrab"))    /* a window manager's shortcut: Super+F12 on the root */
+        xcb_grab_key(c, 0, root, XCB_MOD_MASK_4, 96, XCB_GRAB_MODE_ASYNC, XCB_GRAB_MODE_ASYNC);
     sync_();
     if (argc > 3) {                     /* OP N wait: count from a line on stdin */
         char line[16];
@@ -285,7 +303,7 @@ main(int argc, char **argv)
         else if (!strcmp(op, "getprop"))
             free(xcb_get_property_reply(c, xcb_get_property(c, 0, a, XCB_ATOM_WM_NAME,
                                                             XCB_ATOM_STRING, 0, 10), NULL));
-        else if (!strcmp(op, "xtestkey") && xtest > 0) {
+        else if (!strncmp(op, "xtestkey", 8) && xtest > 0) {
             struct {
                 uint8_t major, minor; uint16_t len; uint8_t type, detail, pad[2];
                 uint32_t time, root; uint8_t pad2[8]; int16_t x, y; uint8_t pad3[7], dev;
@@ -293,8 +311,13 @@ main(int argc, char **argv)
                     { 0 }, 0, 0, { 0 }, 0 };
             raw(&f, sizeof(f));         /* XTEST FakeInput: key press, then release */
         }
-        if (i % 1000 == 999)
+        if (i % 1000 == 999) {
+            xcb_generic_event_t *ev;
+
             sync_();
+            while ((ev = xcb_poll_for_queued_event(c)))     /* the keys read back */
+                free(ev);
+        }
     }
     sync_();
     if (argc > 3) {
@@ -389,8 +412,11 @@ echo "# window and a plain window are mapped on both servers"
 echo "# (own: instructions in the module's own functions per request, with; deterministic,"
 echo "# where the totals also vary with the server's wakeups and malloc paths)"
 printf '%-40s %7s %12s %12s %8s %6s\n' operation N without with "ratio" own
+# CS_INSTR_ROWS="op ...": only those rows (the workload op names: xtestkey, getprop, ...)
+ROWS=${CS_INSTR_ROWS:-}
 row() {
   local label=$1 op=$2 n=$(( $3 * SCALE )) wo wi own
+  [ -z "$ROWS" ] || case " $ROWS " in *" $op "*) ;; *) return 0 ;; esac
   wo=$(per N "$op" "$n")
   rm -f "$TMP/own.W"
   wi=$(per W "$op" "$n")
@@ -406,6 +432,8 @@ row "PolyFillRectangle 10x10" fill10 20000
 row "NoOperation" noop 100000
 row "GetProperty (WM_NAME, own window)" getprop 10000
 row "XTEST FakeInput key (press/release)" xtestkey 2000
+row "XTEST key into own focused secure window" xtestkeysec 2000
+row "XTEST key, a shortcut grab on the root" xtestkeygrab 2000
 row "GetImage 1x1 of the root" getimage1root 5000
 row "Map + Unmap of a popup (per pair)" mapunmap 2000
 row "GetImage 10x10, 100 in flight" getimage10p 5000

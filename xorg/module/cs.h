@@ -273,6 +273,7 @@ void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written 
 
 /* input.c */
 Bool cs_input_init(void);
+void cs_input_send_check(XaceSendAccessRec *rec);   /* from defences.c's send hook */
 
 /* wrap.c: every wrapper the module installs is recorded there and undone at the server's
  * reset or exit (request vectors and callbacks at the extension's CloseDown, screen procs

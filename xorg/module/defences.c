@@ -54,14 +54,11 @@ cs_client_hook(CallbackListPtr *list, void *data, void *call)
 
 /* SendEvent of a _CAPTURE_SHIELD_COMMAND ClientMessage to a trusted client's window */
 static void
-cs_send_hook(CallbackListPtr *list, void *data, void *call)
+cs_command_send_check(XaceSendAccessRec *rec)
 {
-    XaceSendAccessRec *rec = call;
     int i, owner;
 
-    (void) list;
-    (void) data;
-    if (rec->status != Success || !rec->client || !rec->pWin || !cs_rule_on(CS_RULE_DAEMON))
+    if (!cs_rule_on(CS_RULE_DAEMON))
         return;
     if (!cs_command_atom)
         cs_command_atom = MakeAtom("_CAPTURE_SHIELD_COMMAND",
@@ -78,6 +75,22 @@ cs_send_hook(CallbackListPtr *list, void *data, void *call)
         return;
     rec->status = BadAccess;
     cs_report(rec->client, rec->pWin->drawable.id, CS_KIND_COMMAND);
+}
+
+/* The one XACE_SEND_ACCESS callback of the module: the command rule above, then the
+ * input rule (input.c). The server's own deliveries (no client: DeliverFocusedEvent,
+ * twice per key event) return at the first test. */
+static void
+cs_send_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XaceSendAccessRec *rec = call;
+
+    (void) list;
+    (void) data;
+    if (rec->status != Success || !rec->client || !rec->pWin)
+        return;
+    cs_command_send_check(rec);
+    cs_input_send_check(rec);
 }
 
 /* Root properties named _CAPTURE_SHIELD_*: called from the property hook */

@@ -28,16 +28,15 @@ static XID cs_last_secure;              /* the secure window that had the focus 
 static int cs_xi_major, cs_xi_event;    /* XInputExtension major opcode, event base (0: none) */
 static int cs_xi_known;
 static const ExtensionEntry *cs_xtest;  /* XTEST (NULL: absent), once cs_xtest_known */
+static const ExtensionEntry *cs_ext;    /* this module's extension, once cs_xtest_known */
 static int cs_xtest_known;
 
 /* XInputExtension's numbers, once it is initialised (it may come after this module). */
 static void
-cs_input_ext(void)
+cs_input_ext_slow(void)
 {
     ExtensionEntry *ext;
 
-    if (cs_xi_known)
-        return;
     ext = CheckExtension("XInputExtension");
     if (!ext)
         return;
@@ -46,7 +45,17 @@ cs_input_ext(void)
     cs_xi_known = 1;
 }
 
+static inline void
+cs_input_ext(void)
+{
+    if (!cs_xi_known)
+        cs_input_ext_slow();
+}
+
 /* ---- where the keys go ---- */
+
+static WindowPtr cs_kmemo_focus, cs_kmemo_sprite, cs_kmemo_win;
+static unsigned long cs_kmemo_gen;
 
 /* The window key events from `dev` go to now (NULL: nowhere / unknown). */
 static WindowPtr
@@ -66,10 +75,17 @@ cs_key_window(DeviceIntPtr dev)
         sprite = dev->spriteInfo->sprite->win;
     if (focus == PointerRootWin)
         return sprite;
-    /* the core delivers to the window under the pointer when it is inside the focus */
-    if (sprite && (sprite == focus || IsParent(focus, sprite)))
-        return sprite;
-    return focus;
+    /* the core delivers to the window under the pointer when it is inside the focus; the
+     * last answer is kept while cs_gen stays (a reparent or a destroy moves it on) */
+    if (!sprite)
+        return focus;
+    if (focus != cs_kmemo_focus || sprite != cs_kmemo_sprite || cs_kmemo_gen != cs_gen) {
+        cs_kmemo_focus = focus;
+        cs_kmemo_sprite = sprite;
+        cs_kmemo_gen = cs_gen;
+        cs_kmemo_win = sprite == focus || IsParent(focus, sprite) ? sprite : focus;
+    }
+    return cs_kmemo_win;
 }
 
 /* The secure window `win` is or lies in (the innermost one), or NULL. */
@@ -82,31 +98,116 @@ cs_secure_of(WindowPtr win)
     return NULL;
 }
 
-/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
- * window the keys go to. */
+/* The same, remembered for the last window asked about while cs_gen stays: cs_gen moves
+ * on whenever a window's secure tag changes (cs_set_win_secure), a window is reparented
+ * or destroyed (region.c), which is all that can change the answer for a window or free
+ * it. Every key event asks for the window its keys go to, several times (the XTEST
+ * request, the raw and device events of the slave and the master): one walk up the tree
+ * per window and tree state instead. */
+static WindowPtr cs_memo_win, cs_memo_secure;
+static unsigned long cs_memo_gen;
+
+static inline WindowPtr
+cs_secure_of_memo(WindowPtr win)
+{
+    if (win != cs_memo_win || cs_memo_gen != cs_gen) {
+        cs_memo_secure = cs_secure_of(win);
+        cs_memo_win = win;
+        cs_memo_gen = cs_gen;
+    }
+    return cs_memo_secure;
+}
+
+/* ---- the secure focus and the secure window under the pointer, remembered ----
+ * Both answers depend on the master devices (which there are, their classes), each
+ * master's focus window and sprite window, and the window tree with its secure tags
+ * (cs_gen). In the usual case, the two core masters alone (they live as long as the
+ * server generation), each answer is kept with the core devices' focus and sprite
+ * windows, cs_gen and cs_devgen: master devices are created (AddInputDevice) and removed
+ * (XIChangeHierarchy) only after an XACE_DEVICE_ACCESS check for DixCreateAccess or
+ * DixDestroyAccess, and slaves are attached after one for DixManageAccess, which move
+ * cs_devgen on (cs_device_hook), as does every other device access check but reads;
+ * XIChangeHierarchy, ChangeDeviceControl or a "Device Enabled" property enable or disable
+ * devices after such a check within the request, so from the check until the next block
+ * handler nothing is kept (cs_hier_pending). A master gains a slave's classes without a
+ * check, so the core pointer must have no key class and the core keyboard no button
+ * class for an answer to be kept. */
+static unsigned long cs_devgen = 1;
+static Bool cs_hier_pending;
+static struct cs_memo_focus {
+    unsigned long gen, devgen;  /* gen 0: nothing kept */
+    WindowPtr focus, sprite, psprite;   /* the core devices' focus and sprite windows then */
+    WindowPtr secure, win;      /* the answer */
+} cs_fmemo, cs_pmemo;
+
+static inline WindowPtr
+cs_sprite_win(DeviceIntPtr d)
+{
+    return d->spriteInfo && d->spriteInfo->sprite ? d->spriteInfo->sprite->win : NULL;
+}
+
+/* the kept answer m still holds */
+static inline int
+cs_memo_holds(const struct cs_memo_focus *m)
+{
+    DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
+
+    return m->gen == cs_gen && m->devgen == cs_devgen && k && p && k->focus &&
+        k->focus->win == m->focus && cs_sprite_win(k) == m->sprite &&
+        cs_sprite_win(p) == m->psprite && !p->key && !k->button;
+}
+
+/* the devices the answer was found from: the two core masters alone (see above) */
+static inline void
+cs_memo_keep(struct cs_memo_focus *m, int nmaster, int core, WindowPtr secure, WindowPtr win)
+{
+    DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
+
+    m->gen = 0;
+    if (nmaster != 2 || core != 2 || !k || !p || !k->focus || p->key || k->button ||
+        cs_hier_pending)
+        return;
+    m->gen = cs_gen;
+    m->devgen = cs_devgen;
+    m->focus = k->focus->win;
+    m->sprite = cs_sprite_win(k);
+    m->psprite = cs_sprite_win(p);
+    m->secure = secure;
+    m->win = win;
+}
+
+/* cs_focus_secure when no kept answer holds */
 static WindowPtr
-cs_focus_secure(WindowPtr *keywin)
+cs_focus_secure_slow(WindowPtr *keywin)
 {
     DeviceIntPtr d;
-    WindowPtr w, s;
+    WindowPtr w, s, found = NULL, foundwin = NULL;
+    int nmaster = 0, core = 0;
 
-    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
-        return NULL;
     for (d = inputInfo.devices; d; d = d->next) {
-        /* IsMaster, inline: this runs for every key event and XTEST request */
-        if (!d->key || !d->focus || (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD))
+        /* IsMaster, inline */
+        if (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD)
+            continue;
+        nmaster++;
+        core += d == inputInfo.keyboard || d == inputInfo.pointer;
+        if (found || !d->key || !d->focus)
             continue;
         w = cs_key_window(d);
-        s = cs_secure_of(w);
+        s = cs_secure_of_memo(w);
         if (s) {
-            if (keywin)
-                *keywin = w;
-            if (s->drawable.id != cs_last_secure) {
-                cs_last_secure = s->drawable.id;
-                cs_period++;
-            }
-            return s;
+            found = s;
+            foundwin = w;
         }
+    }
+    cs_memo_keep(&cs_fmemo, nmaster, core, found, foundwin);
+    if (found) {
+        if (keywin)
+            *keywin = foundwin;
+        if (found->drawable.id != cs_last_secure) {
+            cs_last_secure = found->drawable.id;
+            cs_period++;
+        }
+        return found;
     }
     if (cs_last_secure) {
         cs_last_secure = 0;
@@ -115,26 +216,58 @@ cs_focus_secure(WindowPtr *keywin)
     return NULL;
 }
 
-/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
-static WindowPtr
-cs_pointer_secure(WindowPtr *under)
+/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
+ * window the keys go to. Inline: the kept answer costs no call. */
+static inline WindowPtr
+cs_focus_secure(WindowPtr *keywin)
 {
-    DeviceIntPtr d;
-    WindowPtr s;
-
     if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
         return NULL;
+    if (!cs_memo_holds(&cs_fmemo))
+        return cs_focus_secure_slow(keywin);
+    if (cs_fmemo.secure && keywin)
+        *keywin = cs_fmemo.win;
+    return cs_fmemo.secure;     /* cs_last_secure is up to date since it was kept */
+}
+
+/* cs_pointer_secure when no kept answer holds */
+static WindowPtr
+cs_pointer_secure_slow(WindowPtr *under)
+{
+    DeviceIntPtr d;
+    WindowPtr s, found = NULL, foundwin = NULL;
+    int nmaster = 0, core = 0;
+
     for (d = inputInfo.devices; d; d = d->next) {
-        if (!d->button || (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD) ||
-            !d->spriteInfo || !d->spriteInfo->sprite)
+        if (d->type != MASTER_POINTER && d->type != MASTER_KEYBOARD)
             continue;
-        s = cs_secure_of(d->spriteInfo->sprite->win);
+        nmaster++;
+        core += d == inputInfo.keyboard || d == inputInfo.pointer;
+        if (found || !d->button || !d->spriteInfo || !d->spriteInfo->sprite)
+            continue;
+        s = cs_secure_of_memo(d->spriteInfo->sprite->win);
         if (s) {
-            *under = d->spriteInfo->sprite->win;
-            return s;
+            found = s;
+            foundwin = d->spriteInfo->sprite->win;
         }
     }
-    return NULL;
+    cs_memo_keep(&cs_pmemo, nmaster, core, found, foundwin);
+    if (found)
+        *under = foundwin;
+    return found;
+}
+
+/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
+static inline WindowPtr
+cs_pointer_secure(WindowPtr *under)
+{
+    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
+        return NULL;
+    if (!cs_memo_holds(&cs_pmemo))
+        return cs_pointer_secure_slow(under);
+    if (cs_pmemo.secure)
+        *under = cs_pmemo.win;
+    return cs_pmemo.secure;
 }
 
 static ClientPtr
@@ -150,19 +283,43 @@ cs_owner(WindowPtr win)
  * client cannot make itself the reader by creating (and tagging) a window inside another
  * client's secure window, nor by reparenting that window into a secure window of its own
  * (both make the keys nobody's: they stay in the server). */
+static ClientPtr cs_rmemo_client;     /* the last ownership answer, while cs_gen stays */
+static WindowPtr cs_rmemo_win;          /* (a client that leaves has its windows destroyed, */
+static unsigned long cs_rmemo_gen;      /* which moves cs_gen on) */
+static int cs_rmemo_owns;
+
 static int
-cs_key_reader_ok(ClientPtr client, WindowPtr win)
+cs_key_reader_ok_slow(ClientPtr client, WindowPtr win)
 {
+    WindowPtr w;
     int owns = 1;
 
+    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen)
+        owns = cs_rmemo_owns;
+    else {
+        for (w = win; w; w = w->parent)
+            if (cs_win_secure(w) && cs_owner(w) != client) {
+                owns = 0;
+                break;
+            }
+        cs_rmemo_client = client;
+        cs_rmemo_win = win;
+        cs_rmemo_gen = cs_gen;
+        cs_rmemo_owns = owns;
+    }
+    return owns || cs_client_trusted(client);
+}
+
+/* inline: the owner of the focused secure window, reading its keys, costs no call */
+static inline int
+cs_key_reader_ok(ClientPtr client, WindowPtr win)
+{
     if (!client || client == serverClient)
         return 1;
-    for (; win; win = win->parent)
-        if (cs_win_secure(win) && cs_owner(win) != client) {
-            owns = 0;
-            break;
-        }
-    return owns || cs_client_trusted(client);
+    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen &&
+        cs_rmemo_owns)
+        return 1;
+    return cs_key_reader_ok_slow(client, win);
 }
 
 /* One report per client per focus period. */
@@ -214,6 +371,11 @@ static XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure
 static Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
 static Bool cs_xkb_open;        /* between init and close (a queued work proc may outlive) */
 static Bool cs_xkb_work_queued;
+static Bool cs_xkb_any;         /* at the last sync: some record selects key-revealing events */
+/* DeviceEventCallback (see cs_devev_follow): on the list; on for good (a freezing grab
+ * was made); following the secure focus (another grab was made) */
+static Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
+static void cs_devev_follow(void);
 
 static int
 cs_xkb_selects_keys(XkbInterestPtr in)
@@ -324,21 +486,45 @@ cs_xkb_hide_on(DeviceIntPtr d, WindowPtr keywin)
     }
 }
 
+/* Does any client (any record on any device) select an event cs_xkb_save would hold
+ * back? Selections change by XKB requests alone, which set cs_xkb_dirty. */
+static Bool
+cs_xkb_any_selects(void)
+{
+    DeviceIntPtr d;
+    XkbInterestPtr in;
+    int pass;
+
+    for (pass = 0; pass < 2; pass++)
+        for (d = pass ? inputInfo.off_devices : inputInfo.devices; d; d = d->next)
+            for (in = d->xkb_interest; in; in = in->next)
+                if (cs_xkb_selects_keys(in))
+                    return TRUE;
+    return FALSE;
+}
+
 /* Brings the held-back selections up to date with the focus now. Each key pays only for
  * finding the focus (the delivery hook does the same): the selections are looked at when
  * the key window changed, after an XKB request (selections are made by requests only) or
  * a client left, and with `force` (the block handler: once per dispatch round, for trust
  * that changed meanwhile). */
 static void
-cs_xkb_sync(Bool force)
+cs_xkb_sync_slow(Bool force)
 {
     WindowPtr secure, keywin = NULL;
     DeviceIntPtr d, back[8];
     XID kid;
     int i, j, nback = 0, pass;
 
-    if (!cs_nxkb && !cs_secure_count())
+    /* nothing held back and nothing to hold back (no record selects such events, which
+     * stays so until an XKB request sets cs_xkb_dirty): no need to know the focus */
+    if (cs_xkb_dirty)
+        cs_xkb_any = cs_xkb_any_selects();
+    if (!cs_nxkb && (!cs_xkb_any || !cs_secure_count())) {
+        cs_xkb_dirty = FALSE;
+        cs_xkb_keywin = 0;
         return;
+    }
     secure = cs_focus_secure(&keywin);
     kid = secure && keywin ? keywin->drawable.id : 0;
     if (!force && !cs_xkb_dirty && kid == cs_xkb_keywin)
@@ -374,6 +560,18 @@ cs_xkb_sync(Bool force)
             sn.changed = XkbAllStateComponentsMask;
             XkbSendStateNotify(back[j], &sn);
         }
+    /* selections given back select again; held ones count in cs_nxkb */
+    cs_xkb_any = cs_xkb_any_selects();
+}
+
+/* Called for every key event (twice: slave and master, each on its raw and device event):
+ * nothing held back, nothing to hold back and no XKB request since the last sync is the
+ * usual case, and costs a few loads here */
+static inline void
+cs_xkb_sync(Bool force)
+{
+    if (cs_nxkb || cs_xkb_any || cs_xkb_dirty)
+        cs_xkb_sync_slow(force);
 }
 
 /* After an XKB request, before XKB's timers can send anything (the server runs its work
@@ -407,6 +605,8 @@ static void
 cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
 {
     (void) screen;
+    if (cs_grab_seen && !cs_devev_sticky)
+        cs_devev_follow();
     cs_xkb_sync(FALSE);
     dev->public.processInputProc(ev, dev);
 }
@@ -414,13 +614,20 @@ cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
 static void
 cs_xkb_arm(void)
 {
-    /* mieqInit (InitInput, after the extensions) clears the handlers: set them once the
-     * server runs */
-    if (cs_mieq_armed)
+    /* The handler is set while it can have work: something held back, something to hold
+     * back, or an XKB request (or a client gone) not yet synced; without it mieq hands
+     * the raw events to the device as the handler would, and no XKB selection exists
+     * that the focus could matter to. It is set again (from the dispatch hook) before an
+     * XKB request runs, so before any key event the request's selection could see.
+     * mieqInit (InitInput, after the extensions) clears the handlers: set them once the
+     * server runs (the block handler, the dispatch hook). */
+    Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty || (cs_grab_seen && !cs_devev_sticky);
+
+    if (want == cs_mieq_armed)
         return;
-    mieqSetHandler(CS_ET_RAW_KEY_PRESS, cs_raw_key_handler);
-    mieqSetHandler(CS_ET_RAW_KEY_RELEASE, cs_raw_key_handler);
-    cs_mieq_armed = TRUE;
+    mieqSetHandler(CS_ET_RAW_KEY_PRESS, want ? cs_raw_key_handler : NULL);
+    mieqSetHandler(CS_ET_RAW_KEY_RELEASE, want ? cs_raw_key_handler : NULL);
+    cs_mieq_armed = want;
 }
 
 static void
@@ -531,6 +738,8 @@ cs_request_is(ClientPtr client, int major, int minor)
     return client->majorOp == major && (minor < 0 || client->minorOp == minor);
 }
 
+static Bool cs_devev_arm(void);
+
 static void
 cs_device_hook(CallbackListPtr *list, void *data, void *call)
 {
@@ -541,6 +750,33 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
 
     (void) list;
     (void) data;
+    /* a device may be created, removed, attached, enabled or disabled (its property),
+     * now or later in this request: no kept answer of cs_focus_secure /
+     * cs_pointer_secure counts any more, and none is kept until the block handler */
+    if (rec->access_mode & ~(DixReadAccess | DixGetAttrAccess | DixGetFocusAccess |
+                             DixUseAccess)) {
+        cs_devgen++;
+        cs_hier_pending = TRUE;
+    }
+    /* every grab, active or passive, of any kind, is made after this check
+     * (AddPassiveGrabToList, GrabDevice), with DixFreezeAccess when it can freeze a
+     * device: from the first such grab on, every key event goes through cs_device_event;
+     * from the first other grab on, the key events while a secure window has the focus
+     * (cs_devev_follow). A grab that cannot be followed is not made. */
+    if (rec->access_mode & DixGrabAccess) {
+        if (rec->access_mode & DixFreezeAccess) {
+            if (cs_devev_arm())
+                cs_devev_sticky = TRUE;
+            else if (rec->status == Success)
+                rec->status = BadAlloc;
+        } else if (!cs_grab_seen) {
+            cs_grab_seen = TRUE;
+            cs_xkb_arm();               /* the raw key handler follows the focus */
+            cs_devev_follow();
+            if (cs_focus_secure(NULL) && !cs_devev_armed && rec->status == Success)
+                rec->status = BadAlloc;
+        }
+    }
     if (rec->access_mode & DixSetFocusAccess)
         cs_period++;            /* the focus may move: a new period for reports */
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
@@ -815,6 +1051,53 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
     cs_key_press(info->device);
 }
 
+/* DeviceEventCallback costs every input event (the callback list's call and this
+ * module's), so it is registered only while it can have work (see cs_device_hook):
+ * - before any grab there is no passive grab to hide and no frozen device whose queued
+ *   keys could be replayed: not registered;
+ * - after a grab that can freeze a device (sync mode): registered for good, since a key
+ *   queued while no secure window had the focus may be replayed when one has it;
+ * - after other grabs only: registered while a secure window has the focus, checked by
+ *   the raw key mieq handler before each key event (every key event comes after its raw
+ *   event, both from mieq; no key is replayed without a freezing grab).
+ * The XKB selections follow the focus through the raw key handler in every case. */
+
+static Bool
+cs_devev_arm(void)
+{
+    if (cs_devev_armed)
+        return TRUE;
+    if (!AddCallback(&DeviceEventCallback, cs_device_event, NULL)) {
+        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key event hook; grab "
+                       "refused\n");
+        return FALSE;
+    }
+    cs_devev_armed = TRUE;
+    return TRUE;
+}
+
+/* registered exactly while a secure window has the focus (only after non-freezing grabs;
+ * hidden grabs are restored by the dispatch hooks and the block handler either way) */
+static void
+cs_devev_follow(void)
+{
+    CallbackListPtr *l = &DeviceEventCallback;
+    Bool want = cs_focus_secure(NULL) != NULL;
+
+    if (want == cs_devev_armed)
+        return;
+    if (want) {
+        if (!cs_devev_arm())
+            LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key event hook\n");
+        return;
+    }
+    DeleteCallback(l, cs_device_event, NULL);
+    cs_devev_armed = FALSE;
+    /* an empty list still costs every input event a call */
+    if (*l && !(*l)->list && !(*l)->inCallback)
+        DeleteCallbackList(l);
+}
+
 static void
 cs_input_block(void *data, void *timeout)
 {
@@ -822,11 +1105,15 @@ cs_input_block(void *data, void *timeout)
     (void) timeout;
     if (cs_nhidden)
         cs_restore_grabs();
+    if (cs_hier_pending) {              /* the request that changed devices is over */
+        cs_hier_pending = FALSE;
+        cs_devgen++;
+    }
     /* nothing frozen: no key event is queued for a replay */
     if (cs_avail_armed && !cs_any_frozen())
         cs_avail_disarm();
-    cs_xkb_arm();
     cs_xkb_sync(TRUE);
+    cs_xkb_arm();
 }
 
 static void
@@ -857,50 +1144,57 @@ static void
 cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
 {
     XaceExtAccessRec *rec = call;
+    const ExtensionEntry *ext = rec->ext;
     ClientPtr client = rec->client;
     const xReq *req;
-    WindowPtr secure = NULL;
+    WindowPtr secure, keywin = NULL;
     int type;
 
     (void) list;
     (void) data;
     if (cs_nhidden)
         cs_restore_grabs();
-    /* XKB selections change only by XKB requests; trust by the module's own (Grant) */
-    if (rec->ext && (rec->ext->base == XkbReqCode || !strcmp(rec->ext->name, CS_NAME))) {
-        cs_xkb_dirty = TRUE;
-        if (!cs_xkb_work_queued && cs_secure_count() &&
-            QueueWorkProc(cs_xkb_work, serverClient, NULL))
-            cs_xkb_work_queued = TRUE;
-    }
     if (!cs_xtest_known) {
         /* every extension is initialised before the first request is dispatched */
         cs_xtest = CheckExtension("XTEST");
+        cs_ext = CheckExtension(CS_NAME);
         cs_xtest_known = 1;
     }
-    if (rec->status != Success || !rec->ext || rec->ext != cs_xtest || !client ||
-        !cs_secure_count() || client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
+    if (!ext)
         return;
-    cs_input_ext();
+    if (ext != cs_xtest) {
+        /* XKB selections change only by XKB requests; trust by the module's own (Grant) */
+        if (ext->base == XkbReqCode || ext == cs_ext) {
+            cs_xkb_dirty = TRUE;
+            cs_xkb_arm();
+            if (!cs_xkb_work_queued && cs_secure_count() &&
+                QueueWorkProc(cs_xkb_work, serverClient, NULL))
+                cs_xkb_work_queued = TRUE;
+        }
+        return;
+    }
+    if (rec->status != Success || !client ||
+        client->req_len < (sizeof(xReq) + sizeof(xEvent)) / 4)
+        return;
     req = (const xReq *) client->requestBuffer;
     if (req->data != 2 /* X_XTestFakeInput */)
         return;
     type = ((const xEvent *) (req + 1))->u.u.type & 0x7f;
-    if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS)
-        type = type - cs_xi_event - XI_DeviceKeyPress + KeyPress;
+    if (type >= LASTEvent) {            /* an XI 1.x event (core types come first) */
+        cs_input_ext();
+        if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS)
+            type = type - cs_xi_event - XI_DeviceKeyPress + KeyPress;
+    }
     /* presses and motion while a secure window has the focus or is under the pointer
      * (motion would take the pointer, and with it the keys or a click, elsewhere);
      * releases never type, and refusing one would leave a key held down, repeating */
-    if (type == KeyPress || type == ButtonPress || type == MotionNotify) {
-        WindowPtr keywin = NULL;
-
-        secure = cs_focus_secure(&keywin);
-        if (!secure)
-            secure = cs_pointer_secure(&keywin);
-        if (secure && cs_key_reader_ok(client, keywin))
-            secure = NULL;
-    }
+    if ((type != KeyPress && type != ButtonPress && type != MotionNotify) ||
+        !cs_secure_count())
+        return;
+    secure = cs_focus_secure(&keywin);
     if (!secure)
+        secure = cs_pointer_secure(&keywin);
+    if (!secure || cs_key_reader_ok(client, keywin))
         return;
     rec->status = BadAccess;
     cs_input_report(client, secure->drawable.id);
@@ -916,16 +1210,15 @@ cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call)
         cs_restore_grabs();
 }
 
-/* SendEvent (core and XI) of input events into a secure window */
-static void
-cs_input_send_hook(CallbackListPtr *list, void *data, void *call)
+/* SendEvent (core and XI) of input events into a secure window; called from the one
+ * XACE_SEND_ACCESS callback (defences.c), which the server also calls, without a client,
+ * for every key event it delivers to a focus window: one callback costs less there */
+void
+cs_input_send_check(XaceSendAccessRec *rec)
 {
-    XaceSendAccessRec *rec = call;
     WindowPtr secure;
     int i;
 
-    (void) list;
-    (void) data;
     if (rec->status != Success || !rec->client || !rec->pWin || !cs_secure_count() ||
         !cs_rule_on(CS_RULE_INPUT))
         return;
@@ -950,6 +1243,9 @@ cs_input_close(void)
     if (cs_dispatch_armed)
         DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL);
     cs_dispatch_armed = FALSE;
+    if (cs_devev_armed)
+        DeleteCallback(&DeviceEventCallback, cs_device_event, NULL);
+    cs_devev_armed = FALSE;
     cs_xkb_close();
 }
 
@@ -961,13 +1257,28 @@ cs_input_init(void)
     cs_mieq_armed = FALSE;
     cs_xkb_keywin = 0;
     cs_xkb_dirty = TRUE;
+    cs_xkb_any = FALSE;
     cs_xkb_open = TRUE;
     cs_xkb_work_queued = FALSE;
     cs_dispatch_armed = FALSE;
     cs_avail_armed = FALSE;
+    cs_devev_armed = FALSE;
+    cs_devev_sticky = FALSE;
+    cs_grab_seen = FALSE;
     cs_last_secure = 0;
+    cs_memo_win = cs_memo_secure = NULL;
+    cs_memo_gen = 0;
+    cs_rmemo_client = NULL;
+    cs_rmemo_win = NULL;
+    cs_rmemo_gen = 0;
+    cs_kmemo_focus = cs_kmemo_sprite = cs_kmemo_win = NULL;
+    cs_kmemo_gen = 0;
+    memset(&cs_fmemo, 0, sizeof(cs_fmemo));
+    cs_hier_pending = FALSE;
+    memset(&cs_pmemo, 0, sizeof(cs_pmemo));
     cs_xi_known = cs_xi_major = cs_xi_event = 0;
     cs_xtest = NULL;
+    cs_ext = NULL;
     cs_xtest_known = 0;
     cs_input_ext();
     if (!dixRegisterPrivateKey(&cs_input_key_rec, PRIVATE_CLIENT,
@@ -975,9 +1286,7 @@ cs_input_init(void)
         return FALSE;
     if (!cs_add_callback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) ||
-        !cs_add_callback(&DeviceEventCallback, cs_device_event, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) ||
-        !cs_add_callback(&XaceHooks[XACE_SEND_ACCESS], cs_input_send_hook, NULL) ||
         !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL) ||
         !RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
         return FALSE;

@@ -151,6 +151,74 @@ type_keys(int modkey)
     return 0;
 }
 
+/* ---- mpxtype KBD XKBD WIN: a second master keyboard KBD (xinput create-master) takes
+ * the focus to WIN (XI SetDeviceFocus), then NKEYS keys through XTEST on its XTEST
+ * keyboard XKBD (XI DeviceKeyPress/Release with that device id) ---- */
+static int
+mpx_type(int kbd, int xkbd, xcb_window_t win)
+{
+    xcb_query_extension_reply_t *q;
+    int xi, xi_event, xtest, i, err = 0, e, sent = 0, ferr;
+    struct {
+        uint8_t major, minor;
+        uint16_t len;
+        uint32_t focus, time;
+        uint8_t revert, device;
+        uint16_t pad;
+    } sf;
+    struct {
+        uint8_t major, minor;
+        uint16_t len;
+        uint8_t type, detail;
+        uint16_t pad0;
+        uint32_t time, root, pad1, pad2;
+        int16_t x, y;
+        uint32_t pad3;
+        uint16_t pad4;
+        uint8_t pad5, deviceid;
+    } req;
+
+    conn();
+    q = xcb_query_extension_reply(c, xcb_query_extension(c, 15, "XInputExtension"), NULL);
+    if (!q || !q->present)
+        die("no XInputExtension");
+    xi = q->major_opcode;
+    xi_event = q->first_event;
+    free(q);
+    xtest = ext_major("XTEST");
+    sf.major = xi;
+    sf.minor = 21;              /* X_SetDeviceFocus */
+    sf.len = 4;
+    sf.focus = win;
+    sf.time = 0;
+    sf.revert = 1;              /* RevertToPointerRoot */
+    sf.device = (uint8_t) kbd;
+    sf.pad = 0;
+    ferr = raw_void(&sf, sizeof(sf));
+    for (i = 0; i < NKEYS; i++) {
+        memset(&req, 0, sizeof(req));
+        req.major = xtest;
+        req.minor = 2;
+        req.len = 9;
+        req.type = xi_event + 1;        /* DeviceKeyPress */
+        req.detail = keycodes[i];
+        req.root = root;
+        req.deviceid = (uint8_t) xkbd;
+        e = raw_void(&req, sizeof(req));
+        usleep(15000);
+        req.type = xi_event + 2;        /* DeviceKeyRelease */
+        raw_void(&req, sizeof(req));
+        usleep(15000);
+        if (e)
+            err = e;
+        else
+            sent++;
+    }
+    sync_();
+    printf("focus_err=%d sent=%d err=%d\n", ferr, sent, err);
+    return 0;
+}
+
 /* ---- click N: pointer to 200,200 (inside the victim), N button-1 clicks ---- */
 static int
 click(int n)
@@ -724,13 +792,15 @@ int
 main(int argc, char **argv)
 {
     if (argc < 2)
-        die("usage: atk-input victim SECURE | type [MODKEY] | click N | sendevent WIN | "
+        die("usage: atk-input victim SECURE | type [MODKEY] | mpxtype KBD XKBD WIN | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabfrozen MS | grabkbd MS | select WIN MS | "
             "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
         return type_keys(argc > 2 ? atoi(argv[2]) : 0);
+    if (!strcmp(argv[1], "mpxtype") && argc > 4)
+        return mpx_type(atoi(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 0));
     if (!strcmp(argv[1], "click") && argc > 2)
         return click(atoi(argv[2]));
     if (!strcmp(argv[1], "sendevent") && argc > 2)
