@@ -91,11 +91,8 @@ final class WatcherLoop {
   let policyPaths: [String]
   let startedAt = Date().timeIntervalSince1970
   let managerWindow: xcb_window_t
-  let managerAtom: xcb_atom_t
-  /// Interesting atoms (predefined ones by name, see `PredefinedAtom`).
-  let aWMClass = PredefinedAtom.wmClass, aWMName = PredefinedAtom.wmName, aCardinal = PredefinedAtom.cardinal
-  let aNetWMName: xcb_atom_t, aUTF8: xcb_atom_t, aSecure: xcb_atom_t, aNetWMPID: xcb_atom_t
-  let aState: xcb_atom_t, aCapturing: xcb_atom_t, aCaptureChanged: xcb_atom_t, aCommand: xcb_atom_t
+  /// The atoms the loop reads and writes (`DaemonAtoms`).
+  let atoms: DaemonAtoms
   /// What the shell knows of each tracked window (the engine has its own copy).
   var tracked: [WindowID: WindowInfo] = [:]
   var windowsPerClient: [UInt32: Int] = [:]
@@ -127,7 +124,6 @@ final class WatcherLoop {
   var pixmapRecordingCheckDue = false
   /// The display the daemon watches (for a new RECORD connection after a reload).
   let display: String?
-  let cmAtom: xcb_atom_t
   var xfixesFirstEvent: UInt8 = 0
   /// Poke the server (a cheap round trip) so it flushes pending RECORD records: only
   /// while a session is live or shortly after a client connected.
@@ -159,20 +155,14 @@ final class WatcherLoop {
   var module: ServerModule?
   /// What the module has been told (policy tags, grants, protection).
   var enforcement = ServerEnforcement(daemonUID: Int(geteuid()))
-  /// Forged events (another client's SendEvent) dropped since the last audit record, and
-  /// when that was (`dropForged`).
-  var forgedSinceAudit = 0
-  var lastForgedAudit: MonotonicTime?
+  /// Forged events and commands: how many since their last audit record (`ForgedAudit`).
+  var forged = ForgedAudit()
   /// The tag guard (`SecureTagGuard`: who may lift a secure tag; its RECORD source is nil
   /// without RECORD or under server enforcement, where the module decides who may).
   let tagGuard: SecureTagGuard
   /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
   /// no command is accepted; protection goes on).
   var commands: CommandServer?
-  /// ClientMessage commands (forged: commands come over the socket) ignored since the last
-  /// audit record, and when that was (`dropForgedCommand`).
-  var forgedCommandsSinceAudit = 0
-  var lastForgedCommandAudit: MonotonicTime?
   /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
   var windowWatch = ServerEnforcement.WindowWatch.all
   /// Each shielded window's window-manager frame (its top-level ancestor; itself when it is
@@ -181,12 +171,6 @@ final class WatcherLoop {
   var frameShields: Set<WindowID> = []
   /// Set when shields or frames may have changed: `syncFrameShields` runs.
   var frameSyncDue = false
-  /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
-  let aPolicyTag: xcb_atom_t
-  /// `_CAPTURE_SHIELD_PONG`: the answer to a ping (`shieldctl status`) on the manager window.
-  let aPong: xcb_atom_t
-  /// `_CAPTURE_SHIELD_NOTIFY`: the ClientMessages an app opted in to (`CaptureNotices`).
-  let aNotify: xcb_atom_t
   /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
   /// not started by one that listens (see `SystemdNotify`).
   let systemd = SystemdNotify.fromEnvironment(now: Clock.now())
@@ -221,34 +205,25 @@ final class WatcherLoop {
       audit: { log.write($0) })
     engine = Engine(policy: policy)
     for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
-    let a = x.atoms([
-      "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
-      ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
-      ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
-      ProtocolAtom.policyTag, ProtocolAtom.pong, ProtocolAtom.notify,
-    ])
-    (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
-      (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
-    managerAtom = a[8]
-    cmAtom = a[9]
-    aPolicyTag = a[10]
-    aPong = a[11]
-    aNotify = a[12]
+    atoms = DaemonAtoms(interned: x.atoms(DaemonAtoms.names(screen: Int(x.screenNumber))))
     keyboard = KeyboardWatch(
       connection: x,
       makeSource: { [display = options.display] in try KeyloggerRecorder(display: display, unrecorded: $0) },
       audit: { log.write($0) })
-    tagGuard = SecureTagGuard(connection: x, secureAtom: a[2], watch: nil) { [log] in log.write($0) }
+    tagGuard = SecureTagGuard(connection: x, secureAtom: atoms.secure, watch: nil) { [log] in log.write($0) }
 
     // One daemon per display: own the manager selection, as window managers do.
-    let owner = x.selectionOwner(managerAtom)
+    let owner = x.selectionOwner(atoms.manager)
     if owner != 0 {
-      let pid = x.property(owner, aNetWMPID).flatMap { PropertyDecoding.cardinal(format: $0.format, bytes: $0.bytes) }
+      let pid = x.property(owner, atoms.netWMPID).flatMap {
+        PropertyDecoding.cardinal(format: $0.format, bytes: $0.bytes)
+      }
       throw .alreadyRunning(pid: pid.map(Int.init))
     }
     managerWindow = x.generateID()
-    effects.claimManager(window: managerWindow, selection: managerAtom, pidAtom: aNetWMPID, pid: UInt32(getpid()))
-    guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
+    effects.claimManager(
+      window: managerWindow, selection: atoms.manager, pidAtom: atoms.netWMPID, pid: UInt32(getpid()))
+    guard x.selectionOwner(atoms.manager) == managerWindow else { throw .alreadyRunning(pid: nil) }
     // Commands come over a socket whose peer the kernel names (ClientMessages can be forged).
     do {
       commands = try CommandServer(path: daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber))
@@ -301,7 +276,7 @@ final class WatcherLoop {
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
     if module == nil {
       do {
-        let watch = try TagWatch(display: options.display, property: aSecure, errors: XErrorPolicy(log: log))
+        let watch = try TagWatch(display: options.display, property: atoms.secure, errors: XErrorPolicy(log: log))
         for b in watch.ownBases { detector?.excludeNewConnection(b) }
         tagGuard.watch = watch
       } catch {

@@ -280,9 +280,9 @@ extension WatcherLoop {
     xfixesFirstEvent = x.firstEvent("XFIXES")
     if xfixesFirstEvent != 0 {
       if let r = xcb_xfixes_query_version_reply(x.conn, xcb_xfixes_query_version(x.conn, 5, 0), nil) { free(r) }
-      effects.watchSelection(cmAtom, reportTo: managerWindow)
+      effects.watchSelection(atoms.compositorSelection, reportTo: managerWindow)
     }
-    let owner = x.selectionOwner(cmAtom)
+    let owner = x.selectionOwner(atoms.compositorSelection)
     if owner != 0 {
       apply(.compositorChanged(ClientID(x.clientBase(of: owner))))
       return

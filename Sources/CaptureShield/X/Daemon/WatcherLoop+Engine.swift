@@ -72,7 +72,8 @@ extension WatcherLoop {
     case .publishState:
       stateDirty = true
     case .notifyCapture(let active, let windows):
-      effects.notifyCapture(active: active, windows: windows, capturingAtom: aCapturing, changedAtom: aCaptureChanged)
+      effects.notifyCapture(
+        active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
     }
   }
 
@@ -129,7 +130,7 @@ extension WatcherLoop {
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]
     guard let data = try? enc.encode(snap) else { return }
-    effects.publishState([UInt8](data), atom: aState, utf8: aUTF8)
+    effects.publishState([UInt8](data), atom: atoms.state, utf8: atoms.utf8)
   }
 
 }

@@ -251,19 +251,9 @@ extension WatcherLoop {
     let type = CXCB_event_type(ev)
     let window = UnsafeRawPointer(ev).loadUnaligned(fromByteOffset: 8, as: UInt32.self)
     free(ev)
-    forgedSinceAudit += 1
-    let now = Clock.now()
-    if let last = lastForgedAudit, now < last + .seconds(5) { return }
-    lastForgedAudit = now
-    log.write(
-      AuditRecord(
-        "forged-event",
-        [
-          ("type", .int(Int(type))), ("window", .string("0x" + String(window, radix: 16))),
-          ("connection", .string(connection)), ("count", .int(forgedSinceAudit)),
-          ("action", "ignored (sent by another client with SendEvent)"),
-        ]))
-    forgedSinceAudit = 0
+    if let r = forged.forgedEvent(type: type, window: window, connection: connection, now: Clock.now()) {
+      log.write(r)
+    }
   }
 
   /// While the desktop is busy and nothing is at stake, the main connection's events are

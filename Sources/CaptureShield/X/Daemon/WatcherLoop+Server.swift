@@ -75,8 +75,8 @@ extension WatcherLoop {
 
   func performServer(_ e: ServerEnforcement.Effect, module: ServerModule) {
     switch e {
-    case .tag(let w): effects.policyTag(w, atom: aPolicyTag)
-    case .untag(let w): effects.policyUntag(w, atom: aPolicyTag)
+    case .tag(let w): effects.policyTag(w, atom: atoms.policyTag)
+    case .untag(let w): effects.policyUntag(w, atom: atoms.policyTag)
     case .grant(let c):
       effects.grant(c, granted: true, module: module)
       // The module re-checks the grantee's kernel identity and may refuse (BadAccess): ask.

@@ -20,7 +20,7 @@ extension WatcherLoop {
       driver.writeRegistry()
       log.info("stopped; \(driver.shields.count) shields left up for the next daemon to adopt (failMode=closed)")
     }
-    effects.clearRootProperties([aState, aCapturing])
+    effects.clearRootProperties([atoms.state, atoms.capturing])
     flushAll()
     return WatchExit.ok
   }
@@ -66,7 +66,7 @@ extension WatcherLoop {
   /// on, the taker is audited, and the selection is taken back (`status` checks who owns
   /// it). Losing the selection never ends protection.
   func managerSelectionTaken() {
-    let owner = x.selectionOwner(managerAtom)
+    let owner = x.selectionOwner(atoms.manager)
     var fields: [(String, AuditRecord.Value)] = [("owner", .string("0x" + String(owner, radix: 16)))]
     if owner != 0 {
       let base = x.clientBase(of: owner)
@@ -78,7 +78,7 @@ extension WatcherLoop {
     }
     fields.append(("action", "taken back; protection continues"))
     log.write(AuditRecord("manager-selection-taken", fields))
-    effects.reclaimManager(window: managerWindow, selection: managerAtom)
+    effects.reclaimManager(window: managerWindow, selection: atoms.manager)
   }
 
   func reloadPolicy(by: String) {
@@ -140,29 +140,15 @@ extension WatcherLoop {
 
   /// A `_CAPTURE_SHIELD_COMMAND` ClientMessage: commands come only over the command socket,
   /// so this one was sent by another X client (any client can). Ignored and audited at most
-  /// once per 5 s with the count in between; X does not say who sent an event, so the
-  /// record has what the message claims (its command and pid), marked as claimed.
+  /// once per 5 s with the count in between (`ForgedAudit`).
   func dropForgedCommand(_ words: [UInt32]) {
-    forgedCommandsSinceAudit += 1
-    let now = Clock.now()
-    if let last = lastForgedCommandAudit, now < last + .seconds(5) { return }
-    lastForgedCommandAudit = now
-    let claimed = CommandCode(rawValue: words.first ?? 0).map { "\($0)" } ?? "unknown (\(words.first ?? 0))"
-    log.write(
-      AuditRecord(
-        "forged-command",
-        [
-          ("command", .string(claimed)), ("claimed-pid", .int(Int(words.count > 3 ? words[3] : 0))),
-          ("count", .int(forgedCommandsSinceAudit)),
-          ("action", "ignored (a ClientMessage from an X client; commands come only over the command socket)"),
-        ]))
-    forgedCommandsSinceAudit = 0
+    if let r = forged.forgedCommand(words, now: Clock.now()) { log.write(r) }
   }
 
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
     // A ping changes nothing: answered at once, not audited (status may ask often).
     if case .ping(let nonce) = cmd {
-      effects.answerPing(window: managerWindow, atom: aPong, nonce: nonce)
+      effects.answerPing(window: managerWindow, atom: atoms.pong, nonce: nonce)
       return
     }
     trackPending()
@@ -170,7 +156,7 @@ extension WatcherLoop {
     case .ping, .titles: break
     case .tag(let w):
       follow(w)
-      effects.restoreTag(w, atom: aSecure)
+      effects.restoreTag(w, atom: atoms.secure)
       log.info("tag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .shield(let w):
       follow(w)
@@ -186,7 +172,7 @@ extension WatcherLoop {
       // The daemon removes the tag itself: its own removal stands (`TagGuard`). Expected
       // only while the window has a tag: its PropertyNotify then takes the expectation.
       tagGuard.untagCommand(w, hasTag: tracked[w]?.tag.asksSecure == true)
-      effects.removeTag(w, atom: aSecure)
+      effects.removeTag(w, atom: atoms.secure)
       log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook
       if let clipboard {

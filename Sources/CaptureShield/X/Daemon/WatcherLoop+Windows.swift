@@ -62,7 +62,7 @@ extension WatcherLoop {
     // Titles are read only when a rule looks at them (or, later, for secure windows'
     // rows in the state): title changes are the most frequent property traffic.
     let wantTitle = policyUsesTitle || initial
-    let propAtoms = [aWMClass, aSecure, aNotify] + (wantTitle ? [aNetWMName, aWMName] : [])
+    let propAtoms = [atoms.wmClass, atoms.secure, atoms.notify] + (wantTitle ? [atoms.netWMName, atoms.wmName] : [])
     let propCookies = fresh.map { w in propAtoms.map { x.propertyCookie(w, $0, maxBytes: 16384) } }
     var infos: [WindowInfo] = []
     for (i, w) in fresh.enumerated() {
@@ -81,12 +81,12 @@ extension WatcherLoop {
       }
       var info = WindowInfo(
         id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
-      applyProperty(&info, atom: aWMClass, props[0])
-      applyProperty(&info, atom: aSecure, props[1])
-      applyProperty(&info, atom: aNotify, props[2])
+      applyProperty(&info, atom: atoms.wmClass, props[0])
+      applyProperty(&info, atom: atoms.secure, props[1])
+      applyProperty(&info, atom: atoms.notify, props[2])
       if wantTitle {
-        applyProperty(&info, atom: aNetWMName, props[3])
-        if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[4]) }
+        applyProperty(&info, atom: atoms.netWMName, props[3])
+        if info.facts.title == nil { applyProperty(&info, atom: atoms.wmName, props[4]) }
       }
       infos.append(info)
     }
@@ -109,14 +109,14 @@ extension WatcherLoop {
   func readAllTitles() {
     let ids = Array(tracked.keys)
     let cookies = ids.map {
-      ($0, x.propertyCookie($0, aNetWMName, maxBytes: 16384), x.propertyCookie($0, aWMName, maxBytes: 16384))
+      ($0, x.propertyCookie($0, atoms.netWMName, maxBytes: 16384), x.propertyCookie($0, atoms.wmName, maxBytes: 16384))
     }
     for (w, net, old) in cookies {
       let n = x.propertyReply(net)
       let o = x.propertyReply(old)
       guard var info = tracked[w] else { continue }
-      applyProperty(&info, atom: aNetWMName, n)
-      if info.facts.title == nil { applyProperty(&info, atom: aWMName, o) }
+      applyProperty(&info, atom: atoms.netWMName, n)
+      if info.facts.title == nil { applyProperty(&info, atom: atoms.wmName, o) }
       tracked[w] = info
     }
     for w in ids { if let info = tracked[w] { apply(.windowChanged(info)) } }
@@ -127,11 +127,11 @@ extension WatcherLoop {
     guard var info = tracked[w], info.facts.title == nil, engine.windows[w]?.reason.isSecure == true,
       engine.windows[w]?.reason != .provisional
     else { return }
-    let net = x.propertyCookie(w, aNetWMName, maxBytes: 16384)
-    let old = x.propertyCookie(w, aWMName, maxBytes: 16384)
-    applyProperty(&info, atom: aNetWMName, x.propertyReply(net))
+    let net = x.propertyCookie(w, atoms.netWMName, maxBytes: 16384)
+    let old = x.propertyCookie(w, atoms.wmName, maxBytes: 16384)
+    applyProperty(&info, atom: atoms.netWMName, x.propertyReply(net))
     let legacy = x.propertyReply(old)
-    if info.facts.title == nil { applyProperty(&info, atom: aWMName, legacy) }
+    if info.facts.title == nil { applyProperty(&info, atom: atoms.wmName, legacy) }
     guard info.facts.title != nil else { return }
     tracked[w] = info
     apply(.windowChanged(info))
@@ -139,28 +139,28 @@ extension WatcherLoop {
 
   func applyProperty(_ info: inout WindowInfo, atom: xcb_atom_t, _ v: PropertyValue?) {
     switch atom {
-    case aWMClass:
+    case atoms.wmClass:
       let c = PropertyDecoding.wmClass(v?.bytes ?? [])
       info.facts.instance = c.instance
       info.facts.class = c.class
-    case aNetWMName:
+    case atoms.netWMName:
       if let v, !v.bytes.isEmpty {
         info.facts.title = PropertyDecoding.text(v.bytes, utf8: true)
         netNamed.insert(info.id)
       }
-    case aWMName:
+    case atoms.wmName:
       if let v, !v.bytes.isEmpty {
-        info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == aUTF8)
+        info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == atoms.utf8)
       }
-    case aSecure:
+    case atoms.secure:
       guard let v else {
         info.tag = .absent
         return
       }
-      info.tag = TagState.decode(isCardinal: v.type == aCardinal, format: v.format, bytes: v.bytes)
-    case aNotify:
+      info.tag = TagState.decode(isCardinal: v.type == atoms.cardinal, format: v.format, bytes: v.bytes)
+    case atoms.notify:
       info.notices =
-        v.map { CaptureNotices.decode(isCardinal: $0.type == aCardinal, format: $0.format, bytes: $0.bytes) } ?? []
+        v.map { CaptureNotices.decode(isCardinal: $0.type == atoms.cardinal, format: $0.format, bytes: $0.bytes) } ?? []
     default:
       break
     }
@@ -244,40 +244,42 @@ extension WatcherLoop {
       }
     case XCB_PROPERTY_NOTIFY:
       let e = raw.load(as: xcb_property_notify_event_t.self)
-      guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure, aNotify].contains(e.atom) else {
+      guard var info = tracked[e.window],
+        [atoms.wmClass, atoms.netWMName, atoms.wmName, atoms.secure, atoms.notify].contains(e.atom)
+      else {
         return
       }
-      let isTitle = e.atom == aNetWMName || e.atom == aWMName
+      let isTitle = e.atom == atoms.netWMName || e.atom == atoms.wmName
       if isTitle && !policyUsesTitle && engine.windows[e.window]?.reason.isSecure != true {
         return  // no rule looks at titles, and only secure windows' titles are shown
       }
-      if e.atom == aWMName, netNamed.contains(e.window) { return }  // _NET_WM_NAME takes precedence
+      if e.atom == atoms.wmName, netNamed.contains(e.window) { return }  // _NET_WM_NAME takes precedence
       let v = e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) ? nil : x.property(e.window, e.atom, maxBytes: 16384)
       let before = info
       applyProperty(&info, atom: e.atom, v)
-      if e.atom == aNetWMName && (v?.bytes.isEmpty ?? true) {
+      if e.atom == atoms.netWMName && (v?.bytes.isEmpty ?? true) {
         info.facts.title = nil
         netNamed.remove(e.window)
       }
-      if e.atom == aSecure, info.tag.asksSecure { tagGuard.tagSet(e.window) }  // set again meanwhile
+      if e.atom == atoms.secure, info.tag.asksSecure { tagGuard.tagSet(e.window) }  // set again meanwhile
       guard info != before else { return }
       // A secure tag removed or zeroed: lifted only by its own client (`TagGuard`).
-      if e.atom == aSecure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
+      if e.atom == atoms.secure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
         return
       }
       tracked[e.window] = info
       apply(.windowChanged(info))
-      if e.atom == aSecure { refreshTitleIfSecure(e.window) }
+      if e.atom == atoms.secure { refreshTitleIfSecure(e.window) }
     case XCB_CLIENT_MESSAGE:
       let e = raw.load(as: xcb_client_message_event_t.self)
-      guard e.window == managerWindow, e.type == aCommand else { return }
+      guard e.window == managerWindow, e.type == atoms.command else { return }
       dropForgedCommand(e.data.words)
     case XCB_SELECTION_CLEAR:
       let e = raw.load(as: xcb_selection_clear_event_t.self)
-      if e.selection == managerAtom { managerSelectionTaken() }
+      if e.selection == atoms.manager { managerSelectionTaken() }
     case Int32(xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where xfixesFirstEvent != 0:
       let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
-      guard e.selection == cmAtom else { return }
+      guard e.selection == atoms.compositorSelection else { return }
       let owner = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue) ? e.owner : 0
       apply(.compositorChanged(owner == 0 ? nil : ClientID(x.clientBase(of: owner))))
     default:
