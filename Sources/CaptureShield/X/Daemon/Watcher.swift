@@ -165,12 +165,8 @@ final class WatcherLoop {
   var commands: CommandServer?
   /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
   var windowWatch = ServerEnforcement.WindowWatch.all
-  /// Each shielded window's window-manager frame (its top-level ancestor; itself when it is
-  /// a top-level), asked once (see `frame(of:)`), and the frames shielded for them.
-  var frameOf: [WindowID: WindowID] = [:]
-  var frameShields: Set<WindowID> = []
-  /// Set when shields or frames may have changed: `syncFrameShields` runs.
-  var frameSyncDue = false
+  /// The shields in shielded windows' window-manager frames (`FrameShields`).
+  let frames: FrameShields
   /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
   /// not started by one that listens (see `SystemdNotify`).
   let systemd = SystemdNotify.fromEnvironment(now: Clock.now())
@@ -195,6 +191,7 @@ final class WatcherLoop {
     display = options.display
     x.errors = XErrorPolicy(log: log)
     effects = XEffects(x: x, root: x.root)
+    frames = FrameShields(connection: x)
     let shieldConn = try XConnection(display: options.display)
     shieldConn.errors = XErrorPolicy(log: log)
     self.log = log

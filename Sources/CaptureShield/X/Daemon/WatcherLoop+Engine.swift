@@ -52,7 +52,7 @@ extension WatcherLoop {
       }
     }
     if effects.contains(where: { if case .shield = $0 { true } else if case .unshield = $0 { true } else { false } }) {
-      frameSyncDue = true
+      frames.syncDue = true
     }
     syncFrameShields()
     syncServerEnforcement()

@@ -177,7 +177,7 @@ extension WatcherLoop {
     tagGuard.windowGone(w)
     guard let info = tracked.removeValue(forKey: w) else { return }
     driver.forget(w)
-    frameGone(w)
+    frames.gone(w)
     apply(.windowGone(w))
     if detector == nil, let base = info.client?.base {
       windowsPerClient[base, default: 1] -= 1
