@@ -150,11 +150,9 @@ final class WatcherLoop {
   /// guard whose connection another client killed).
   var clipboardBase: UInt32?
   // MARK: Server enforcement
-  /// The CaptureShield Xorg module, when it is loaded and trusts this daemon: then the
-  /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).
-  var module: ServerModule?
-  /// What the module has been told (policy tags, grants, protection).
-  var enforcement = ServerEnforcement(daemonUID: Int(geteuid()))
+  /// The Xorg module when it enforces, what it was told, which windows are followed
+  /// (`ServerEnforcer`; `module` is its module).
+  let server: ServerEnforcer
   /// Forged events and commands: how many since their last audit record (`ForgedAudit`).
   var forged = ForgedAudit()
   /// The tag guard (`SecureTagGuard`: who may lift a secure tag; its RECORD source is nil
@@ -163,20 +161,11 @@ final class WatcherLoop {
   /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
   /// no command is accepted; protection goes on).
   var commands: CommandServer?
-  /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
-  var windowWatch = ServerEnforcement.WindowWatch.all
   /// The shields in shielded windows' window-manager frames (`FrameShields`).
   let frames: FrameShields
   /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
   /// not started by one that listens (see `SystemdNotify`).
   let systemd = SystemdNotify.fromEnvironment(now: Clock.now())
-  /// Names of the requests the module reports, by major opcode.
-  var moduleRequestNames: [UInt8: String] = [:]
-  /// The module's Trust list, when it reports it.
-  var moduleTrustList: [String]?
-  /// `input-refused` records audited since the start, and the last one's client.
-  var inputRefusals = 0
-  var lastInputRefusal: String?
   // MARK: Desktop notifications
   /// The capture notices (`DesktopNotices`: when to tell the user that a capture started,
   /// and the session bus's sender while `notify.enabled`).
@@ -236,6 +225,7 @@ final class WatcherLoop {
       registryFile: ShieldRegistryFile.forDisplay(x.displayName, environment: ProcessInfo.processInfo.environment))
     driver.errors = XErrorPolicy(log: log)
     // Server enforcement when the Xorg module is loaded and trusts us.
+    var module: ServerModule?
     if let m = ServerModule.probe(x) {
       if m.callerTrust == .none {
         log.error(
@@ -246,6 +236,7 @@ final class WatcherLoop {
         engine = Engine(policy: Self.effectivePolicy(policy, serverEnforced: true))
       }
     }
+    server = ServerEnforcer(module: module, daemonUID: Int(geteuid()))
     do {
       // Only requests that start a session are recorded (indicators such as GrabServer or
       // MIT-SHM Attach would cost records without changing a decision). Under server

@@ -92,41 +92,7 @@ extension WatcherLoop {
         snap.launchPrograms = w.watchedPrograms
       }
     }
-    if let module {
-      var e = DaemonState.Enforcement(kind: "server")
-      e.moduleVersion = module.versionString
-      e.moduleMode = module.mode.rawValue
-      e.trusted = moduleTrustList
-      e.granted = enforcement.granted.sorted { $0.base < $1.base }
-      e.policyTagged = enforcement.tagged.count
-      e.protecting = enforcement.protecting
-      e.follows = windowWatch
-      e.inputProtected = module.protectsInput
-      if module.protectsInput {
-        e.inputRefusals = inputRefusals
-        e.lastInputRefusal = lastInputRefusal
-      }
-      if let c = engine.compositor, let why = enforcement.refusedCompositors[c] {
-        e.compositorRefused = why
-        snap.compositorTrust = "not granted by the daemon: \(why)"
-      }
-      snap.enforcement = e
-      for i in snap.clients.indices where enforcement.granted.contains(snap.clients[i].client) {
-        snap.clients[i].granted = true
-      }
-      // No shield windows: what the engine "shields", the module protects (while not paused).
-      snap.shieldsActive = false
-      for i in snap.windows.indices {
-        let w = snap.windows[i]
-        let tagged = engine.windows[w.id]?.info.tag == .secure
-        snap.windows[i].protected = enforcement.protecting && (w.shielded || tagged)
-        snap.windows[i].shielded = false
-      }
-    } else {
-      var e = DaemonState.Enforcement(kind: "client")
-      e.inputProtected = false
-      snap.enforcement = e
-    }
+    server.describe(&snap, engine: engine)
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]
     guard let data = try? enc.encode(snap) else { return }

@@ -21,7 +21,7 @@ extension WatcherLoop {
       )
       // Tag notices too (1.2): selected before the scan, so no tag falls between the two.
       effects.selectModuleEvents(module, secureWindows: module.reportsSecureWindows)
-      moduleRequestNames = readRequestNames()
+      server.requestNames = readRequestNames()
     }
     // Root: new top-level windows and reparenting (unless only tagged windows are followed).
     updateWindowWatch(initial: true)
@@ -31,7 +31,7 @@ extension WatcherLoop {
     enumerateClients()
     watchCompositor()
     scanExistingWindows()
-    if windowWatch == .tagged { dropUntaggedWindows() }
+    if server.windowWatch == .tagged { dropUntaggedWindows() }
     // Shields the engine did not claim after the initial scan are stale: remove them.
     // (Under server enforcement, all of them.)
     for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }

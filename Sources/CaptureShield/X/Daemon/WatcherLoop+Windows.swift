@@ -56,7 +56,7 @@ extension WatcherLoop {
     // selecting StructureNotify on them too would make the server send each event twice.
     // Windows inside a window manager's frame need it (see ReparentNotify).
     // Following only tagged windows, the root's events are not selected: each window's own.
-    for w in fresh { effects.watchWindow(w, nested: nested.contains(w) || windowWatch == .tagged) }
+    for w in fresh { effects.watchWindow(w, nested: nested.contains(w) || server.windowWatch == .tagged) }
     // Read after selecting: a property set before the selection took effect is seen here.
     let attrCookies = fresh.map { xcb_get_window_attributes(x.conn, $0) }
     // Titles are read only when a rule looks at them (or, later, for secure windows'
