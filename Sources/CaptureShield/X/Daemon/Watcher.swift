@@ -98,7 +98,6 @@ final class WatcherLoop {
   var windowsPerClient: [UInt32: Int] = [:]
   /// Windows whose title comes from `_NET_WM_NAME` (WM_NAME changes are then ignored).
   var netNamed: Set<WindowID> = []
-  var identities: [UInt32: ClientIdentity] = [:]
   var stateDirty = true
   /// Engine events waiting to be handled: `apply` is not re-entrant. An effect that
   /// reveals something new (a shield's target is gone) queues a follow-up event here, and
@@ -113,22 +112,8 @@ final class WatcherLoop {
   var signalRead: Int32 = -1
   var shuttingDown = false
   var fds: [pollfd] = []
-  /// Request-level capture detection (RECORD); nil when the server lacks RECORD, in
-  /// which case `capturing` mode falls back to shielding always (fail safe).
-  var detector: CaptureDetector?
-  /// Whether `detector` records the requests that can only read pixmaps (see
-  /// `recordsPixmapReads`).
-  var detectorReadsPixmaps = false
-  /// Set when the engine handled an event that can change whether a trusted compositor
-  /// runs (the loop then calls `updatePixmapRecording`).
-  var pixmapRecordingCheckDue = false
   /// The display the daemon watches (for a new RECORD connection after a reload).
   let display: String?
-  var xfixesFirstEvent: UInt8 = 0
-  /// Poke the server (a cheap round trip) so it flushes pending RECORD records: only
-  /// while a session is live or shortly after a client connected.
-  var promptRecordsUntil = MonotonicTime(nanoseconds: 0)
-  var lastPoke = MonotonicTime(nanoseconds: 0)
   /// See `batchingUntil`.
   var lastMainEvents = MonotonicTime(nanoseconds: 0)
   /// New top-levels not tracked yet (see `deferNewWindows`), in creation order, and since when.
@@ -138,10 +123,8 @@ final class WatcherLoop {
   /// Where top-level windows have been since they were mapped (own-window reads, see
   /// `WatcherLoop.noteTopLevel`).
   var topLevelHistory = TopLevelHistory()
-  /// When the RECORD stream last brought anything, and how many records came in the current
-  /// run of reads each within `tuning.batchInterval` of the one before (see `recordBatchingUntil`).
-  var lastRecords = MonotonicTime(nanoseconds: 0)
-  var recordRun = 0
+  /// The RECORD context, its timing and the identities looked up (`CaptureBridge`).
+  let capture: CaptureBridge
   // MARK: Copied-text guard hook
   /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
   /// could not start). Its failures are logged, never fatal.
@@ -247,9 +230,9 @@ final class WatcherLoop {
         display: options.display, catalog: Self.recordedCatalog(serverEnforced: module != nil, pixmapReads: pixmaps),
         startTimeout: .seconds(5), errors: XErrorPolicy(log: log))
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
-      detector = d
-      detectorReadsPixmaps = pixmaps
+      capture = CaptureBridge(detector: d, readsPixmaps: pixmaps, tuning: tuning)
     } catch {
+      capture = CaptureBridge(detector: nil, readsPixmaps: false, tuning: tuning)
       log.error(
         "capture detection unavailable (\(error)); shield.when=capturing falls back to shielding secure windows always"
       )

@@ -10,6 +10,18 @@ import Foundation
 extension WatcherLoop {
   // MARK: Capture detection
 
+  /// The RECORD context (`CaptureBridge.detector`).
+  var detector: CaptureDetector? {
+    get { capture.detector }
+    set { capture.detector = newValue }
+  }
+
+  /// Client identities as looked up (`CaptureBridge.identities`).
+  var identities: [UInt32: ClientIdentity] {
+    get { capture.identities }
+    set { capture.identities = newValue }
+  }
+
   /// Looks up a client's identity (X-Resource PID of `sample`, any XID of the client, or
   /// of its resource base; then /proc) and remembers it. The one identity lookup.
   func identify(base: UInt32, sample: UInt32? = nil) -> ClientIdentity {
@@ -33,24 +45,15 @@ extension WatcherLoop {
 
   func wantsPokes(_ now: MonotonicTime) -> Bool {
     guard detector != nil else { return false }
-    return !engine.sessions.isEmpty || now < promptRecordsUntil
+    return capture.timing.wantsPokes(now, sessionsLive: !engine.sessions.isEmpty)
   }
 
   func drainDetector() {
     guard let d = detector else { return }
     let now = Clock.now()
-    if wantsPokes(now), now >= lastPoke + tuning.pokeInterval {
-      d.poke()
-      lastPoke = now
-    }
+    if capture.timing.pokeDue(now, sessionsLive: !engine.sessions.isEmpty) { d.poke() }
     let readBefore = d.repliesRead
-    defer {
-      if d.repliesRead != readBefore {
-        let now = Clock.now()
-        recordRun = (now < lastRecords + tuning.batchInterval ? recordRun : 0) + (d.repliesRead - readBefore)
-        lastRecords = now
-      }
-    }
+    defer { capture.timing.read(d.repliesRead - readBefore, now: Clock.now()) }
     // Reads of own windows matter while a secure window exists.
     d.watchesOwnWindows = engine.windows.values.contains { $0.reason.isSecure }
     repeat {
@@ -82,7 +85,7 @@ extension WatcherLoop {
       for e in events {
         switch e {
         case .clientStarted(let c):
-          promptRecordsUntil = Clock.now() + tuning.promptRecordsAfterConnect
+          capture.timing.clientStarted(Clock.now())
           if engine.policy.quarantine != nil {
             // Quarantine: the pump has put the armed shields up already; shield whatever
             // else the engine wants (one MapWindow each, no round trip, flushed by apply),
@@ -277,8 +280,8 @@ extension WatcherLoop {
   /// The compositor: owner of `_NET_WM_CM_Sn` (XFixes selection events tell us when it
   /// changes), or, without one, a client found redirecting windows (X-Resource types).
   func watchCompositor() {
-    xfixesFirstEvent = x.firstEvent("XFIXES")
-    if xfixesFirstEvent != 0 {
+    capture.xfixesFirstEvent = x.firstEvent("XFIXES")
+    if capture.xfixesFirstEvent != 0 {
       if let r = xcb_xfixes_query_version_reply(x.conn, xcb_xfixes_query_version(x.conn, 5, 0), nil) { free(r) }
       effects.watchSelection(atoms.compositorSelection, reportTo: managerWindow)
     }

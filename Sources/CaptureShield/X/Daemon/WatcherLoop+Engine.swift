@@ -25,7 +25,7 @@ extension WatcherLoop {
     let effects = engine.handle(event, now: Clock.now())
     quarantineTargets = nil
     switch event {
-    case .compositorChanged, .clientIdentified, .clientConnected, .clientGone: pixmapRecordingCheckDue = true
+    case .compositorChanged, .clientIdentified, .clientConnected, .clientGone: capture.pixmapRecordingCheckDue = true
     default: break
     }
     // Shields going up first, and on the wire at once: the audit lines (date formatting, a

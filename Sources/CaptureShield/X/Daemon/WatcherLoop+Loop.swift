@@ -86,8 +86,8 @@ extension WatcherLoop {
       }
       if let code = checkOwnConnections() { return code }  // killed by another client (+Reconnect)
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
-      if pixmapRecordingCheckDue {
-        pixmapRecordingCheckDue = false
+      if capture.pixmapRecordingCheckDue {
+        capture.pixmapRecordingCheckDue = false
         updatePixmapRecording()
       }
       resolveExpiredUntags()
@@ -112,7 +112,7 @@ extension WatcherLoop {
     wake(at: engine.nextDeadline)
     wake(at: engine.launchCheckDue)  // who is behind a launch (`checkLaunchesIfDue`)
     wake(at: pendingSince.map { $0 + tuning.batchInterval })
-    if wantsPokes(now) { wake(at: lastPoke + tuning.pokeInterval) }
+    if detector != nil { wake(at: capture.timing.nextPoke(now, sessionsLive: !engine.sessions.isEmpty)) }
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
     wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
@@ -277,9 +277,7 @@ extension WatcherLoop {
   /// never allowed) (docs/security.md, Known limitations). Quarantine needs every ClientStarted at
   /// once, so it turns this off; sporadic records are always read at once.
   func recordBatchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
-    guard deferNewWindows, engine.policy.quarantine == nil, recordRun >= tuning.burstRecords else { return nil }
-    let until = lastRecords + tuning.batchInterval
-    return now < until ? until : nil
+    capture.timing.batchingUntil(now, mayBatch: deferNewWindows && engine.policy.quarantine == nil)
   }
 
   /// Nothing is at stake: capture detection runs, shields are only wanted while capturing,

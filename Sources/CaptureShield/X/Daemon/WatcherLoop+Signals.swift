@@ -189,7 +189,7 @@ extension WatcherLoop {
     guard module == nil, detector != nil else { return }
     let trusted = engine.compositor.map { engine.isTrustedCompositor($0) } ?? false
     let want = Self.recordsPixmapReads(engine.policy, trustedCompositor: trusted)
-    if want != detectorReadsPixmaps { replaceDetector(pixmapReads: want) }
+    if want != capture.readsPixmaps { replaceDetector(pixmapReads: want) }
   }
 
   /// A new RECORD context with a different catalog (a reload changed whether pixmap reads
@@ -222,7 +222,7 @@ extension WatcherLoop {
     drainDetector()
     old.stopPump()
     detector = new
-    detectorReadsPixmaps = pixmapReads
+    capture.readsPixmaps = pixmapReads
     // The loop polls the new detector (or its pump, under quarantine), not the old one's
     // closed descriptor: poll() would report POLLNVAL at once, forever (a busy loop).
     updatePump()

@@ -277,7 +277,7 @@ extension WatcherLoop {
     case XCB_SELECTION_CLEAR:
       let e = raw.load(as: xcb_selection_clear_event_t.self)
       if e.selection == atoms.manager { managerSelectionTaken() }
-    case Int32(xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where xfixesFirstEvent != 0:
+    case Int32(capture.xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where capture.xfixesFirstEvent != 0:
       let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
       guard e.selection == atoms.compositorSelection else { return }
       let owner = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue) ? e.owner : 0
