@@ -93,11 +93,6 @@ final class WatcherLoop {
   let managerWindow: xcb_window_t
   /// The atoms the loop reads and writes (`DaemonAtoms`).
   let atoms: DaemonAtoms
-  /// What the shell knows of each tracked window (the engine has its own copy).
-  var tracked: [WindowID: WindowInfo] = [:]
-  var windowsPerClient: [UInt32: Int] = [:]
-  /// Windows whose title comes from `_NET_WM_NAME` (WM_NAME changes are then ignored).
-  var netNamed: Set<WindowID> = []
   var stateDirty = true
   /// Engine events waiting to be handled: `apply` is not re-entrant. An effect that
   /// reveals something new (a shield's target is gone) queues a follow-up event here, and
@@ -116,13 +111,6 @@ final class WatcherLoop {
   let display: String?
   /// See `batchingUntil`.
   var lastMainEvents = MonotonicTime(nanoseconds: 0)
-  /// New top-levels not tracked yet (see `deferNewWindows`), in creation order, and since when.
-  var pendingCreates: [WindowID] = []
-  var pendingSet: Set<WindowID> = []
-  var pendingSince: MonotonicTime?
-  /// Where top-level windows have been since they were mapped (own-window reads, see
-  /// `WatcherLoop.noteTopLevel`).
-  var topLevelHistory = TopLevelHistory()
   /// The RECORD context, its timing and the identities looked up (`CaptureBridge`).
   let capture: CaptureBridge
   // MARK: Copied-text guard hook
@@ -144,6 +132,8 @@ final class WatcherLoop {
   /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
   /// no command is accepted; protection goes on).
   var commands: CommandServer?
+  /// The windows followed and what is known of them (`WindowTracker`).
+  let tracker: WindowTracker
   /// The shields in shielded windows' window-manager frames (`FrameShields`).
   let frames: FrameShields
   /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
@@ -175,6 +165,7 @@ final class WatcherLoop {
     engine = Engine(policy: policy)
     for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
     atoms = DaemonAtoms(interned: x.atoms(DaemonAtoms.names(screen: Int(x.screenNumber))))
+    tracker = WindowTracker(connection: x, atoms: atoms)
     keyboard = KeyboardWatch(
       connection: x,
       makeSource: { [display = options.display] in try KeyloggerRecorder(display: display, unrecorded: $0) },

@@ -27,7 +27,7 @@ extension WatcherLoop {
     let c = ClientID(base)
     let own = engine.windows.values.filter { $0.info.client == c }
     let identity =
-      engine.clients[c]?.identity ?? identities[base] ?? ProcessInfoReader.identity(pid: x.clientPID(of: base))
+      engine.clients[c]?.identity ?? capture.identities[base] ?? ProcessInfoReader.identity(pid: x.clientPID(of: base))
     let facts = [identity.facts] + own.map { engine.effectiveFacts($0.info) }
     return (own.contains { $0.reason.isSecure }, identity, facts)
   }

@@ -16,17 +16,11 @@ extension WatcherLoop {
     set { capture.detector = newValue }
   }
 
-  /// Client identities as looked up (`CaptureBridge.identities`).
-  var identities: [UInt32: ClientIdentity] {
-    get { capture.identities }
-    set { capture.identities = newValue }
-  }
-
   /// Looks up a client's identity (X-Resource PID of `sample`, any XID of the client, or
   /// of its resource base; then /proc) and remembers it. The one identity lookup.
   func identify(base: UInt32, sample: UInt32? = nil) -> ClientIdentity {
     let id = ProcessInfoReader.identity(pid: x.clientPID(of: sample ?? base))
-    identities[base] = id
+    capture.identities[base] = id
     return id
   }
 
@@ -61,7 +55,7 @@ extension WatcherLoop {
       // a shield. (No capture list: capturing `engine` would copy the whole engine on every
       // drain.)
       let events = d.drain(isSecure: { w in
-        self.engine.windows[w]?.reason.isSecure ?? (self.pendingSet.contains(w) || self.driver.isShield(w))
+        self.engine.windows[w]?.reason.isSecure ?? (self.tracker.isPending(w) || self.driver.isShield(w))
       })
       // Shields the pump put up on a ClientStarted among these records: up on the server.
       let fired = d.lastFired
@@ -103,7 +97,7 @@ extension WatcherLoop {
           }
         case .clientDied(let c):
           knowWindows()
-          identities[c.base] = nil
+          capture.identities[c.base] = nil
           apply(.clientGone(c))
         case .request(let c, let req):
           if d.catalog.secureTargetsOnlyKinds.contains(req.kind), isWindowManager(c) {
@@ -133,7 +127,7 @@ extension WatcherLoop {
 
   /// Hands a capture request to the engine (identifying its client first when needed).
   private func report(_ c: ClientID, _ req: CaptureRequest, knowWindows: () -> Void) {
-    if identities[c.base] == nil, engine.clients[c] == nil {
+    if capture.identities[c.base] == nil, engine.clients[c] == nil {
       // Connected before we started, or its ClientStarted was missed: identify now.
       let id = identify(base: c.base)
       knowWindows()
@@ -185,7 +179,7 @@ extension WatcherLoop {
     }
     let earlierAreas = { () -> [ScreenRect] in
       knowWindows()  // the structure events that came before the read
-      return self.topLevelHistory.places(ofClient: c.base, resourceMask: self.x.resourceMask)
+      return self.tracker.topLevelHistory.places(ofClient: c.base, resourceMask: self.x.resourceMask)
     }
     for _ in 0..<2 {
       switch read.verdict(facts: facts, secureAreas: secureAreas, earlierAreas: earlierAreas) {
@@ -212,16 +206,20 @@ extension WatcherLoop {
     switch Int32(CXCB_event_type(ev)) {
     case XCB_CREATE_NOTIFY:
       let e = raw.load(as: xcb_create_notify_event_t.self)
-      if e.parent == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+      if e.parent == x.root {
+        tracker.topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width))
+      }
     case XCB_CONFIGURE_NOTIFY:
       let e = raw.load(as: xcb_configure_notify_event_t.self)
-      if e.event == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+      if e.event == x.root {
+        tracker.topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width))
+      }
     case XCB_MAP_NOTIFY:
       let e = raw.load(as: xcb_map_notify_event_t.self)
-      if e.event == x.root { topLevelHistory.mapped(e.window) }
+      if e.event == x.root { tracker.topLevelHistory.mapped(e.window) }
     case XCB_DESTROY_NOTIFY:
       let e = raw.load(as: xcb_destroy_notify_event_t.self)
-      if e.event == x.root { topLevelHistory.destroyed(e.window) }
+      if e.event == x.root { tracker.topLevelHistory.destroyed(e.window) }
     default: break
     }
   }

@@ -94,7 +94,9 @@ extension WatcherLoop {
       noticesDue()
       drainClipboard()  // copied-text guard hook
       drainEvents(readSockets: false)  // events queued while we waited for replies above
-      if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }
+      if let since = tracker.pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval {
+        trackPending()
+      }
       publishIfDue()
       flushAll()
     }
@@ -111,7 +113,7 @@ extension WatcherLoop {
     }
     wake(at: engine.nextDeadline)
     wake(at: engine.launchCheckDue)  // who is behind a launch (`checkLaunchesIfDue`)
-    wake(at: pendingSince.map { $0 + tuning.batchInterval })
+    wake(at: tracker.pendingSince.map { $0 + tuning.batchInterval })
     if detector != nil { wake(at: capture.timing.nextPoke(now, sessionsLive: !engine.sessions.isEmpty)) }
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
     if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
@@ -297,11 +299,8 @@ extension WatcherLoop {
 
   /// Tracks the windows whose tracking was deferred.
   func trackPending() {
-    guard !pendingCreates.isEmpty else { return }
-    // Each once (an id reused after a DestroyNotify can be listed twice).
-    let windows = pendingCreates.filter { pendingSet.remove($0) != nil }
-    pendingCreates = []
-    pendingSince = nil
+    let windows = tracker.takePending()
+    guard !windows.isEmpty else { return }
     track(windows, initial: false)
   }
 }

@@ -134,9 +134,7 @@ extension WatcherLoop {
     case .tagged:
       if !initial {  // at start, run() drops the untagged windows after its scan
         effects.unwatchRoot()
-        pendingCreates = []
-        pendingSet = []
-        pendingSince = nil
+        tracker.dropPending()
         dropUntaggedWindows()
       }
     }
@@ -150,8 +148,8 @@ extension WatcherLoop {
   /// Following only tagged windows: the others are let go; the rest are followed by their
   /// own structure events (the root's are not selected).
   func dropUntaggedWindows() {
-    for w in tracked.keys.sorted() {
-      if engine.windows[w]?.reason.isSecure == true || tracked[w]?.tag != .absent {
+    for w in tracker.tracked.keys.sorted() {
+      if engine.windows[w]?.reason.isSecure == true || tracker.tracked[w]?.tag != .absent {
         effects.watchWindow(w, nested: true)
       } else {
         effects.unwatchWindow(w)
@@ -162,7 +160,7 @@ extension WatcherLoop {
 
   /// Following only tagged windows, one that a command names is followed from then on.
   func follow(_ w: WindowID) {
-    guard server.windowWatch == .tagged, tracked[w] == nil, !isOwn(w) else { return }
+    guard server.windowWatch == .tagged, tracker.tracked[w] == nil, !isOwn(w) else { return }
     track([w], initial: false, nested: [w])
   }
 
@@ -174,7 +172,7 @@ extension WatcherLoop {
     // read at once (a short-lived tool can be gone before an X-Resource round trip, which
     // also waits behind a tool's GrabServer).
     let identity = { () -> ClientIdentity in
-      if let known = self.engine.clients[reader]?.identity ?? self.identities[n.reader], known.exe != nil {
+      if let known = self.engine.clients[reader]?.identity ?? self.capture.identities[n.reader], known.exe != nil {
         return known
       }
       if n.pid != 0 { return ProcessInfoReader.identity(pid: Int(n.pid)) }

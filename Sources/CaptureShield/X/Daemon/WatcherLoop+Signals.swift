@@ -171,7 +171,7 @@ extension WatcherLoop {
     case .untag(let w):
       // The daemon removes the tag itself: its own removal stands (`TagGuard`). Expected
       // only while the window has a tag: its PropertyNotify then takes the expectation.
-      tagGuard.untagCommand(w, hasTag: tracked[w]?.tag.asksSecure == true)
+      tagGuard.untagCommand(w, hasTag: tracker.tracked[w]?.tag.asksSecure == true)
       effects.removeTag(w, atom: atoms.secure)
       log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook
