@@ -24,56 +24,31 @@ extension WatcherLoop {
   private func handleOne(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
     quarantineTargets = nil
-    switch event {
-    case .compositorChanged, .clientIdentified, .clientConnected, .clientGone: capture.pixmapRecordingCheckDue = true
-    default: break
-    }
-    // Shields going up first, and on the wire at once: the audit lines (date formatting, a
-    // write) and the rest come after. A tool that grabs the server right after connecting
-    // leaves quarantine a few hundred microseconds. (Taking shields down is not urgent: it
-    // stays in order, after the records that explain it.)
-    var raised = false
-    for case .shield(let w) in effects {
-      perform(.shield(w))
-      raised = true
-    }
-    if raised { shieldX.flush() }
-    for e in effects {
-      if case .shield = e { continue }
-      perform(e)
-    }
-    // With quarantine on, keep an unmapped shield ready in every secure window, so that
-    // a new client's quarantine costs one MapWindow per window and no round trip.
-    if engine.policy.quarantine != nil {
-      switch event {
-      case .windowAppeared(let info), .windowChanged(let info):
-        if let w = engine.windows[info.id], w.reason.isSecure, w.reason != .provisional { driver.prepare(info.id) }
-      default: break
-      }
-    }
-    if effects.contains(where: { if case .shield = $0 { true } else if case .unshield = $0 { true } else { false } }) {
-      frames.syncDue = true
-    }
+    if EffectRouting.mayChangeCompositor(event) { capture.pixmapRecordingCheckDue = true }
+    // Shields going up first, and on the wire at once (see `EffectRouting.ordered`).
+    let (raise, rest) = EffectRouting.ordered(effects)
+    for e in raise { perform(e) }
+    if !raise.isEmpty { shieldX.flush() }
+    for e in rest { perform(e) }
+    if let w = EffectRouting.toPrepare(after: event, engine: engine) { driver.prepare(w) }
+    if EffectRouting.changesShields(effects) { frames.syncDue = true }
     syncFrameShields()
     syncServerEnforcement()
     syncNotifications()
   }
 
-  /// Carries out one effect, through `ShieldDriver` and `XEffects` (the X writers).
+  /// Carries out one effect, through `ShieldDriver` (`EffectRouting.carryOut`) and `XEffects`
+  /// (the X writers).
   func perform(_ effect: Engine.Effect) {
-    switch effect {
-    case .shield(let w):
-      // Under server enforcement the module protects the window: no shield window.
-      if module == nil, !driver.shield(w) { windowGone(w) }
-    case .unshield(let w):
-      if module == nil { driver.unshield(w) }
-    case .audit(let r):
-      log.write(r)
-    case .publishState:
-      stateDirty = true
-    case .notifyCapture(let active, let windows):
+    switch EffectRouting.carryOut(effect, driver: driver, serverEnforced: module != nil) {
+    case .done: break
+    case .targetGone(let w): windowGone(w)
+    case .other(.audit(let r)): log.write(r)
+    case .other(.publishState): stateDirty = true
+    case .other(.notifyCapture(let active, let windows)):
       effects.notifyCapture(
         active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
+    case .other(.shield), .other(.unshield): break  // carried out above
     }
   }
 
