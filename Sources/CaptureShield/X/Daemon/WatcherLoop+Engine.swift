@@ -14,16 +14,16 @@ extension WatcherLoop {
   /// that leads to another event (a shield whose target is gone → `windowGone`) queues it,
   /// and it is handled here after the current one, in order.
   func apply(_ event: Engine.Event) {
-    queuedEvents.append(event)
-    guard !applying else { return }
-    applying = true
-    defer { applying = false }
-    while !queuedEvents.isEmpty { handleOne(queuedEvents.removeFirst()) }
+    queue.events.append(event)
+    guard !queue.applying else { return }
+    queue.applying = true
+    defer { queue.applying = false }
+    while !queue.events.isEmpty { handleOne(queue.events.removeFirst()) }
   }
 
   private func handleOne(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
-    quarantineTargets = nil
+    queue.quarantineTargets = nil
     if EffectRouting.mayChangeCompositor(event) { capture.pixmapRecordingCheckDue = true }
     // Shields going up first, and on the wire at once (see `EffectRouting.ordered`).
     let (raise, rest) = EffectRouting.ordered(effects)
@@ -44,7 +44,7 @@ extension WatcherLoop {
     case .done: break
     case .targetGone(let w): windowGone(w)
     case .other(.audit(let r)): log.write(r)
-    case .other(.publishState): stateDirty = true
+    case .other(.publishState): loop.stateDirty = true
     case .other(.notifyCapture(let active, let windows)):
       effects.notifyCapture(
         active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
@@ -53,12 +53,12 @@ extension WatcherLoop {
   }
 
   func publishIfDue() {
-    guard stateDirty else { return }
+    guard loop.stateDirty else { return }
     let now = Clock.now()
-    guard now >= lastPublish + tuning.publishInterval else { return }
-    stateDirty = false
-    lastPublish = now
-    var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
+    guard now >= loop.lastPublish + tuning.publishInterval else { return }
+    loop.stateDirty = false
+    loop.lastPublish = now
+    var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: setup.startedAt)
     snap.clipboard = clipboard?.status()  // copied-text guard hook
     if let w = detector?.pump?.launchWatch {
       snap.launchWatch = w.path

@@ -13,7 +13,7 @@ extension WatcherLoop {
   func run() -> Int32 {
     installSignalHandlers()
     log.info(
-      "watching display \(x.displayName) (pid \(getpid()), policy: \(policyPaths.isEmpty ? "built-in defaults" : policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
+      "watching display \(x.displayName) (pid \(getpid()), policy: \(setup.policyPaths.isEmpty ? "built-in defaults" : setup.policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
     )
     if let module {
       log.info(
@@ -40,39 +40,39 @@ extension WatcherLoop {
     publishIfDue()
     flushAll()
     // Scanned, shields up, state published: the service manager may count us as started.
-    systemd?.ready(status: "protecting display \(x.displayName)")
+    channels.systemd?.ready(status: "protecting display \(x.displayName)")
 
-    fds = [
+    loop.fds = [
       pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: shieldX.fileDescriptor, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: loop.signalRead, events: Int16(POLLIN), revents: 0),
       pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
       pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
       pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the keyboard watch's (+Keylog)
     ]
-    while !shuttingDown {
+    while !loop.shuttingDown {
       var timeout = pollTimeout()
       let now = Clock.now()
       // Descriptors read in batches (see batchingUntil/recordBatchingUntil) are left out of
       // this poll; the timeout brings us back when their batch is due.
       for (i, until) in [(0, batchingUntil(now)), (3, recordBatchingUntil(now))] {
         if let until {
-          fds[i].events = 0
+          loop.fds[i].events = 0
           timeout = min(timeout, Int32((until.nanoseconds - now.nanoseconds) / 1_000_000 + 1))
         } else {
-          fds[i].events = Int16(POLLIN)
+          loop.fds[i].events = Int16(POLLIN)
         }
       }
-      fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
+      loop.fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
       // The command socket and its waiting connections come last (see `serveCommands`).
-      fds.removeSubrange(fixedDescriptors...)
-      fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
+      loop.fds.removeSubrange(fixedDescriptors...)
+      loop.fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (channels.commands?.descriptors ?? [])).map {
         pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
       }
-      _ = poll(&fds, nfds_t(fds.count), timeout)
+      _ = poll(&loop.fds, nfds_t(loop.fds.count), timeout)
       // The watchdog hears from this loop only: a stopped or stuck loop misses it.
-      systemd?.watchdogIfDue(Clock.now())
-      if fds[2].revents != 0 { handleSignals() }
+      channels.systemd?.watchdogIfDue(Clock.now())
+      if loop.fds[2].revents != 0 { handleSignals() }
       serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
@@ -116,9 +116,9 @@ extension WatcherLoop {
     wake(at: tracker.pendingSince.map { $0 + tuning.batchInterval })
     if detector != nil { wake(at: capture.timing.nextPoke(now, sessionsLive: !engine.sessions.isEmpty)) }
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
-    if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
-    wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
-    wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
+    if loop.stateDirty { wake(at: loop.lastPublish + tuning.publishInterval) }
+    wake(at: channels.systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
+    wake(at: channels.commands?.nextDeadline)  // a connection that sends no command is closed
     wake(at: tagGuard.nextDeadline)  // a removed tag nobody deleted is put back
     wake(at: notices.nextDeadline)  // a capture notice held back by the rate limit
     return Int32(ms)
@@ -146,8 +146,8 @@ extension WatcherLoop {
     }
     while true {
       // The engine's answer changes only when it handles an event (it scans every window).
-      if quarantineTargets == nil { quarantineTargets = engine.quarantineTargets }
-      let arm = driver.armable(quarantineTargets ?? [])
+      if queue.quarantineTargets == nil { queue.quarantineTargets = engine.quarantineTargets }
+      let arm = driver.armable(queue.quarantineTargets ?? [])
       if pump.commit(
         removesShields: driver.hasPendingUnmaps, arm: (shieldX.conn, arm.shields, arm.targets),
         submit: { driver.commitUnmaps() })
@@ -188,7 +188,7 @@ extension WatcherLoop {
     } else {
       d.stopPump()
     }
-    if fds.count > 3 { fds[3].fd = d.fileDescriptor }
+    if loop.fds.count > 3 { loop.fds[3].fd = d.fileDescriptor }
   }
 
   /// Handles every event of both connections, including those xcb queued while we waited
@@ -235,7 +235,7 @@ extension WatcherLoop {
       }
       first = false
       if batch.isEmpty && shieldEvents == 0 { return }
-      if !batch.isEmpty { lastMainEvents = Clock.now() }
+      if !batch.isEmpty { loop.lastMainEvents = Clock.now() }
       var destroyedAt: [WindowID: Int] = [:]
       for (i, ev) in batch.enumerated() where Int32(CXCB_event_type(ev)) == XCB_DESTROY_NOTIFY {
         destroyedAt[UnsafeRawPointer(ev).load(as: xcb_destroy_notify_event_t.self).window] = i
@@ -253,7 +253,7 @@ extension WatcherLoop {
     let type = CXCB_event_type(ev)
     let window = UnsafeRawPointer(ev).loadUnaligned(fromByteOffset: 8, as: UInt32.self)
     free(ev)
-    if let r = forged.forgedEvent(type: type, window: window, connection: connection, now: Clock.now()) {
+    if let r = loop.forged.forgedEvent(type: type, window: window, connection: connection, now: Clock.now()) {
       log.write(r)
     }
   }
@@ -266,7 +266,7 @@ extension WatcherLoop {
   /// Idle desktops are unaffected: the first event after a quiet interval is read at once.
   func batchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
     guard deferNewWindows else { return nil }
-    let until = lastMainEvents + tuning.batchInterval
+    let until = loop.lastMainEvents + tuning.batchInterval
     return now < until ? until : nil
   }
 

@@ -51,7 +51,7 @@ extension WatcherLoop {
     }
     let refused = server.enforcement.refusedCompositors
     for e in server.enforcement.sync(engine: engine) { performServer(e, module: module) }
-    if server.enforcement.refusedCompositors != refused { stateDirty = true }
+    if server.enforcement.refusedCompositors != refused { loop.stateDirty = true }
   }
 
   /// How this display sees each local client's process (by PID), for the compositor's
@@ -92,11 +92,11 @@ extension WatcherLoop {
             [("client", .string(c.description))] + identityFields(c) + [
               ("reason", "the module refused it (its identity checks: injected code, a handed-over connection, ...)")
             ]))
-        stateDirty = true
+        loop.stateDirty = true
         return
       }
       log.write(AuditRecord("grant", [("client", .string(c.description))] + identityFields(c)))
-      stateDirty = true
+      loop.stateDirty = true
       // The compositor may have painted secure windows before its grant (black): each is
       // redrawn, and its next paint reads them.
       if engine.isTrustedCompositor(c) {
@@ -107,14 +107,14 @@ extension WatcherLoop {
     case .revoke(let c):
       effects.grant(c, granted: false, module: module)
       log.write(AuditRecord("revoke", [("client", .string(c.description))] + identityFields(c)))
-      stateDirty = true
+      loop.stateDirty = true
     case .protect(let on):
       effects.setProtection(on, module: module)
       log.write(
         AuditRecord(
           "server-protection",
           [("enabled", .bool(on)), ("why", .string(on ? "resumed" : "paused: tagged windows readable by anyone"))]))
-      stateDirty = true
+      loop.stateDirty = true
     case .audit(let r): log.write(r)
     }
   }
@@ -126,7 +126,7 @@ extension WatcherLoop {
     let want = server.wantedWindowWatch(policy: engine.policy)
     guard initial || want != server.windowWatch else { return }
     server.windowWatch = want
-    stateDirty = true
+    loop.stateDirty = true
     switch want {
     case .all:
       effects.watchRoot()
@@ -182,7 +182,7 @@ extension WatcherLoop {
     case .follow(let w): follow(w)
     case .audit(let r, let stateChanged):
       log.write(r)
-      if stateChanged { stateDirty = true }
+      if stateChanged { loop.stateDirty = true }
     case .censored(let reader, let identity, let effects):
       for e in effects { performServer(e, module: module) }
       noticeCensored(reader: reader, identity: identity)

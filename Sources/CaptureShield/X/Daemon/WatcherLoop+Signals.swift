@@ -9,8 +9,8 @@ import Foundation
 
 extension WatcherLoop {
   func shutdown() -> Int32 {
-    systemd?.stopping()
-    commands?.shutdown()
+    channels.systemd?.stopping()
+    channels.commands?.shutdown()
     detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if engine.policy.failMode == .open {
@@ -32,7 +32,7 @@ extension WatcherLoop {
     _ = pipe(&p)
     _ = fcntl(p[0], F_SETFL, O_NONBLOCK)
     _ = fcntl(p[1], F_SETFL, O_NONBLOCK)
-    signalRead = p[0]
+    loop.signalRead = p[0]
     signalPipeWriteFD = p[1]
     for s in [SIGTERM, SIGINT, SIGHUP] {
       signal(s) { sig in
@@ -47,11 +47,11 @@ extension WatcherLoop {
     var buf = [UInt8](repeating: 0, count: 64)
     var reload = false
     while true {
-      let n = read(signalRead, &buf, buf.count)
+      let n = read(loop.signalRead, &buf, buf.count)
       if n <= 0 { break }
       for b in buf[..<n] {
         switch Int32(b) {
-        case SIGTERM, SIGINT: shuttingDown = true
+        case SIGTERM, SIGINT: loop.shuttingDown = true
         case SIGHUP: reload = true
         default: break
         }
@@ -84,7 +84,7 @@ extension WatcherLoop {
   func reloadPolicy(by: String) {
     trackPending()
     do {
-      let p = try Watcher.loadPolicy(policyPaths)
+      let p = try Watcher.loadPolicy(setup.policyPaths)
       let hadTitles = policyUsesTitle
       if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
       apply(.policyReplaced(enginePolicy(p)))
@@ -112,9 +112,9 @@ extension WatcherLoop {
   /// refuses (`CommandChannel.refusal`) is answered `refused` and audited.
   func serveCommands() {
     let first = fixedDescriptors + 1  // after the tag watch's
-    guard let commands, fds.count > first else { return }
-    let listenerReady = fds[first].revents != 0
-    let ready = Set(fds[(first + 1)...].filter { $0.revents != 0 }.map(\.fd))
+    guard let commands = channels.commands, loop.fds.count > first else { return }
+    let listenerReady = loop.fds[first].revents != 0
+    let ready = Set(loop.fds[(first + 1)...].filter { $0.revents != 0 }.map(\.fd))
     guard listenerReady || !ready.isEmpty || commands.nextDeadline.map({ Clock.now() >= $0 }) == true else { return }
     for outcome in commands.service(listenerReady: listenerReady, ready: ready, now: Clock.now()) {
       switch outcome {
@@ -142,7 +142,7 @@ extension WatcherLoop {
   /// so this one was sent by another X client (any client can). Ignored and audited at most
   /// once per 5 s with the count in between (`ForgedAudit`).
   func dropForgedCommand(_ words: [UInt32]) {
-    if let r = forged.forgedCommand(words, now: Clock.now()) { log.write(r) }
+    if let r = loop.forged.forgedCommand(words, now: Clock.now()) { log.write(r) }
   }
 
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
@@ -201,7 +201,7 @@ extension WatcherLoop {
     let new: CaptureDetector
     do {
       new = try CaptureDetector(
-        display: display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads),
+        display: setup.display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads),
         startTimeout: .seconds(5), errors: XErrorPolicy(log: log))
     } catch {
       log.error(

@@ -57,7 +57,7 @@ extension WatcherLoop {
     tagGuard.watch = nil
     let lost = "who removes secure tags, while it was down"
     do {
-      let watch = try TagWatch(display: display, property: atoms.secure, errors: XErrorPolicy(log: log))
+      let watch = try TagWatch(display: setup.display, property: atoms.secure, errors: XErrorPolicy(log: log))
       for b in watch.ownBases { detector?.excludeNewConnection(b) }
       tagGuard.watch = watch
       auditKilled(
