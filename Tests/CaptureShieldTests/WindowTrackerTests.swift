@@ -15,7 +15,7 @@ final class FakeWindowConnection: WindowConnection {
     var properties: [UInt32: PropertyValue] = [:]
   }
   var windows: [WindowID: Window] = [:]
-  /// The batches `windowFacts` was asked for, and the single property reads.
+  /// The batches `windowFacts` and `properties` were asked for, and the single property reads.
   private(set) var factBatches: [[WindowID]] = []
   private(set) var propertyReads: [(WindowID, UInt32)] = []
 
@@ -26,6 +26,10 @@ final class FakeWindowConnection: WindowConnection {
       guard let win = windows[w] else { return WindowFacts(attributes: nil, properties: atoms.map { _ in nil }) }
       return WindowFacts(attributes: (win.mapped, win.inputOnly), properties: atoms.map { win.properties[$0] })
     }
+  }
+  func properties(_ ids: [WindowID], atoms: [UInt32], maxBytes: UInt32) -> [[PropertyValue?]] {
+    factBatches.append(ids)
+    return ids.map { w in atoms.map { windows[w]?.properties[$0] } }
   }
   func property(_ window: UInt32, _ atom: UInt32, maxBytes: UInt32) -> PropertyValue? {
     propertyReads.append((window, atom))
@@ -87,6 +91,19 @@ final class FakeWindowConnection: WindowConnection {
     #expect(t.propertyChanged(Self.app, atom: a.secure, deleted: true)?.tag == .absent)
     #expect(t.propertyChanged(Self.other, atom: a.secure, deleted: false) == nil)  // not tracked
     #expect(t.propertyChanged(Self.app, atom: a.state, deleted: false) == nil)  // not read
+  }
+
+  @Test func titlesAreReadInOneBatchForTrackedWindowsOnly() {
+    let x = FakeWindowConnection()
+    let a = Self.atoms
+    let t = WindowTracker(connection: x, atoms: a)
+    t.add(WindowInfo(id: Self.app, client: ClientID(0x40_0000), tag: .secure, propertiesKnown: true))
+    x.windows[Self.app] = .init(properties: [a.wmName: Self.text("vault.kdbx - KeePassXC")])
+    let infos = t.readTitles([Self.app, Self.other])
+    #expect(x.factBatches == [[Self.app, Self.other]])
+    #expect(infos.map(\.id) == [Self.app])
+    #expect(infos.first?.facts.title == "vault.kdbx - KeePassXC")
+    #expect(t.tracked[Self.app]?.facts.title == "vault.kdbx - KeePassXC")
   }
 
   @Test func deferredWindowsComeOnceInCreationOrder() {

@@ -15,6 +15,9 @@ protocol WindowConnection: AnyObject {
   /// For each window, whether it is mapped and InputOnly (nil: gone), and its properties
   /// `atoms` (nil: not set): GetWindowAttributes and GetProperty, pipelined.
   func windowFacts(_ windows: [WindowID], atoms: [UInt32], maxBytes: UInt32) -> [WindowFacts]
+  /// For each window, its properties `atoms` (nil: not set, or the window is gone):
+  /// GetProperty, pipelined.
+  func properties(_ windows: [WindowID], atoms: [UInt32], maxBytes: UInt32) -> [[PropertyValue?]]
   func property(_ window: UInt32, _ atom: UInt32, maxBytes: UInt32) -> PropertyValue?
 }
 
@@ -41,6 +44,11 @@ extension XConnection: WindowConnection {
       }
       return WindowFacts(attributes: attributes, properties: propCookies[i].map { propertyReply($0) })
     }
+  }
+
+  func properties(_ windows: [WindowID], atoms: [UInt32], maxBytes: UInt32) -> [[PropertyValue?]] {
+    let cookies = windows.map { w in atoms.map { propertyCookie(w, $0, maxBytes: maxBytes) } }
+    return cookies.map { $0.map { propertyReply($0) } }
   }
 }
 
@@ -123,12 +131,12 @@ final class WindowTracker {
   /// ones: their infos now.
   func readTitles(_ ids: [WindowID]) -> [WindowInfo] {
     let names = [atoms.netWMName, atoms.wmName]
-    let facts = connection.windowFacts(ids, atoms: names, maxBytes: Self.maxPropertyBytes)
+    let values = connection.properties(ids, atoms: names, maxBytes: Self.maxPropertyBytes)
     var out: [WindowInfo] = []
-    for (w, f) in zip(ids, facts) {
+    for (w, v) in zip(ids, values) {
       guard var info = tracked[w] else { continue }
-      applyProperty(&info, atom: atoms.netWMName, f.properties[0])
-      if info.facts.title == nil { applyProperty(&info, atom: atoms.wmName, f.properties[1]) }
+      applyProperty(&info, atom: atoms.netWMName, v[0])
+      if info.facts.title == nil { applyProperty(&info, atom: atoms.wmName, v[1]) }
       tracked[w] = info
       out.append(info)
     }
