@@ -74,181 +74,173 @@ struct WatcherTuning {
   let burstRecords = 32
 }
 
-/// The daemon's state and its loop. Its concerns live in files of their own:
-/// `+Loop` (poll, batching, flushing), `+Windows` (tracking and window events),
-/// `+Detector` (capture detection), `+Engine` (events in, effects out), `+Signals`
-/// (signals, reload, commands, shutdown) and `+Clipboard` (the copied-text guard).
-final class WatcherLoop {
+/// The daemon's main connection and what the daemon owns on it.
+struct MainSide {
   let x: XConnection
   /// The daemon's writes on `x` (see `XEffects`).
   let effects: XEffects
+  /// The atoms the loop reads and writes (`DaemonAtoms`).
+  let atoms: DaemonAtoms
+  /// The window that owns the manager selection (and answers pings).
+  let managerWindow: UInt32
+}
+
+/// The shields' side: the driver and its own connection (see `ShieldDriver`), both replaced
+/// when another client kills that connection (`WatcherLoop.replaceShieldConnection`).
+struct ShieldSide {
   var driver: ShieldDriver
-  /// The shield driver's connection (its own, see `ShieldDriver`); replaced when another
-  /// client kills it.
-  var shieldX: XConnection
-  var engine: Engine
+  var connection: XConnection
+}
+
+/// What the daemon was started with.
+struct DaemonSetup {
   let log: AuditLog
   let policyPaths: [String]
-  let startedAt = Date().timeIntervalSince1970
-  let managerWindow: xcb_window_t
-  let managerAtom: xcb_atom_t
-  /// Interesting atoms (predefined ones by name, see `PredefinedAtom`).
-  let aWMClass = PredefinedAtom.wmClass, aWMName = PredefinedAtom.wmName, aCardinal = PredefinedAtom.cardinal
-  let aNetWMName: xcb_atom_t, aUTF8: xcb_atom_t, aSecure: xcb_atom_t, aNetWMPID: xcb_atom_t
-  let aState: xcb_atom_t, aCapturing: xcb_atom_t, aCaptureChanged: xcb_atom_t, aCommand: xcb_atom_t
-  /// What the shell knows of each tracked window (the engine has its own copy).
-  var tracked: [WindowID: WindowInfo] = [:]
-  var windowsPerClient: [UInt32: Int] = [:]
-  /// Windows whose title comes from `_NET_WM_NAME` (WM_NAME changes are then ignored).
-  var netNamed: Set<WindowID> = []
-  var identities: [UInt32: ClientIdentity] = [:]
-  var stateDirty = true
-  /// Engine events waiting to be handled: `apply` is not re-entrant. An effect that
-  /// reveals something new (a shield's target is gone) queues a follow-up event here, and
-  /// `apply` handles it after the event it is handling now.
-  var queuedEvents: [Engine.Event] = []
-  var applying = false
-  /// The loop's timing constants.
-  let tuning = WatcherTuning()
-  /// `engine.quarantineTargets` since the engine last handled an event (nil: ask again).
-  var quarantineTargets: [WindowID]?
-  var lastPublish = MonotonicTime(nanoseconds: 0)
-  var signalRead: Int32 = -1
-  var shuttingDown = false
-  var fds: [pollfd] = []
-  /// Request-level capture detection (RECORD); nil when the server lacks RECORD, in
-  /// which case `capturing` mode falls back to shielding always (fail safe).
-  var detector: CaptureDetector?
-  /// Whether `detector` records the requests that can only read pixmaps (see
-  /// `recordsPixmapReads`).
-  var detectorReadsPixmaps = false
-  /// Set when the engine handled an event that can change whether a trusted compositor
-  /// runs (the loop then calls `updatePixmapRecording`).
-  var pixmapRecordingCheckDue = false
   /// The display the daemon watches (for a new RECORD connection after a reload).
   let display: String?
-  let cmAtom: xcb_atom_t
-  var xfixesFirstEvent: UInt8 = 0
-  /// Poke the server (a cheap round trip) so it flushes pending RECORD records: only
-  /// while a session is live or shortly after a client connected.
-  var promptRecordsUntil = MonotonicTime(nanoseconds: 0)
-  var lastPoke = MonotonicTime(nanoseconds: 0)
-  /// See `batchingUntil`.
+  let startedAt = Date().timeIntervalSince1970
+  /// The loop's timing constants.
+  let tuning = WatcherTuning()
+}
+
+/// The loop's own bookkeeping: its poll descriptors, the signal pipe, batching, publishing
+/// and the forged-event audits.
+struct LoopState {
+  var fds: [pollfd] = []
+  var signalRead: Int32 = -1
+  var shuttingDown = false
+  /// See `WatcherLoop.batchingUntil`.
   var lastMainEvents = MonotonicTime(nanoseconds: 0)
-  /// New top-levels not tracked yet (see `deferNewWindows`), in creation order, and since when.
-  var pendingCreates: [WindowID] = []
-  var pendingSet: Set<WindowID> = []
-  var pendingSince: MonotonicTime?
-  /// Where top-level windows have been since they were mapped (own-window reads, see
-  /// `WatcherLoop.noteTopLevel`).
-  var topLevelHistory = TopLevelHistory()
-  /// When the RECORD stream last brought anything, and how many records came in the current
-  /// run of reads each within `tuning.batchInterval` of the one before (see `recordBatchingUntil`).
-  var lastRecords = MonotonicTime(nanoseconds: 0)
-  var recordRun = 0
-  // MARK: Copied-text guard hook
-  /// The copied-text guard (own connection; nil when `clipboard.enabled` is false or it
-  /// could not start). Its failures are logged, never fatal.
-  var clipboard: ClipboardGuard?
-  /// The copied-text guard's resource base while it runs (`checkOwnConnections` replaces a
-  /// guard whose connection another client killed).
-  var clipboardBase: UInt32?
-  // MARK: Server enforcement
-  /// The CaptureShield Xorg module, when it is loaded and trusts this daemon: then the
-  /// module enforces, and the daemon maps no shields (see `WatcherLoop+Server`).
-  var module: ServerModule?
-  /// What the module has been told (policy tags, grants, protection).
-  var enforcement = ServerEnforcement(daemonUID: Int(geteuid()))
-  /// Forged events (another client's SendEvent) dropped since the last audit record, and
-  /// when that was (`dropForged`).
-  var forgedSinceAudit = 0
-  var lastForgedAudit: MonotonicTime?
+  /// The published state is due to be rewritten (at most every `tuning.publishInterval`).
+  var stateDirty = true
+  var lastPublish = MonotonicTime(nanoseconds: 0)
+  /// Forged events and commands: how many since their last audit record (`ForgedAudit`).
+  var forged = ForgedAudit()
+}
+
+/// Engine events waiting to be handled: `apply` is not re-entrant. An effect that reveals
+/// something new (a shield's target is gone) queues a follow-up event here, and `apply`
+/// handles it after the event it is handling now.
+struct EngineQueue {
+  var events: [Engine.Event] = []
+  var applying = false
+  /// `engine.quarantineTargets` since the engine last handled an event (nil: ask again).
+  var quarantineTargets: [WindowID]?
+}
+
+/// The copied-text guard's hook: the guard (own connection; nil when `clipboard.enabled` is
+/// false or it could not start; its failures are logged, never fatal), and its resource base
+/// while it runs (`checkOwnConnections` replaces a guard whose connection another client killed).
+struct ClipboardHook {
+  var guardian: ClipboardGuard?
+  var base: UInt32?
+}
+
+/// The daemon's channels to the outside other than X: `shieldctl`'s command socket
+/// (`CommandServer`; nil when it could not be created: then no command is accepted, and
+/// protection goes on) and the service manager's notification socket (`Type=notify`,
+/// `WatchdogSec=`; nil when not started by one that listens, see `SystemdNotify`).
+struct ServiceChannels {
+  var commands: CommandServer?
+  let systemd: SystemdNotify?
+}
+
+/// The daemon's loop: it polls and routes; the components own their state. Its routing
+/// lives in files of their own: `+Loop` (poll, batching, flushing), `+Windows` (window
+/// events, `WindowTracker`), `+Detector` (capture records, `CaptureBridge`), `+Engine`
+/// (events in, effects out, `EffectRouting`), `+Frames` (`FrameShields`), `+Server`
+/// (`ServerEnforcer`), `+Tags` (`SecureTagGuard`), `+Keylog` (`KeyboardWatch`), `+Notify`
+/// (`DesktopNotices`), `+Signals` (signals, reload, commands, shutdown), `+Reconnect` (own
+/// connections killed) and `+Clipboard` (the copied-text guard). docs/architecture.md,
+/// "Components of the loop".
+final class WatcherLoop {
+  /// The main connection, its writer, atoms and manager window (`x`, `effects`, `atoms`, `managerWindow`).
+  let main: MainSide
+  /// The shield driver and its connection (`driver`, `shieldX`).
+  var shielding: ShieldSide
+  var engine: Engine
+  /// The log, the policy files, the display and the timing constants (`log`, `tuning`).
+  let setup: DaemonSetup
+  var loop = LoopState()
+  var queue = EngineQueue()
+  /// The windows followed and what is known of them (`WindowTracker`).
+  let tracker: WindowTracker
+  /// The RECORD context, its timing and the identities looked up (`CaptureBridge`).
+  let capture: CaptureBridge
+  /// The shields in shielded windows' window-manager frames (`FrameShields`).
+  let frames: FrameShields
+  /// The Xorg module when it enforces, what it was told, which windows are followed
+  /// (`ServerEnforcer`; `module` is its module).
+  let server: ServerEnforcer
   /// The tag guard (`SecureTagGuard`: who may lift a secure tag; its RECORD source is nil
   /// without RECORD or under server enforcement, where the module decides who may).
   let tagGuard: SecureTagGuard
-  /// `shieldctl`'s command socket (`CommandServer`); nil when it could not be created (then
-  /// no command is accepted; protection goes on).
-  var commands: CommandServer?
-  /// ClientMessage commands (forged: commands come over the socket) ignored since the last
-  /// audit record, and when that was (`dropForgedCommand`).
-  var forgedCommandsSinceAudit = 0
-  var lastForgedCommandAudit: MonotonicTime?
-  /// Which windows the daemon follows (`updateWindowWatch`); client-side mode: all.
-  var windowWatch = ServerEnforcement.WindowWatch.all
-  /// Each shielded window's window-manager frame (its top-level ancestor; itself when it is
-  /// a top-level), asked once (see `frame(of:)`), and the frames shielded for them.
-  var frameOf: [WindowID: WindowID] = [:]
-  var frameShields: Set<WindowID> = []
-  /// Set when shields or frames may have changed: `syncFrameShields` runs.
-  var frameSyncDue = false
-  /// `_CAPTURE_SHIELD_POLICY`: the daemon's tag on windows its policy makes secure.
-  let aPolicyTag: xcb_atom_t
-  /// `_CAPTURE_SHIELD_PONG`: the answer to a ping (`shieldctl status`) on the manager window.
-  let aPong: xcb_atom_t
-  /// `_CAPTURE_SHIELD_NOTIFY`: the ClientMessages an app opted in to (`CaptureNotices`).
-  let aNotify: xcb_atom_t
-  /// The service manager's notification socket (`Type=notify`, `WatchdogSec=`); nil when
-  /// not started by one that listens (see `SystemdNotify`).
-  let systemd = SystemdNotify.fromEnvironment(now: Clock.now())
-  /// Names of the requests the module reports, by major opcode.
-  var moduleRequestNames: [UInt8: String] = [:]
-  /// The module's Trust list, when it reports it.
-  var moduleTrustList: [String]?
-  /// `input-refused` records audited since the start, and the last one's client.
-  var inputRefusals = 0
-  var lastInputRefusal: String?
-  // MARK: Desktop notifications
+  /// Who listens to the keyboard (`KeyboardWatch`, client-side mode: its RECORD source is
+  /// nil under the Xorg module, with `keyloggers.enabled` false, or when it could not start).
+  let keyboard: KeyboardWatch
   /// The capture notices (`DesktopNotices`: when to tell the user that a capture started,
   /// and the session bus's sender while `notify.enabled`).
   let notices: DesktopNotices
-  // MARK: Keyboard watch (client-side mode, `WatcherLoop+Keylog`)
-  /// Who listens to the keyboard (`KeyboardWatch`: its RECORD source is nil under the Xorg
-  /// module, with `keyloggers.enabled` false, or when it could not start).
-  let keyboard: KeyboardWatch
+  /// The copied-text guard (`clipboard`) and its resource base.
+  var clipboardHook = ClipboardHook()
+  /// The command socket and the service manager's socket.
+  var channels: ServiceChannels
+
+  var x: XConnection { main.x }
+  var effects: XEffects { main.effects }
+  var atoms: DaemonAtoms { main.atoms }
+  var managerWindow: UInt32 { main.managerWindow }
+  var driver: ShieldDriver {
+    get { shielding.driver }
+    set { shielding.driver = newValue }
+  }
+  var shieldX: XConnection {
+    get { shielding.connection }
+    set { shielding.connection = newValue }
+  }
+  var log: AuditLog { setup.log }
+  var tuning: WatcherTuning { setup.tuning }
+  var clipboard: ClipboardGuard? {
+    get { clipboardHook.guardian }
+    set { clipboardHook.guardian = newValue }
+  }
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
-    x = try XConnection(display: options.display)
-    display = options.display
+    let x = try XConnection(display: options.display)
+    setup = DaemonSetup(log: log, policyPaths: policyPaths, display: options.display)
     x.errors = XErrorPolicy(log: log)
-    effects = XEffects(x: x, root: x.root)
+    let effects = XEffects(x: x, root: x.root)
+    frames = FrameShields(connection: x)
     let shieldConn = try XConnection(display: options.display)
     shieldConn.errors = XErrorPolicy(log: log)
-    self.log = log
-    self.policyPaths = policyPaths
     // The daemon's own log: its lock keeps the notification queue's records and the loop's whole.
     notices = DesktopNotices(
       makeSender: { DesktopNotifier(environment: ProcessInfo.processInfo.environment, log: log) },
       audit: { log.write($0) })
     engine = Engine(policy: policy)
     for ext in ["X-Resource", "SHAPE"] where !x.hasExtension(ext) { throw .missingExtension(ext) }
-    let a = x.atoms([
-      "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
-      ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
-      ProtocolAtom.managerPrefix + String(x.screenNumber), "_NET_WM_CM_S" + String(x.screenNumber),
-      ProtocolAtom.policyTag, ProtocolAtom.pong, ProtocolAtom.notify,
-    ])
-    (aNetWMName, aUTF8, aSecure, aNetWMPID, aState, aCapturing, aCaptureChanged, aCommand) =
-      (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
-    managerAtom = a[8]
-    cmAtom = a[9]
-    aPolicyTag = a[10]
-    aPong = a[11]
-    aNotify = a[12]
+    let atoms = DaemonAtoms(interned: x.atoms(DaemonAtoms.names(screen: Int(x.screenNumber))))
+    tracker = WindowTracker(connection: x, atoms: atoms)
     keyboard = KeyboardWatch(
       connection: x,
       makeSource: { [display = options.display] in try KeyloggerRecorder(display: display, unrecorded: $0) },
       audit: { log.write($0) })
-    tagGuard = SecureTagGuard(connection: x, secureAtom: a[2], watch: nil) { [log] in log.write($0) }
+    tagGuard = SecureTagGuard(connection: x, secureAtom: atoms.secure, watch: nil) { [log] in log.write($0) }
 
     // One daemon per display: own the manager selection, as window managers do.
-    let owner = x.selectionOwner(managerAtom)
+    let owner = x.selectionOwner(atoms.manager)
     if owner != 0 {
-      let pid = x.property(owner, aNetWMPID).flatMap { PropertyDecoding.cardinal(format: $0.format, bytes: $0.bytes) }
+      let pid = x.property(owner, atoms.netWMPID).flatMap {
+        PropertyDecoding.cardinal(format: $0.format, bytes: $0.bytes)
+      }
       throw .alreadyRunning(pid: pid.map(Int.init))
     }
-    managerWindow = x.generateID()
-    effects.claimManager(window: managerWindow, selection: managerAtom, pidAtom: aNetWMPID, pid: UInt32(getpid()))
-    guard x.selectionOwner(managerAtom) == managerWindow else { throw .alreadyRunning(pid: nil) }
+    let managerWindow = x.generateID()
+    effects.claimManager(
+      window: managerWindow, selection: atoms.manager, pidAtom: atoms.netWMPID, pid: UInt32(getpid()))
+    guard x.selectionOwner(atoms.manager) == managerWindow else { throw .alreadyRunning(pid: nil) }
+    main = MainSide(x: x, effects: effects, atoms: atoms, managerWindow: managerWindow)
+    var commands: CommandServer?
     // Commands come over a socket whose peer the kernel names (ClientMessages can be forged).
     do {
       commands = try CommandServer(path: daemonCommandSocketPath(display: x.displayName, screen: x.screenNumber))
@@ -258,12 +250,14 @@ final class WatcherLoop {
       )
     }
 
-    shieldX = shieldConn
-    driver = ShieldDriver(
+    channels = ServiceChannels(commands: commands, systemd: SystemdNotify.fromEnvironment(now: Clock.now()))
+    let driver = ShieldDriver(
       connection: shieldConn, failMode: policy.failMode, input: policy.input, label: policy.label,
       registryFile: ShieldRegistryFile.forDisplay(x.displayName, environment: ProcessInfo.processInfo.environment))
     driver.errors = XErrorPolicy(log: log)
+    shielding = ShieldSide(driver: driver, connection: shieldConn)
     // Server enforcement when the Xorg module is loaded and trusts us.
+    var module: ServerModule?
     if let m = ServerModule.probe(x) {
       if m.callerTrust == .none {
         log.error(
@@ -274,6 +268,7 @@ final class WatcherLoop {
         engine = Engine(policy: Self.effectivePolicy(policy, serverEnforced: true))
       }
     }
+    server = ServerEnforcer(module: module, daemonUID: Int(geteuid()))
     do {
       // Only requests that start a session are recorded (indicators such as GrabServer or
       // MIT-SHM Attach would cost records without changing a decision). Under server
@@ -284,9 +279,9 @@ final class WatcherLoop {
         display: options.display, catalog: Self.recordedCatalog(serverEnforced: module != nil, pixmapReads: pixmaps),
         startTimeout: .seconds(5), errors: XErrorPolicy(log: log))
       d.excludedClients.formUnion([ClientID(x.ownBase), ClientID(shieldConn.ownBase)])
-      detector = d
-      detectorReadsPixmaps = pixmaps
+      capture = CaptureBridge(detector: d, readsPixmaps: pixmaps, tuning: setup.tuning)
     } catch {
+      capture = CaptureBridge(detector: nil, readsPixmaps: false, tuning: setup.tuning)
       log.error(
         "capture detection unavailable (\(error)); shield.when=capturing falls back to shielding secure windows always"
       )
@@ -301,7 +296,7 @@ final class WatcherLoop {
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
     if module == nil {
       do {
-        let watch = try TagWatch(display: options.display, property: aSecure, errors: XErrorPolicy(log: log))
+        let watch = try TagWatch(display: options.display, property: atoms.secure, errors: XErrorPolicy(log: log))
         for b in watch.ownBases { detector?.excludeNewConnection(b) }
         tagGuard.watch = watch
       } catch {

@@ -27,14 +27,14 @@ extension WatcherLoop {
     let c = ClientID(base)
     let own = engine.windows.values.filter { $0.info.client == c }
     let identity =
-      engine.clients[c]?.identity ?? identities[base] ?? ProcessInfoReader.identity(pid: x.clientPID(of: base))
+      engine.clients[c]?.identity ?? capture.identities[base] ?? ProcessInfoReader.identity(pid: x.clientPID(of: base))
     let facts = [identity.facts] + own.map { engine.effectiveFacts($0.info) }
     return (own.contains { $0.reason.isSecure }, identity, facts)
   }
 
   func drainClipboard() {
     guard let g = clipboard else { return }
-    if fds.count > 4 { fds[4].fd = g.fileDescriptor }
+    if loop.fds.count > 4 { loop.fds[4].fd = g.fileDescriptor }
     g.drain()
     if let d = g.nextDeadline, Clock.now() >= d { g.tick() }
     // A RECORD connection of the guard's that another client killed is not ours any more
@@ -47,14 +47,14 @@ extension WatcherLoop {
     }
     if g.statusChanged {
       g.statusChanged = false
-      stateDirty = true
+      loop.stateDirty = true
     }
     if g.hasError {
       log.error("the copied-text guard lost its X connection; it is off until the next reload")
       detector?.excludedClients.subtract(g.ownBases.map(ClientID.init))  // their bases go to new clients
       clipboard = nil
-      if fds.count > 4 { fds[4].fd = -1 }
-      stateDirty = true
+      if loop.fds.count > 4 { loop.fds[4].fd = -1 }
+      loop.stateDirty = true
     }
   }
 
@@ -63,8 +63,8 @@ extension WatcherLoop {
       clipboard.policyReplaced(p)
     } else if p.enabled {
       startClipboardGuard(p)
-      if fds.count > 4 { fds[4].fd = clipboard?.fileDescriptor ?? -1 }
+      if loop.fds.count > 4 { loop.fds[4].fd = clipboard?.fileDescriptor ?? -1 }
     }
-    stateDirty = true
+    loop.stateDirty = true
   }
 }

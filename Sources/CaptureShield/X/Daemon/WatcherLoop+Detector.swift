@@ -10,11 +10,17 @@ import Foundation
 extension WatcherLoop {
   // MARK: Capture detection
 
+  /// The RECORD context (`CaptureBridge.detector`).
+  var detector: CaptureDetector? {
+    get { capture.detector }
+    set { capture.detector = newValue }
+  }
+
   /// Looks up a client's identity (X-Resource PID of `sample`, any XID of the client, or
   /// of its resource base; then /proc) and remembers it. The one identity lookup.
   func identify(base: UInt32, sample: UInt32? = nil) -> ClientIdentity {
     let id = ProcessInfoReader.identity(pid: x.clientPID(of: sample ?? base))
-    identities[base] = id
+    capture.identities[base] = id
     return id
   }
 
@@ -33,24 +39,15 @@ extension WatcherLoop {
 
   func wantsPokes(_ now: MonotonicTime) -> Bool {
     guard detector != nil else { return false }
-    return !engine.sessions.isEmpty || now < promptRecordsUntil
+    return capture.timing.wantsPokes(now, sessionsLive: !engine.sessions.isEmpty)
   }
 
   func drainDetector() {
     guard let d = detector else { return }
     let now = Clock.now()
-    if wantsPokes(now), now >= lastPoke + tuning.pokeInterval {
-      d.poke()
-      lastPoke = now
-    }
+    if capture.timing.pokeDue(now, sessionsLive: !engine.sessions.isEmpty) { d.poke() }
     let readBefore = d.repliesRead
-    defer {
-      if d.repliesRead != readBefore {
-        let now = Clock.now()
-        recordRun = (now < lastRecords + tuning.batchInterval ? recordRun : 0) + (d.repliesRead - readBefore)
-        lastRecords = now
-      }
-    }
+    defer { capture.timing.read(d.repliesRead - readBefore, now: Clock.now()) }
     // Reads of own windows matter while a secure window exists.
     d.watchesOwnWindows = engine.windows.values.contains { $0.reason.isSecure }
     repeat {
@@ -58,7 +55,7 @@ extension WatcherLoop {
       // a shield. (No capture list: capturing `engine` would copy the whole engine on every
       // drain.)
       let events = d.drain(isSecure: { w in
-        self.engine.windows[w]?.reason.isSecure ?? (self.pendingSet.contains(w) || self.driver.isShield(w))
+        self.engine.windows[w]?.reason.isSecure ?? (self.tracker.isPending(w) || self.driver.isShield(w))
       })
       // Shields the pump put up on a ClientStarted among these records: up on the server.
       let fired = d.lastFired
@@ -82,7 +79,7 @@ extension WatcherLoop {
       for e in events {
         switch e {
         case .clientStarted(let c):
-          promptRecordsUntil = Clock.now() + tuning.promptRecordsAfterConnect
+          capture.timing.clientStarted(Clock.now())
           if engine.policy.quarantine != nil {
             // Quarantine: the pump has put the armed shields up already; shield whatever
             // else the engine wants (one MapWindow each, no round trip, flushed by apply),
@@ -100,7 +97,7 @@ extension WatcherLoop {
           }
         case .clientDied(let c):
           knowWindows()
-          identities[c.base] = nil
+          capture.identities[c.base] = nil
           apply(.clientGone(c))
         case .request(let c, let req):
           if d.catalog.secureTargetsOnlyKinds.contains(req.kind), isWindowManager(c) {
@@ -129,7 +126,7 @@ extension WatcherLoop {
 
   /// Hands a capture request to the engine (identifying its client first when needed).
   private func report(_ c: ClientID, _ req: CaptureRequest, knowWindows: () -> Void) {
-    if identities[c.base] == nil, engine.clients[c] == nil, !engine.departed.contains(c) {
+    if capture.identities[c.base] == nil, engine.clients[c] == nil, !engine.departed.contains(c) {
       // Connected before we started, or its ClientStarted was missed: identify now. (A
       // client that went already is not connected again: the engine detaches its session.)
       let id = identify(base: c.base)
@@ -182,7 +179,7 @@ extension WatcherLoop {
     }
     let earlierAreas = { () -> [ScreenRect] in
       knowWindows()  // the structure events that came before the read
-      return self.topLevelHistory.places(ofClient: c.base, resourceMask: self.x.resourceMask)
+      return self.tracker.topLevelHistory.places(ofClient: c.base, resourceMask: self.x.resourceMask)
     }
     for _ in 0..<2 {
       switch read.verdict(facts: facts, secureAreas: secureAreas, earlierAreas: earlierAreas) {
@@ -209,16 +206,20 @@ extension WatcherLoop {
     switch Int32(CXCB_event_type(ev)) {
     case XCB_CREATE_NOTIFY:
       let e = raw.load(as: xcb_create_notify_event_t.self)
-      if e.parent == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+      if e.parent == x.root {
+        tracker.topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width))
+      }
     case XCB_CONFIGURE_NOTIFY:
       let e = raw.load(as: xcb_configure_notify_event_t.self)
-      if e.event == x.root { topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width)) }
+      if e.event == x.root {
+        tracker.topLevelHistory.placed(e.window, area(e.x, e.y, e.width, e.height, e.border_width))
+      }
     case XCB_MAP_NOTIFY:
       let e = raw.load(as: xcb_map_notify_event_t.self)
-      if e.event == x.root { topLevelHistory.mapped(e.window) }
+      if e.event == x.root { tracker.topLevelHistory.mapped(e.window) }
     case XCB_DESTROY_NOTIFY:
       let e = raw.load(as: xcb_destroy_notify_event_t.self)
-      if e.event == x.root { topLevelHistory.destroyed(e.window) }
+      if e.event == x.root { tracker.topLevelHistory.destroyed(e.window) }
     default: break
     }
   }
@@ -277,12 +278,12 @@ extension WatcherLoop {
   /// The compositor: owner of `_NET_WM_CM_Sn` (XFixes selection events tell us when it
   /// changes), or, without one, a client found redirecting windows (X-Resource types).
   func watchCompositor() {
-    xfixesFirstEvent = x.firstEvent("XFIXES")
-    if xfixesFirstEvent != 0 {
+    capture.xfixesFirstEvent = x.firstEvent("XFIXES")
+    if capture.xfixesFirstEvent != 0 {
       if let r = xcb_xfixes_query_version_reply(x.conn, xcb_xfixes_query_version(x.conn, 5, 0), nil) { free(r) }
-      effects.watchSelection(cmAtom, reportTo: managerWindow)
+      effects.watchSelection(atoms.compositorSelection, reportTo: managerWindow)
     }
-    let owner = x.selectionOwner(cmAtom)
+    let owner = x.selectionOwner(atoms.compositorSelection)
     if owner != 0 {
       apply(.compositorChanged(ClientID(x.clientBase(of: owner))))
       return

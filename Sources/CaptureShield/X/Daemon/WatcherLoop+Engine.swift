@@ -14,75 +14,51 @@ extension WatcherLoop {
   /// that leads to another event (a shield whose target is gone → `windowGone`) queues it,
   /// and it is handled here after the current one, in order.
   func apply(_ event: Engine.Event) {
-    queuedEvents.append(event)
-    guard !applying else { return }
-    applying = true
-    defer { applying = false }
-    while !queuedEvents.isEmpty { handleOne(queuedEvents.removeFirst()) }
+    queue.events.append(event)
+    guard !queue.applying else { return }
+    queue.applying = true
+    defer { queue.applying = false }
+    while !queue.events.isEmpty { handleOne(queue.events.removeFirst()) }
   }
 
   private func handleOne(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
-    quarantineTargets = nil
-    switch event {
-    case .compositorChanged, .clientIdentified, .clientConnected, .clientGone: pixmapRecordingCheckDue = true
-    default: break
-    }
-    // Shields going up first, and on the wire at once: the audit lines (date formatting, a
-    // write) and the rest come after. A tool that grabs the server right after connecting
-    // leaves quarantine a few hundred microseconds. (Taking shields down is not urgent: it
-    // stays in order, after the records that explain it.)
-    var raised = false
-    for case .shield(let w) in effects {
-      perform(.shield(w))
-      raised = true
-    }
-    if raised { shieldX.flush() }
-    for e in effects {
-      if case .shield = e { continue }
-      perform(e)
-    }
-    // With quarantine on, keep an unmapped shield ready in every secure window, so that
-    // a new client's quarantine costs one MapWindow per window and no round trip.
-    if engine.policy.quarantine != nil {
-      switch event {
-      case .windowAppeared(let info), .windowChanged(let info):
-        if let w = engine.windows[info.id], w.reason.isSecure, w.reason != .provisional { driver.prepare(info.id) }
-      default: break
-      }
-    }
-    if effects.contains(where: { if case .shield = $0 { true } else if case .unshield = $0 { true } else { false } }) {
-      frameSyncDue = true
-    }
+    queue.quarantineTargets = nil
+    if EffectRouting.mayChangeCompositor(event) { capture.pixmapRecordingCheckDue = true }
+    // Shields going up first, and on the wire at once (see `EffectRouting.ordered`).
+    let (raise, rest) = EffectRouting.ordered(effects)
+    for e in raise { perform(e) }
+    if !raise.isEmpty { shieldX.flush() }
+    for e in rest { perform(e) }
+    if let w = EffectRouting.toPrepare(after: event, engine: engine) { driver.prepare(w) }
+    if EffectRouting.changesShields(effects) { frames.syncDue = true }
     syncFrameShields()
     syncServerEnforcement()
     syncNotifications()
   }
 
-  /// Carries out one effect, through `ShieldDriver` and `XEffects` (the X writers).
+  /// Carries out one effect, through `ShieldDriver` (`EffectRouting.carryOut`) and `XEffects`
+  /// (the X writers).
   func perform(_ effect: Engine.Effect) {
-    switch effect {
-    case .shield(let w):
-      // Under server enforcement the module protects the window: no shield window.
-      if module == nil, !driver.shield(w) { windowGone(w) }
-    case .unshield(let w):
-      if module == nil { driver.unshield(w) }
-    case .audit(let r):
-      log.write(r)
-    case .publishState:
-      stateDirty = true
-    case .notifyCapture(let active, let windows):
-      effects.notifyCapture(active: active, windows: windows, capturingAtom: aCapturing, changedAtom: aCaptureChanged)
+    switch EffectRouting.carryOut(effect, driver: driver, serverEnforced: module != nil) {
+    case .done: break
+    case .targetGone(let w): windowGone(w)
+    case .other(.audit(let r)): log.write(r)
+    case .other(.publishState): loop.stateDirty = true
+    case .other(.notifyCapture(let active, let windows)):
+      effects.notifyCapture(
+        active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
+    case .other(.shield), .other(.unshield): break  // carried out above
     }
   }
 
   func publishIfDue() {
-    guard stateDirty else { return }
+    guard loop.stateDirty else { return }
     let now = Clock.now()
-    guard now >= lastPublish + tuning.publishInterval else { return }
-    stateDirty = false
-    lastPublish = now
-    var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: startedAt)
+    guard now >= loop.lastPublish + tuning.publishInterval else { return }
+    loop.stateDirty = false
+    loop.lastPublish = now
+    var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: setup.startedAt)
     snap.clipboard = clipboard?.status()  // copied-text guard hook
     if let w = detector?.pump?.launchWatch {
       snap.launchWatch = w.path
@@ -91,45 +67,11 @@ extension WatcherLoop {
         snap.launchPrograms = w.watchedPrograms
       }
     }
-    if let module {
-      var e = DaemonState.Enforcement(kind: "server")
-      e.moduleVersion = module.versionString
-      e.moduleMode = module.mode.rawValue
-      e.trusted = moduleTrustList
-      e.granted = enforcement.granted.sorted { $0.base < $1.base }
-      e.policyTagged = enforcement.tagged.count
-      e.protecting = enforcement.protecting
-      e.follows = windowWatch
-      e.inputProtected = module.protectsInput
-      if module.protectsInput {
-        e.inputRefusals = inputRefusals
-        e.lastInputRefusal = lastInputRefusal
-      }
-      if let c = engine.compositor, let why = enforcement.refusedCompositors[c] {
-        e.compositorRefused = why
-        snap.compositorTrust = "not granted by the daemon: \(why)"
-      }
-      snap.enforcement = e
-      for i in snap.clients.indices where enforcement.granted.contains(snap.clients[i].client) {
-        snap.clients[i].granted = true
-      }
-      // No shield windows: what the engine "shields", the module protects (while not paused).
-      snap.shieldsActive = false
-      for i in snap.windows.indices {
-        let w = snap.windows[i]
-        let tagged = engine.windows[w.id]?.info.tag == .secure
-        snap.windows[i].protected = enforcement.protecting && (w.shielded || tagged)
-        snap.windows[i].shielded = false
-      }
-    } else {
-      var e = DaemonState.Enforcement(kind: "client")
-      e.inputProtected = false
-      snap.enforcement = e
-    }
+    server.describe(&snap, engine: engine)
     let enc = JSONEncoder()
     enc.outputFormatting = [.sortedKeys]
     guard let data = try? enc.encode(snap) else { return }
-    effects.publishState([UInt8](data), atom: aState, utf8: aUTF8)
+    effects.publishState([UInt8](data), atom: atoms.state, utf8: atoms.utf8)
   }
 
 }

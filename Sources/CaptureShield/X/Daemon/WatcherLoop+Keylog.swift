@@ -9,7 +9,9 @@ extension WatcherLoop {
   var keyboardView: KeyboardWatch.View {
     KeyboardWatch.View(
       policy: engine.policy.keyloggers, own: { self.daemonClients.union(self.detector?.excludedClients ?? []) },
-      identity: { c in self.engine.clients[c]?.identity ?? self.identities[c.base] ?? self.identify(base: c.base) },
+      identity: { c in
+        self.engine.clients[c]?.identity ?? self.capture.identities[c.base] ?? self.identify(base: c.base)
+      },
       identityFields: { self.engine.identityFields($0) })
   }
 

@@ -13,7 +13,7 @@ extension WatcherLoop {
   func run() -> Int32 {
     installSignalHandlers()
     log.info(
-      "watching display \(x.displayName) (pid \(getpid()), policy: \(policyPaths.isEmpty ? "built-in defaults" : policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
+      "watching display \(x.displayName) (pid \(getpid()), policy: \(setup.policyPaths.isEmpty ? "built-in defaults" : setup.policyPaths.joined(separator: ", ")), when=\(engine.policy.when.rawValue), failMode=\(engine.policy.failMode.rawValue))"
     )
     if let module {
       log.info(
@@ -21,7 +21,7 @@ extension WatcherLoop {
       )
       // Tag notices too (1.2): selected before the scan, so no tag falls between the two.
       effects.selectModuleEvents(module, secureWindows: module.reportsSecureWindows)
-      moduleRequestNames = readRequestNames()
+      server.requestNames = readRequestNames()
     }
     // Root: new top-level windows and reparenting (unless only tagged windows are followed).
     updateWindowWatch(initial: true)
@@ -31,7 +31,7 @@ extension WatcherLoop {
     enumerateClients()
     watchCompositor()
     scanExistingWindows()
-    if windowWatch == .tagged { dropUntaggedWindows() }
+    if server.windowWatch == .tagged { dropUntaggedWindows() }
     // Shields the engine did not claim after the initial scan are stale: remove them.
     // (Under server enforcement, all of them.)
     for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }
@@ -40,39 +40,39 @@ extension WatcherLoop {
     publishIfDue()
     flushAll()
     // Scanned, shields up, state published: the service manager may count us as started.
-    systemd?.ready(status: "protecting display \(x.displayName)")
+    channels.systemd?.ready(status: "protecting display \(x.displayName)")
 
-    fds = [
+    loop.fds = [
       pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
       pollfd(fd: shieldX.fileDescriptor, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: signalRead, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: loop.signalRead, events: Int16(POLLIN), revents: 0),
       pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
       pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
       pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the keyboard watch's (+Keylog)
     ]
-    while !shuttingDown {
+    while !loop.shuttingDown {
       var timeout = pollTimeout()
       let now = Clock.now()
       // Descriptors read in batches (see batchingUntil/recordBatchingUntil) are left out of
       // this poll; the timeout brings us back when their batch is due.
       for (i, until) in [(0, batchingUntil(now)), (3, recordBatchingUntil(now))] {
         if let until {
-          fds[i].events = 0
+          loop.fds[i].events = 0
           timeout = min(timeout, Int32((until.nanoseconds - now.nanoseconds) / 1_000_000 + 1))
         } else {
-          fds[i].events = Int16(POLLIN)
+          loop.fds[i].events = Int16(POLLIN)
         }
       }
-      fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
+      loop.fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
       // The command socket and its waiting connections come last (see `serveCommands`).
-      fds.removeSubrange(fixedDescriptors...)
-      fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (commands?.descriptors ?? [])).map {
+      loop.fds.removeSubrange(fixedDescriptors...)
+      loop.fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (channels.commands?.descriptors ?? [])).map {
         pollfd(fd: $0, events: Int16(POLLIN), revents: 0)
       }
-      _ = poll(&fds, nfds_t(fds.count), timeout)
+      _ = poll(&loop.fds, nfds_t(loop.fds.count), timeout)
       // The watchdog hears from this loop only: a stopped or stuck loop misses it.
-      systemd?.watchdogIfDue(Clock.now())
-      if fds[2].revents != 0 { handleSignals() }
+      channels.systemd?.watchdogIfDue(Clock.now())
+      if loop.fds[2].revents != 0 { handleSignals() }
       serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
@@ -86,15 +86,17 @@ extension WatcherLoop {
       }
       if let code = checkOwnConnections() { return code }  // killed by another client (+Reconnect)
       if let d = engine.nextDeadline, Clock.now() >= d { apply(.tick) }
-      if pixmapRecordingCheckDue {
-        pixmapRecordingCheckDue = false
+      if capture.pixmapRecordingCheckDue {
+        capture.pixmapRecordingCheckDue = false
         updatePixmapRecording()
       }
       resolveExpiredUntags()
       noticesDue()
       drainClipboard()  // copied-text guard hook
       drainEvents(readSockets: false)  // events queued while we waited for replies above
-      if let since = pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval { trackPending() }
+      if let since = tracker.pendingSince, !deferNewWindows || Clock.now() >= since + tuning.batchInterval {
+        trackPending()
+      }
       publishIfDue()
       flushAll()
     }
@@ -111,12 +113,12 @@ extension WatcherLoop {
     }
     wake(at: engine.nextDeadline)
     wake(at: engine.launchCheckDue)  // who is behind a launch (`checkLaunchesIfDue`)
-    wake(at: pendingSince.map { $0 + tuning.batchInterval })
-    if wantsPokes(now) { wake(at: lastPoke + tuning.pokeInterval) }
+    wake(at: tracker.pendingSince.map { $0 + tuning.batchInterval })
+    if detector != nil { wake(at: capture.timing.nextPoke(now, sessionsLive: !engine.sessions.isEmpty)) }
     wake(at: clipboard?.nextDeadline)  // copied-text guard hook
-    if stateDirty { wake(at: lastPublish + tuning.publishInterval) }
-    wake(at: systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
-    wake(at: commands?.nextDeadline)  // a connection that sends no command is closed
+    if loop.stateDirty { wake(at: loop.lastPublish + tuning.publishInterval) }
+    wake(at: channels.systemd?.nextWatchdog)  // nil unless the service manager asked for a watchdog
+    wake(at: channels.commands?.nextDeadline)  // a connection that sends no command is closed
     wake(at: tagGuard.nextDeadline)  // a removed tag nobody deleted is put back
     wake(at: notices.nextDeadline)  // a capture notice held back by the rate limit
     return Int32(ms)
@@ -144,8 +146,8 @@ extension WatcherLoop {
     }
     while true {
       // The engine's answer changes only when it handles an event (it scans every window).
-      if quarantineTargets == nil { quarantineTargets = engine.quarantineTargets }
-      let arm = driver.armable(quarantineTargets ?? [])
+      if queue.quarantineTargets == nil { queue.quarantineTargets = engine.quarantineTargets }
+      let arm = driver.armable(queue.quarantineTargets ?? [])
       if pump.commit(
         removesShields: driver.hasPendingUnmaps, arm: (shieldX.conn, arm.shields, arm.targets),
         submit: { driver.commitUnmaps() })
@@ -186,7 +188,7 @@ extension WatcherLoop {
     } else {
       d.stopPump()
     }
-    if fds.count > 3 { fds[3].fd = d.fileDescriptor }
+    if loop.fds.count > 3 { loop.fds[3].fd = d.fileDescriptor }
   }
 
   /// Handles every event of both connections, including those xcb queued while we waited
@@ -233,7 +235,7 @@ extension WatcherLoop {
       }
       first = false
       if batch.isEmpty && shieldEvents == 0 { return }
-      if !batch.isEmpty { lastMainEvents = Clock.now() }
+      if !batch.isEmpty { loop.lastMainEvents = Clock.now() }
       var destroyedAt: [WindowID: Int] = [:]
       for (i, ev) in batch.enumerated() where Int32(CXCB_event_type(ev)) == XCB_DESTROY_NOTIFY {
         destroyedAt[UnsafeRawPointer(ev).load(as: xcb_destroy_notify_event_t.self).window] = i
@@ -251,19 +253,9 @@ extension WatcherLoop {
     let type = CXCB_event_type(ev)
     let window = UnsafeRawPointer(ev).loadUnaligned(fromByteOffset: 8, as: UInt32.self)
     free(ev)
-    forgedSinceAudit += 1
-    let now = Clock.now()
-    if let last = lastForgedAudit, now < last + .seconds(5) { return }
-    lastForgedAudit = now
-    log.write(
-      AuditRecord(
-        "forged-event",
-        [
-          ("type", .int(Int(type))), ("window", .string("0x" + String(window, radix: 16))),
-          ("connection", .string(connection)), ("count", .int(forgedSinceAudit)),
-          ("action", "ignored (sent by another client with SendEvent)"),
-        ]))
-    forgedSinceAudit = 0
+    if let r = loop.forged.forgedEvent(type: type, window: window, connection: connection, now: Clock.now()) {
+      log.write(r)
+    }
   }
 
   /// While the desktop is busy and nothing is at stake, the main connection's events are
@@ -274,7 +266,7 @@ extension WatcherLoop {
   /// Idle desktops are unaffected: the first event after a quiet interval is read at once.
   func batchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
     guard deferNewWindows else { return nil }
-    let until = lastMainEvents + tuning.batchInterval
+    let until = loop.lastMainEvents + tuning.batchInterval
     return now < until ? until : nil
   }
 
@@ -287,9 +279,7 @@ extension WatcherLoop {
   /// never allowed) (docs/security.md, Known limitations). Quarantine needs every ClientStarted at
   /// once, so it turns this off; sporadic records are always read at once.
   func recordBatchingUntil(_ now: MonotonicTime) -> MonotonicTime? {
-    guard deferNewWindows, engine.policy.quarantine == nil, recordRun >= tuning.burstRecords else { return nil }
-    let until = lastRecords + tuning.batchInterval
-    return now < until ? until : nil
+    capture.timing.batchingUntil(now, mayBatch: deferNewWindows && engine.policy.quarantine == nil)
   }
 
   /// Nothing is at stake: capture detection runs, shields are only wanted while capturing,
@@ -309,11 +299,8 @@ extension WatcherLoop {
 
   /// Tracks the windows whose tracking was deferred.
   func trackPending() {
-    guard !pendingCreates.isEmpty else { return }
-    // Each once (an id reused after a DestroyNotify can be listed twice).
-    let windows = pendingCreates.filter { pendingSet.remove($0) != nil }
-    pendingCreates = []
-    pendingSince = nil
+    let windows = tracker.takePending()
+    guard !windows.isEmpty else { return }
     track(windows, initial: false)
   }
 }

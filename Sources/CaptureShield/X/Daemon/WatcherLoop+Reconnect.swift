@@ -28,7 +28,7 @@ extension WatcherLoop {
     let died = Set(detector?.takeOwnConnectionsDied().map(\.base) ?? [])
     // A closed socket is readable (EOF): only a descriptor the last poll saw readable or
     // hung up is asked again (no system call otherwise).
-    func hungUp(_ i: Int, _ fd: Int32) -> Bool { fds.count > i && fds[i].revents != 0 && Self.hungUp(fd) }
+    func hungUp(_ i: Int, _ fd: Int32) -> Bool { loop.fds.count > i && loop.fds[i].revents != 0 && Self.hungUp(fd) }
     if x.hasError || hungUp(0, x.fileDescriptor) || died.contains(x.ownBase) {
       // Killed, or the server went away: then the RECORD connections are gone too.
       if died.contains(x.ownBase) || detector?.hasError == false {
@@ -47,9 +47,9 @@ extension WatcherLoop {
       }
     }
     if let g = clipboard {
-      clipboardBase = g.ownBase
+      clipboardHook.base = g.ownBase
       if g.hasError || hungUp(4, g.fileDescriptor) || died.contains(g.ownBase) { replaceClipboardGuard(g.ownBase) }
-    } else if let base = clipboardBase {
+    } else if let base = clipboardHook.base {
       // The guard's own drain met the dead connection first (and turned it off).
       replaceClipboardGuard(base)
     }
@@ -88,7 +88,7 @@ extension WatcherLoop {
     driver = ShieldDriver(
       connection: conn, failMode: p.failMode, input: p.input, label: p.label, registryFile: driver.registryFile)
     driver.errors = XErrorPolicy(log: log)
-    if fds.count > 1 { fds[1].fd = conn.fileDescriptor }
+    if loop.fds.count > 1 { loop.fds[1].fd = conn.fileDescriptor }
     detector?.excludeNewConnection(conn.ownBase)
     let survivors = adoptShields()
     auditKilled(
@@ -104,7 +104,7 @@ extension WatcherLoop {
     if p.quarantine != nil {
       for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
     }
-    stateDirty = true
+    loop.stateDirty = true
     return true
   }
 
@@ -115,16 +115,16 @@ extension WatcherLoop {
     // The guard's connection and its RECORD data connection go together.
     for b in Set([oldBase] + (clipboard?.ownBases ?? [])) { detector?.ownConnectionClosed(b) }
     clipboard = nil
-    if fds.count > 4 { fds[4].fd = -1 }
+    if loop.fds.count > 4 { loop.fds[4].fd = -1 }
     startClipboardGuard(engine.policy.clipboard)  // copied-text guard hook
-    clipboardBase = clipboard?.ownBase  // nil: no second try
+    clipboardHook.base = clipboard?.ownBase  // nil: no second try
     if let g = clipboard {  // its connections are excluded by startClipboardGuard
-      if fds.count > 4 { fds[4].fd = g.fileDescriptor }
+      if loop.fds.count > 4 { loop.fds[4].fd = g.fileDescriptor }
     }
     auditKilled(
       "clipboard", base: oldBase, lost: "the copied-text guard's window and the selections it guarded",
       action: clipboard.map { "reconnected as client \(ClientID($0.ownBase))" } ?? "the copied-text guard is off")
-    stateDirty = true
+    loop.stateDirty = true
   }
 
   /// Adopts the shields an earlier daemon or our killed shield connection left (only what

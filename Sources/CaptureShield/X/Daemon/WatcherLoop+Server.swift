@@ -6,6 +6,9 @@ internal import CXCB
 import Foundation
 
 extension WatcherLoop {
+  /// The CaptureShield Xorg module when it enforces (nil: client-side shields).
+  var module: ServerModule? { server.module }
+
   /// The policy as the engine runs it. Under server enforcement the module protects secure
   /// windows all the time (so `shield.when` is `always` for the engine), and a new client's
   /// quarantine has nothing to race (the module decides inside each request).
@@ -39,16 +42,16 @@ extension WatcherLoop {
   /// After every engine event, under server enforcement: tell the module what changed.
   func syncServerEnforcement() {
     guard let module else { return }
-    let needed = enforcement.originsNeeded(engine: engine)
+    let needed = server.enforcement.originsNeeded(engine: engine)
     if !needed.isEmpty {
       let standing = clientStandings(module: module)
       for pid in needed {
-        enforcement.learned(ProcessInfoReader.origin(pid: pid) { standing[$0] ?? .notAClient })
+        server.enforcement.learned(ProcessInfoReader.origin(pid: pid) { standing[$0] ?? .notAClient })
       }
     }
-    let refused = enforcement.refusedCompositors
-    for e in enforcement.sync(engine: engine) { performServer(e, module: module) }
-    if enforcement.refusedCompositors != refused { stateDirty = true }
+    let refused = server.enforcement.refusedCompositors
+    for e in server.enforcement.sync(engine: engine) { performServer(e, module: module) }
+    if server.enforcement.refusedCompositors != refused { loop.stateDirty = true }
   }
 
   /// How this display sees each local client's process (by PID), for the compositor's
@@ -62,7 +65,8 @@ extension WatcherLoop {
     var out: [Int: CompositorOrigin.Standing] = [:]
     for (base, pid) in x.clientPIDs() {
       let trusted =
-        enforcement.granted.contains(ClientID(base)) || (module.trust(of: base, on: x).map { $0 != .none } ?? false)
+        server.enforcement.granted.contains(ClientID(base))
+        || (module.trust(of: base, on: x).map { $0 != .none } ?? false)
       let s: CompositorOrigin.Standing = trusted ? .trusted : (base == wm ? .windowManager : .untrusted)
       // A process with several connections counts by its least trusted one's standing.
       switch (out[pid], s) {
@@ -75,24 +79,24 @@ extension WatcherLoop {
 
   func performServer(_ e: ServerEnforcement.Effect, module: ServerModule) {
     switch e {
-    case .tag(let w): effects.policyTag(w, atom: aPolicyTag)
-    case .untag(let w): effects.policyUntag(w, atom: aPolicyTag)
+    case .tag(let w): effects.policyTag(w, atom: atoms.policyTag)
+    case .untag(let w): effects.policyUntag(w, atom: atoms.policyTag)
     case .grant(let c):
       effects.grant(c, granted: true, module: module)
       // The module re-checks the grantee's kernel identity and may refuse (BadAccess): ask.
       if module.trust(of: c.base, on: x) == ServerModule.Trust.none {
-        enforcement.moduleRefusedGrant(c)
+        server.enforcement.moduleRefusedGrant(c)
         log.write(
           AuditRecord(
             "grant-refused",
             [("client", .string(c.description))] + identityFields(c) + [
               ("reason", "the module refused it (its identity checks: injected code, a handed-over connection, ...)")
             ]))
-        stateDirty = true
+        loop.stateDirty = true
         return
       }
       log.write(AuditRecord("grant", [("client", .string(c.description))] + identityFields(c)))
-      stateDirty = true
+      loop.stateDirty = true
       // The compositor may have painted secure windows before its grant (black): each is
       // redrawn, and its next paint reads them.
       if engine.isTrustedCompositor(c) {
@@ -103,32 +107,26 @@ extension WatcherLoop {
     case .revoke(let c):
       effects.grant(c, granted: false, module: module)
       log.write(AuditRecord("revoke", [("client", .string(c.description))] + identityFields(c)))
-      stateDirty = true
+      loop.stateDirty = true
     case .protect(let on):
       effects.setProtection(on, module: module)
       log.write(
         AuditRecord(
           "server-protection",
           [("enabled", .bool(on)), ("why", .string(on ? "resumed" : "paused: tagged windows readable by anyone"))]))
-      stateDirty = true
+      loop.stateDirty = true
     case .audit(let r): log.write(r)
     }
-  }
-
-  /// The windows the policy and the module call for (client-side mode: every window).
-  var wantedWindowWatch: ServerEnforcement.WindowWatch {
-    guard let module else { return .all }
-    return ServerEnforcement.windowWatch(policy: engine.policy, moduleReportsTags: module.reportsSecureWindows)
   }
 
   /// Starts or stops following every window: at start, before the first scan, and after
   /// each policy reload. Following only tagged windows, the X server delivers no event per
   /// new window to the daemon (the module reports each tag, kind 6).
   func updateWindowWatch(initial: Bool = false) {
-    let want = wantedWindowWatch
-    guard initial || want != windowWatch else { return }
-    windowWatch = want
-    stateDirty = true
+    let want = server.wantedWindowWatch(policy: engine.policy)
+    guard initial || want != server.windowWatch else { return }
+    server.windowWatch = want
+    loop.stateDirty = true
     switch want {
     case .all:
       effects.watchRoot()
@@ -136,9 +134,7 @@ extension WatcherLoop {
     case .tagged:
       if !initial {  // at start, run() drops the untagged windows after its scan
         effects.unwatchRoot()
-        pendingCreates = []
-        pendingSet = []
-        pendingSince = nil
+        tracker.dropPending()
         dropUntaggedWindows()
       }
     }
@@ -152,8 +148,8 @@ extension WatcherLoop {
   /// Following only tagged windows: the others are let go; the rest are followed by their
   /// own structure events (the root's are not selected).
   func dropUntaggedWindows() {
-    for w in tracked.keys.sorted() {
-      if engine.windows[w]?.reason.isSecure == true || tracked[w]?.tag != .absent {
+    for w in tracker.tracked.keys.sorted() {
+      if engine.windows[w]?.reason.isSecure == true || tracker.tracked[w]?.tag != .absent {
         effects.watchWindow(w, nested: true)
       } else {
         effects.unwatchWindow(w)
@@ -164,84 +160,33 @@ extension WatcherLoop {
 
   /// Following only tagged windows, one that a command names is followed from then on.
   func follow(_ w: WindowID) {
-    guard windowWatch == .tagged, tracked[w] == nil, !isOwn(w) else { return }
+    guard server.windowWatch == .tagged, tracker.tracked[w] == nil, !isOwn(w) else { return }
     track([w], initial: false, nested: [w])
   }
 
-  /// A CaptureNotify from the module: audit it (rate-limited) with the reader's identity.
+  /// A CaptureNotify from the module (see `ServerEnforcer.notified`).
   func moduleNotified(_ n: ServerModule.Notify) {
     guard let module else { return }
-    if n.kind == ServerModule.NotifyKind.secure.rawValue {
-      // A window's tag was written (or it stopped being secure): follow it. Following every
-      // window, its PropertyNotify tells the same.
-      follow(n.drawable)
-      return
-    }
     let reader = ClientID(n.reader)
     // The PID in the event first: the reader was alive when the server sent it, and /proc is
     // read at once (a short-lived tool can be gone before an X-Resource round trip, which
     // also waits behind a tool's GrabServer).
-    let identity: ClientIdentity
-    if let known = engine.clients[reader]?.identity ?? identities[n.reader], known.exe != nil {
-      identity = known
-    } else if n.pid != 0 {
-      identity = ProcessInfoReader.identity(pid: Int(n.pid))
-    } else {
-      identity = identify(base: n.reader)
+    let identity = { () -> ClientIdentity in
+      if let known = self.engine.clients[reader]?.identity ?? self.capture.identities[n.reader], known.exe != nil {
+        return known
+      }
+      if n.pid != 0 { return ProcessInfoReader.identity(pid: Int(n.pid)) }
+      return self.identify(base: n.reader)
     }
-    if n.kind == ServerModule.NotifyKind.trust.rawValue {
-      // The module refused (or ended) a client's trust: a Trust or Daemon program that failed
-      // its kernel identity checks, or a grantee. Audited every time (once per connection).
-      log.write(
-        AuditRecord(
-          "trust-refused",
-          [
-            ("client", .string(reader.description)),
-            ("reason", .string(ServerModule.NotifyKind.trustReason(n.drawable))),
-            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
-          ]))
-      return
+    switch server.notified(n, identity: identity, now: Clock.now()) {
+    case .follow(let w): follow(w)
+    case .audit(let r, let stateChanged):
+      log.write(r)
+      if stateChanged { loop.stateDirty = true }
+    case .censored(let reader, let identity, let effects):
+      for e in effects { performServer(e, module: module) }
+      noticeCensored(reader: reader, identity: identity)
     }
-    if n.kind == ServerModule.NotifyKind.input.rawValue {
-      // Secure input (the module sends one per client per focus period): a listener, a
-      // grab, or XTEST / SendEvent into the focused secure window, refused.
-      log.write(
-        AuditRecord(
-          "input-refused",
-          [
-            ("client", .string(reader.description)),
-            ("window", .string("0x" + String(n.drawable, radix: 16))),
-            ("request", .string(moduleRequestNames[n.requestMajor] ?? "request \(n.requestMajor).\(n.requestMinor)")),
-            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
-          ]))
-      inputRefusals += 1
-      lastInputRefusal = "pid \(identity.pid.map(String.init) ?? "?") \(identity.exe ?? "(unknown executable)")"
-      stateDirty = true
-      return
-    }
-    if let kind = ServerModule.NotifyKind(rawValue: n.kind), let defence = kind.defence {
-      // One of the daemon's own defences held: the module refused it. Audited every time
-      // (nobody does this by accident).
-      log.write(
-        AuditRecord(
-          "defence-refused",
-          [
-            ("client", .string(reader.description)), ("tried", .string(defence)),
-            ("target", .string("0x" + String(n.drawable, radix: 16))),
-            ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
-          ]))
-      return
-    }
-    let request =
-      moduleRequestNames[n.requestMajor].map { $0 + (n.requestMajor >= 128 ? " \(n.requestMinor)" : "") }
-      ?? "request \(n.requestMajor).\(n.requestMinor)"
-    for e in enforcement.censored(
-      reader: reader, drawable: n.drawable, request: request, denied: n.kind == ServerModule.NotifyKind.denied.rawValue,
-      identity: identity, now: Clock.now())
-    {
-      performServer(e, module: module)
-    }
-    noticeCensored(reader: reader, identity: identity)
   }
 
   private func identityFields(_ c: ClientID) -> [(String, AuditRecord.Value)] {

@@ -9,8 +9,8 @@ import Foundation
 
 extension WatcherLoop {
   func shutdown() -> Int32 {
-    systemd?.stopping()
-    commands?.shutdown()
+    channels.systemd?.stopping()
+    channels.commands?.shutdown()
     detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if engine.policy.failMode == .open {
@@ -20,7 +20,7 @@ extension WatcherLoop {
       driver.writeRegistry()
       log.info("stopped; \(driver.shields.count) shields left up for the next daemon to adopt (failMode=closed)")
     }
-    effects.clearRootProperties([aState, aCapturing])
+    effects.clearRootProperties([atoms.state, atoms.capturing])
     flushAll()
     return WatchExit.ok
   }
@@ -32,7 +32,7 @@ extension WatcherLoop {
     _ = pipe(&p)
     _ = fcntl(p[0], F_SETFL, O_NONBLOCK)
     _ = fcntl(p[1], F_SETFL, O_NONBLOCK)
-    signalRead = p[0]
+    loop.signalRead = p[0]
     signalPipeWriteFD = p[1]
     for s in [SIGTERM, SIGINT, SIGHUP] {
       signal(s) { sig in
@@ -47,11 +47,11 @@ extension WatcherLoop {
     var buf = [UInt8](repeating: 0, count: 64)
     var reload = false
     while true {
-      let n = read(signalRead, &buf, buf.count)
+      let n = read(loop.signalRead, &buf, buf.count)
       if n <= 0 { break }
       for b in buf[..<n] {
         switch Int32(b) {
-        case SIGTERM, SIGINT: shuttingDown = true
+        case SIGTERM, SIGINT: loop.shuttingDown = true
         case SIGHUP: reload = true
         default: break
         }
@@ -66,7 +66,7 @@ extension WatcherLoop {
   /// on, the taker is audited, and the selection is taken back (`status` checks who owns
   /// it). Losing the selection never ends protection.
   func managerSelectionTaken() {
-    let owner = x.selectionOwner(managerAtom)
+    let owner = x.selectionOwner(atoms.manager)
     var fields: [(String, AuditRecord.Value)] = [("owner", .string("0x" + String(owner, radix: 16)))]
     if owner != 0 {
       let base = x.clientBase(of: owner)
@@ -78,13 +78,13 @@ extension WatcherLoop {
     }
     fields.append(("action", "taken back; protection continues"))
     log.write(AuditRecord("manager-selection-taken", fields))
-    effects.reclaimManager(window: managerWindow, selection: managerAtom)
+    effects.reclaimManager(window: managerWindow, selection: atoms.manager)
   }
 
   func reloadPolicy(by: String) {
     trackPending()
     do {
-      let p = try Watcher.loadPolicy(policyPaths)
+      let p = try Watcher.loadPolicy(setup.policyPaths)
       let hadTitles = policyUsesTitle
       if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
       apply(.policyReplaced(enginePolicy(p)))
@@ -112,9 +112,9 @@ extension WatcherLoop {
   /// refuses (`CommandChannel.refusal`) is answered `refused` and audited.
   func serveCommands() {
     let first = fixedDescriptors + 1  // after the tag watch's
-    guard let commands, fds.count > first else { return }
-    let listenerReady = fds[first].revents != 0
-    let ready = Set(fds[(first + 1)...].filter { $0.revents != 0 }.map(\.fd))
+    guard let commands = channels.commands, loop.fds.count > first else { return }
+    let listenerReady = loop.fds[first].revents != 0
+    let ready = Set(loop.fds[(first + 1)...].filter { $0.revents != 0 }.map(\.fd))
     guard listenerReady || !ready.isEmpty || commands.nextDeadline.map({ Clock.now() >= $0 }) == true else { return }
     for outcome in commands.service(listenerReady: listenerReady, ready: ready, now: Clock.now()) {
       switch outcome {
@@ -140,29 +140,15 @@ extension WatcherLoop {
 
   /// A `_CAPTURE_SHIELD_COMMAND` ClientMessage: commands come only over the command socket,
   /// so this one was sent by another X client (any client can). Ignored and audited at most
-  /// once per 5 s with the count in between; X does not say who sent an event, so the
-  /// record has what the message claims (its command and pid), marked as claimed.
+  /// once per 5 s with the count in between (`ForgedAudit`).
   func dropForgedCommand(_ words: [UInt32]) {
-    forgedCommandsSinceAudit += 1
-    let now = Clock.now()
-    if let last = lastForgedCommandAudit, now < last + .seconds(5) { return }
-    lastForgedCommandAudit = now
-    let claimed = CommandCode(rawValue: words.first ?? 0).map { "\($0)" } ?? "unknown (\(words.first ?? 0))"
-    log.write(
-      AuditRecord(
-        "forged-command",
-        [
-          ("command", .string(claimed)), ("claimed-pid", .int(Int(words.count > 3 ? words[3] : 0))),
-          ("count", .int(forgedCommandsSinceAudit)),
-          ("action", "ignored (a ClientMessage from an X client; commands come only over the command socket)"),
-        ]))
-    forgedCommandsSinceAudit = 0
+    if let r = loop.forged.forgedCommand(words, now: Clock.now()) { log.write(r) }
   }
 
   func handleCommand(_ cmd: DaemonCommand, sender: String) {
     // A ping changes nothing: answered at once, not audited (status may ask often).
     if case .ping(let nonce) = cmd {
-      effects.answerPing(window: managerWindow, atom: aPong, nonce: nonce)
+      effects.answerPing(window: managerWindow, atom: atoms.pong, nonce: nonce)
       return
     }
     trackPending()
@@ -170,7 +156,7 @@ extension WatcherLoop {
     case .ping, .titles: break
     case .tag(let w):
       follow(w)
-      effects.restoreTag(w, atom: aSecure)
+      effects.restoreTag(w, atom: atoms.secure)
       log.info("tag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .shield(let w):
       follow(w)
@@ -185,8 +171,8 @@ extension WatcherLoop {
     case .untag(let w):
       // The daemon removes the tag itself: its own removal stands (`TagGuard`). Expected
       // only while the window has a tag: its PropertyNotify then takes the expectation.
-      tagGuard.untagCommand(w, hasTag: tracked[w]?.tag.asksSecure == true)
-      effects.removeTag(w, atom: aSecure)
+      tagGuard.untagCommand(w, hasTag: tracker.tracked[w]?.tag.asksSecure == true)
+      effects.removeTag(w, atom: atoms.secure)
       log.info("untag of 0x\(String(w, radix: 16)) requested by \(sender)")
     case .clipboardClear:  // copied-text guard hook
       if let clipboard {
@@ -203,7 +189,7 @@ extension WatcherLoop {
     guard module == nil, detector != nil else { return }
     let trusted = engine.compositor.map { engine.isTrustedCompositor($0) } ?? false
     let want = Self.recordsPixmapReads(engine.policy, trustedCompositor: trusted)
-    if want != detectorReadsPixmaps { replaceDetector(pixmapReads: want) }
+    if want != capture.readsPixmaps { replaceDetector(pixmapReads: want) }
   }
 
   /// A new RECORD context with a different catalog (a reload changed whether pixmap reads
@@ -215,7 +201,7 @@ extension WatcherLoop {
     let new: CaptureDetector
     do {
       new = try CaptureDetector(
-        display: display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads),
+        display: setup.display, catalog: Self.recordedCatalog(serverEnforced: false, pixmapReads: pixmapReads),
         startTimeout: .seconds(5), errors: XErrorPolicy(log: log))
     } catch {
       log.error(
@@ -236,7 +222,7 @@ extension WatcherLoop {
     drainDetector()
     old.stopPump()
     detector = new
-    detectorReadsPixmaps = pixmapReads
+    capture.readsPixmaps = pixmapReads
     // The loop polls the new detector (or its pump, under quarantine), not the old one's
     // closed descriptor: poll() would report POLLNVAL at once, forever (a busy loop).
     updatePump()

@@ -11,7 +11,7 @@ extension WatcherLoop {
   /// What the tag guard reads of the loop's state.
   var tagGuardView: SecureTagGuard.View {
     SecureTagGuard.View(
-      daemon: daemonClients, window: { self.tracked[$0] }, knownIdentity: { self.engine.clients[$0]?.identity })
+      daemon: daemonClients, window: { self.tracker.tracked[$0] }, knownIdentity: { self.engine.clients[$0]?.identity })
   }
 
   /// Reads recorded tag deletions (see `SecureTagGuard.drain`).
@@ -37,9 +37,9 @@ extension WatcherLoop {
     for e in effects {
       switch e {
       case .lift(let w, let tag):
-        guard var info = tracked[w] else { continue }
+        guard var info = tracker.tracked[w] else { continue }
         info.tag = tag
-        tracked[w] = info
+        tracker.tracked[w] = info
         apply(.windowChanged(info))
       case .watchEnded(let old):
         replaceTagWatch(old)
@@ -57,7 +57,7 @@ extension WatcherLoop {
     tagGuard.watch = nil
     let lost = "who removes secure tags, while it was down"
     do {
-      let watch = try TagWatch(display: display, property: aSecure, errors: XErrorPolicy(log: log))
+      let watch = try TagWatch(display: setup.display, property: atoms.secure, errors: XErrorPolicy(log: log))
       for b in watch.ownBases { detector?.excludeNewConnection(b) }
       tagGuard.watch = watch
       auditKilled(

@@ -48,52 +48,24 @@ extension WatcherLoop {
     track(candidates, initial: true, nested: Set(candidates).subtracting(frames))
   }
 
-  /// Selects events on the windows, reads their facts (pipelined) and tells the engine.
+  /// Selects events on the windows, reads their facts (pipelined, `WindowTracker.read`) and
+  /// tells the engine.
   func track(_ windows: [WindowID], initial: Bool, nested: Set<WindowID> = []) {
-    let fresh = windows.filter { tracked[$0] == nil && !isOwn($0) }
+    let fresh = windows.filter { tracker.tracked[$0] == nil && !isOwn($0) }
     guard !fresh.isEmpty else { return }
     // Top-levels' structure events already come through the root's SubstructureNotify;
     // selecting StructureNotify on them too would make the server send each event twice.
     // Windows inside a window manager's frame need it (see ReparentNotify).
     // Following only tagged windows, the root's events are not selected: each window's own.
-    for w in fresh { effects.watchWindow(w, nested: nested.contains(w) || windowWatch == .tagged) }
-    // Read after selecting: a property set before the selection took effect is seen here.
-    let attrCookies = fresh.map { xcb_get_window_attributes(x.conn, $0) }
+    for w in fresh { effects.watchWindow(w, nested: nested.contains(w) || server.windowWatch == .tagged) }
     // Titles are read only when a rule looks at them (or, later, for secure windows'
     // rows in the state): title changes are the most frequent property traffic.
     let wantTitle = policyUsesTitle || initial
-    let propAtoms = [aWMClass, aSecure, aNotify] + (wantTitle ? [aNetWMName, aWMName] : [])
-    let propCookies = fresh.map { w in propAtoms.map { x.propertyCookie(w, $0, maxBytes: 16384) } }
-    var infos: [WindowInfo] = []
-    for (i, w) in fresh.enumerated() {
-      guard let attr = xcb_get_window_attributes_reply(x.conn, attrCookies[i], nil) else {
-        for ck in propCookies[i] { _ = x.propertyReply(ck) }
-        driver.forget(w)  // a shield put up at CreateNotify died with it
-        continue  // gone already: an expected race
-      }
-      let mapped = attr.pointee.map_state != UInt8(XCB_MAP_STATE_UNMAPPED.rawValue)
-      let inputOnly = attr.pointee._class == UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue)
-      free(attr)
-      let props = propCookies[i].map { x.propertyReply($0) }
-      if inputOnly {  // shows no pixels
-        driver.forget(w)
-        continue
-      }
-      var info = WindowInfo(
-        id: w, client: ClientID(x.clientBase(of: w)), tag: .absent, propertiesKnown: initial || mapped, mapped: mapped)
-      applyProperty(&info, atom: aWMClass, props[0])
-      applyProperty(&info, atom: aSecure, props[1])
-      applyProperty(&info, atom: aNotify, props[2])
-      if wantTitle {
-        applyProperty(&info, atom: aNetWMName, props[3])
-        if info.facts.title == nil { applyProperty(&info, atom: aWMName, props[4]) }
-      }
-      infos.append(info)
-    }
+    let (infos, dropped) = tracker.read(fresh, initial: initial, wantTitle: wantTitle)
+    for w in dropped { driver.forget(w) }  // a shield put up at CreateNotify died with it, or shows nothing
     for info in infos {
       ensureClient(info.client!.base, sample: info.id)
-      tracked[info.id] = info
-      windowsPerClient[info.client!.base, default: 0] += 1
+      tracker.add(info)
       apply(.windowAppeared(info))
       // A shield put up at CreateNotify that the engine does not want (the window was
       // already mapped and is not secure) goes at once.
@@ -107,85 +79,34 @@ extension WatcherLoop {
 
   /// Reads every tracked window's title (a reloaded policy now has title rules).
   func readAllTitles() {
-    let ids = Array(tracked.keys)
-    let cookies = ids.map {
-      ($0, x.propertyCookie($0, aNetWMName, maxBytes: 16384), x.propertyCookie($0, aWMName, maxBytes: 16384))
-    }
-    for (w, net, old) in cookies {
-      let n = x.propertyReply(net)
-      let o = x.propertyReply(old)
-      guard var info = tracked[w] else { continue }
-      applyProperty(&info, atom: aNetWMName, n)
-      if info.facts.title == nil { applyProperty(&info, atom: aWMName, o) }
-      tracked[w] = info
-    }
-    for w in ids { if let info = tracked[w] { apply(.windowChanged(info)) } }
+    for info in tracker.readTitles(Array(tracker.tracked.keys)) { apply(.windowChanged(info)) }
   }
 
   /// Reads the title of a secure window whose title was skipped (for `list`/`status`).
   func refreshTitleIfSecure(_ w: WindowID) {
-    guard var info = tracked[w], info.facts.title == nil, engine.windows[w]?.reason.isSecure == true,
+    guard let info = tracker.tracked[w], info.facts.title == nil, engine.windows[w]?.reason.isSecure == true,
       engine.windows[w]?.reason != .provisional
     else { return }
-    let net = x.propertyCookie(w, aNetWMName, maxBytes: 16384)
-    let old = x.propertyCookie(w, aWMName, maxBytes: 16384)
-    applyProperty(&info, atom: aNetWMName, x.propertyReply(net))
-    let legacy = x.propertyReply(old)
-    if info.facts.title == nil { applyProperty(&info, atom: aWMName, legacy) }
-    guard info.facts.title != nil else { return }
-    tracked[w] = info
-    apply(.windowChanged(info))
-  }
-
-  func applyProperty(_ info: inout WindowInfo, atom: xcb_atom_t, _ v: PropertyValue?) {
-    switch atom {
-    case aWMClass:
-      let c = PropertyDecoding.wmClass(v?.bytes ?? [])
-      info.facts.instance = c.instance
-      info.facts.class = c.class
-    case aNetWMName:
-      if let v, !v.bytes.isEmpty {
-        info.facts.title = PropertyDecoding.text(v.bytes, utf8: true)
-        netNamed.insert(info.id)
-      }
-    case aWMName:
-      if let v, !v.bytes.isEmpty {
-        info.facts.title = PropertyDecoding.text(v.bytes, utf8: v.type == aUTF8)
-      }
-    case aSecure:
-      guard let v else {
-        info.tag = .absent
-        return
-      }
-      info.tag = TagState.decode(isCardinal: v.type == aCardinal, format: v.format, bytes: v.bytes)
-    case aNotify:
-      info.notices =
-        v.map { CaptureNotices.decode(isCardinal: $0.type == aCardinal, format: $0.format, bytes: $0.bytes) } ?? []
-    default:
-      break
-    }
+    guard let now = tracker.readTitles([w]).first, now.facts.title != nil else { return }
+    apply(.windowChanged(now))
   }
 
   /// Looks up a client's identity once (X-Resource PID, then /proc).
   func ensureClient(_ base: UInt32, sample: WindowID) {
-    guard identities[base] == nil, engine.clients[ClientID(base)] == nil else { return }
+    guard capture.identities[base] == nil, engine.clients[ClientID(base)] == nil else { return }
     apply(.clientConnected(ClientID(base), identify(base: base, sample: sample)))
   }
 
   func windowGone(_ w: WindowID) {
-    netNamed.remove(w)
     tagGuard.windowGone(w)
-    guard let info = tracked.removeValue(forKey: w) else { return }
+    guard let info = tracker.remove(w) else { return }
     driver.forget(w)
-    frameGone(w)
+    frames.gone(w)
     apply(.windowGone(w))
-    if detector == nil, let base = info.client?.base {
-      windowsPerClient[base, default: 1] -= 1
-      if windowsPerClient[base]! <= 0 {
-        windowsPerClient[base] = nil
-        identities[base] = nil
-        apply(.clientGone(ClientID(base)))
-      }
+    // Without RECORD, a client's last window gone ends the client.
+    if detector == nil, let base = info.client?.base, tracker.clientWindowGone(base) {
+      capture.identities[base] = nil
+      apply(.clientGone(ClientID(base)))
     }
   }
 
@@ -207,77 +128,71 @@ extension WatcherLoop {
       if engine.shieldsActive && module == nil {
         driver.shieldAtOnce(e.window)
       } else if deferNewWindows {
-        if pendingSet.insert(e.window).inserted { pendingCreates.append(e.window) }
-        if pendingSince == nil { pendingSince = Clock.now() }
+        tracker.deferTracking(e.window, now: Clock.now())
         return
       }
       track([e.window], initial: false)
     case XCB_REPARENT_NOTIFY:
       let e = raw.load(as: xcb_reparent_notify_event_t.self)
       forgetFrame(of: e.window)
-      if pendingSet.contains(e.window) { trackPending() }  // follow it into a frame
+      if tracker.isPending(e.window) { trackPending() }  // follow it into a frame
       if e.parent == x.root, e.event == x.root, !isOwn(e.window), !destroyedLater(e.window) {
         track([e.window], initial: false)
       }
-      if e.parent != x.root, e.event == x.root, tracked[e.window] != nil {
+      if e.parent != x.root, e.event == x.root, tracker.tracked[e.window] != nil {
         // A top-level went into a window manager's frame: follow it there.
         effects.watchWindow(e.window, nested: true)
       }
     case XCB_DESTROY_NOTIFY:
       let e = raw.load(as: xcb_destroy_notify_event_t.self)
-      if pendingSet.remove(e.window) != nil { return }  // never tracked: nothing to undo
+      if tracker.pendingDestroyed(e.window) { return }  // never tracked: nothing to undo
       if e.event == e.window || e.event == x.root { windowGone(e.window) }
     case XCB_MAP_NOTIFY:
       let e = raw.load(as: xcb_map_notify_event_t.self)
-      if e.event == e.window || e.event == x.root, var info = tracked[e.window], !(info.mapped && info.propertiesKnown)
+      if e.event == e.window || e.event == x.root, var info = tracker.tracked[e.window],
+        !(info.mapped && info.propertiesKnown)
       {
         info.mapped = true
         info.propertiesKnown = true
-        tracked[e.window] = info
+        tracker.tracked[e.window] = info
         apply(.windowChanged(info))
       }
     case XCB_UNMAP_NOTIFY:
       let e = raw.load(as: xcb_unmap_notify_event_t.self)
-      if e.event == e.window || e.event == x.root, var info = tracked[e.window] {
+      if e.event == e.window || e.event == x.root, var info = tracker.tracked[e.window] {
         info.mapped = false
-        tracked[e.window] = info
+        tracker.tracked[e.window] = info
       }
     case XCB_PROPERTY_NOTIFY:
       let e = raw.load(as: xcb_property_notify_event_t.self)
-      guard var info = tracked[e.window], [aWMClass, aNetWMName, aWMName, aSecure, aNotify].contains(e.atom) else {
-        return
-      }
-      let isTitle = e.atom == aNetWMName || e.atom == aWMName
+      guard let before = tracker.tracked[e.window], tracker.watched(e.atom) else { return }
+      let isTitle = e.atom == atoms.netWMName || e.atom == atoms.wmName
       if isTitle && !policyUsesTitle && engine.windows[e.window]?.reason.isSecure != true {
         return  // no rule looks at titles, and only secure windows' titles are shown
       }
-      if e.atom == aWMName, netNamed.contains(e.window) { return }  // _NET_WM_NAME takes precedence
-      let v = e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) ? nil : x.property(e.window, e.atom, maxBytes: 16384)
-      let before = info
-      applyProperty(&info, atom: e.atom, v)
-      if e.atom == aNetWMName && (v?.bytes.isEmpty ?? true) {
-        info.facts.title = nil
-        netNamed.remove(e.window)
-      }
-      if e.atom == aSecure, info.tag.asksSecure { tagGuard.tagSet(e.window) }  // set again meanwhile
+      guard
+        let info = tracker.propertyChanged(
+          e.window, atom: e.atom, deleted: e.state == UInt8(XCB_PROPERTY_DELETE.rawValue))
+      else { return }  // WM_NAME under a _NET_WM_NAME
+      if e.atom == atoms.secure, info.tag.asksSecure { tagGuard.tagSet(e.window) }  // set again meanwhile
       guard info != before else { return }
       // A secure tag removed or zeroed: lifted only by its own client (`TagGuard`).
-      if e.atom == aSecure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
+      if e.atom == atoms.secure, before.tag.asksSecure, !info.tag.asksSecure, guardTagRemoval(e.window, to: info.tag) {
         return
       }
-      tracked[e.window] = info
+      tracker.tracked[e.window] = info
       apply(.windowChanged(info))
-      if e.atom == aSecure { refreshTitleIfSecure(e.window) }
+      if e.atom == atoms.secure { refreshTitleIfSecure(e.window) }
     case XCB_CLIENT_MESSAGE:
       let e = raw.load(as: xcb_client_message_event_t.self)
-      guard e.window == managerWindow, e.type == aCommand else { return }
+      guard e.window == managerWindow, e.type == atoms.command else { return }
       dropForgedCommand(e.data.words)
     case XCB_SELECTION_CLEAR:
       let e = raw.load(as: xcb_selection_clear_event_t.self)
-      if e.selection == managerAtom { managerSelectionTaken() }
-    case Int32(xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where xfixesFirstEvent != 0:
+      if e.selection == atoms.manager { managerSelectionTaken() }
+    case Int32(capture.xfixesFirstEvent) + Int32(XCB_XFIXES_SELECTION_NOTIFY) where capture.xfixesFirstEvent != 0:
       let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
-      guard e.selection == cmAtom else { return }
+      guard e.selection == atoms.compositorSelection else { return }
       let owner = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue) ? e.owner : 0
       apply(.compositorChanged(owner == 0 ? nil : ClientID(x.clientBase(of: owner))))
     default:

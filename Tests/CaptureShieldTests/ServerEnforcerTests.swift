@@ -1,0 +1,117 @@
+// The server enforcement component (`ServerEnforcer`) without an X server: what each kind of
+// the module's CaptureNotify asks of the loop (a window to follow, an audit record, censored
+// reads rate-limited), when the reader's identity is looked up, and the published state in
+// client-side mode.
+
+import Testing
+
+@testable import CaptureShield
+@testable import CaptureShieldCore
+
+@Suite struct ServerEnforcerTests {
+  static let reader: UInt32 = 0x60_0000
+  static let secret: UInt32 = 0x40_0001
+  static let tool = ClientIdentity(pid: 4242, exe: "/usr/bin/import", comm: "import", uid: 1000)
+
+  static func notice(_ kind: ServerModule.NotifyKind, major: UInt8 = 73, drawable: UInt32 = secret)
+    -> ServerModule.Notify
+  {
+    ServerModule.Notify(
+      kind: kind.rawValue, reader: reader, drawable: drawable, requestMajor: major, requestMinor: 2, pid: 4242)
+  }
+
+  static func field(_ r: AuditRecord, _ key: String) -> AuditRecord.Value? {
+    r.fields.first { $0.key == key }?.value
+  }
+
+  @Test func aTagNoticeIsFollowedWithoutAnIdentityLookup() {
+    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    var lookups = 0
+    let out = s.notified(
+      Self.notice(.secure),
+      identity: {
+        lookups += 1
+        return Self.tool
+      }, now: .seconds(1))
+    #expect(out == .follow(Self.secret))
+    #expect(lookups == 0)
+  }
+
+  @Test func refusedInputIsAuditedAndCountedForTheState() throws {
+    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    s.requestNames = [132: "XTEST"]
+    let out = s.notified(Self.notice(.input, major: 132), identity: { Self.tool }, now: .seconds(1))
+    guard case .audit(let r, let changed) = out else {
+      Issue.record("not audited: \(out)")
+      return
+    }
+    #expect(changed)
+    #expect(r.event == "input-refused")
+    #expect(r.fields.map(\.key) == ["client", "window", "request", "pid", "exe"])
+    #expect(Self.field(r, "request") == .string("XTEST"))  // no minor for input
+    #expect(s.inputRefusals == 1)
+    #expect(s.lastInputRefusal == "pid 4242 /usr/bin/import")
+  }
+
+  @Test func trustAndDefenceRefusalsAreAuditedEveryTime() {
+    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    for _ in 0..<2 {
+      guard
+        case .audit(let r, false) = s.notified(
+          Self.notice(.trust, drawable: 1), identity: { Self.tool }, now: .seconds(1))
+      else {
+        Issue.record("trust not audited")
+        return
+      }
+      #expect(r.event == "trust-refused")
+      #expect(Self.field(r, "reason") == .string("injected code"))
+      guard case .audit(let d, false) = s.notified(Self.notice(.killRefused), identity: { Self.tool }, now: .seconds(1))
+      else {
+        Issue.record("defence not audited")
+        return
+      }
+      #expect(d.event == "defence-refused")
+      #expect(Self.field(d, "tried") == .string("kill a trusted client's connection"))
+    }
+    #expect(s.inputRefusals == 0)
+  }
+
+  @Test func censoredReadsAreRateLimitedAndNamedWithTheirMinor() {
+    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    s.requestNames = [73: "GetImage", 130: "MIT-SHM"]
+    guard
+      case .censored(let reader, let id, let fx) = s.notified(
+        Self.notice(.censored, major: 130), identity: { Self.tool }, now: .seconds(1))
+    else {
+      Issue.record("not censored")
+      return
+    }
+    #expect(reader == ClientID(Self.reader))
+    #expect(id == Self.tool)
+    guard case .audit(let r)? = fx.first else {
+      Issue.record("no audit: \(fx)")
+      return
+    }
+    #expect(r.event == "capture-censored")
+    #expect(Self.field(r, "request") == .string("MIT-SHM 2"))
+    #expect(Self.field(r, "action") == .string("censored"))
+    // The same read again at once: held back (the loop still tells the notices).
+    guard
+      case .censored(_, _, let again) = s.notified(
+        Self.notice(.censored, major: 130), identity: { Self.tool }, now: .seconds(1.5))
+    else {
+      Issue.record("not censored")
+      return
+    }
+    #expect(again.isEmpty)
+  }
+
+  @Test func clientSideModeFollowsEveryWindowAndPublishesItsMode() {
+    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    #expect(s.wantedWindowWatch(policy: Policy()) == .all)
+    var snap = Engine(policy: Policy()).snapshot(pid: 1, display: ":9", startedAt: 0)
+    s.describe(&snap, engine: Engine(policy: Policy()))
+    #expect(snap.enforcement?.kind == "client")
+    #expect(snap.enforcement?.inputProtected == false)
+  }
+}
