@@ -27,6 +27,8 @@ deb=(dpkg-dev file binutils lintian xserver-xorg-core)
 # NotificationTests: a private session bus (dbus-daemon, dbus-monitor) and a real
 # notification server on it (dunst, dunstctl)
 tools+=(dbus-daemon dbus-bin dunst)
+# XpraTests: xpra (its shadow server and its screenshot client, python scripts)
+tools+=(xpra)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
