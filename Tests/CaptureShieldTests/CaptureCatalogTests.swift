@@ -107,6 +107,18 @@ extension ClassifyCase {
         $0.put32(8, F.own)
       }, expected: F.req("ReparentWindow", F.secure)),
     ClassifyCase(
+      name: "ReparentWindow of a secure window to the root (a window manager's exit): nothing becomes readable",
+      bytes: RequestBytes(7, 0, words: 4).with {
+        $0.put32(4, F.secure)
+        $0.put32(8, F.root)
+      }, expected: nil),
+    ClassifyCase(
+      name: "ReparentWindow of a secure window into another client's window: not the reader's (its GetImage counts)",
+      bytes: RequestBytes(7, 0, words: 4).with {
+        $0.put32(4, F.secure)
+        $0.put32(8, F.foreign)
+      }, expected: nil),
+    ClassifyCase(
       name: "ReparentWindow of a foreign window that is not secure (a window manager's daily work)",
       bytes: RequestBytes(7, 0, words: 4).with {
         $0.put32(4, F.foreign)

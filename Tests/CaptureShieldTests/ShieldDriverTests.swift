@@ -388,6 +388,18 @@ struct XErrorPolicyTests {
     #expect(XErrorPolicy.meaning(code: code) == meaning)
   }
 
+  @Test(
+    "on the shield connection",
+    arguments: [
+      // a shield's CreateWindow under an InputOnly target: expected
+      (UInt8(8), UInt8(1), true, XErrorPolicy.Meaning.expectedRace),
+      // controls: BadMatch of another request, or naming no target of ours, is not
+      (8, 1, false, .unexpected), (8, 12, true, .unexpected), (3, 1, false, .expectedRace), (10, 1, true, .unexpected),
+    ])
+  func shieldMeaning(code: UInt8, major: UInt8, target: Bool, meaning: XErrorPolicy.Meaning) {
+    #expect(XErrorPolicy.shieldMeaning(code: code, major: major, resourceIsTarget: target) == meaning)
+  }
+
   @Test func theLineNamesTheRequest() {
     let line = XErrorPolicy.describe(code: 8, major: 12, minor: 0, resource: 0x40_0001, connection: "shield")
     #expect(line == "X error 8 on the shield connection: request major 12 minor 0, resource 0x400001")

@@ -36,6 +36,16 @@ struct XErrorPolicy: Sendable {
     }
   }
 
+  /// Pure: what an error on the shield connection means. A shield's CreateWindow (major
+  /// 1) that fails with BadMatch naming one of our targets (`resourceIsTarget`) met an
+  /// InputOnly window: shields go up at once on new top-levels, before their class is read,
+  /// and an InputOnly window cannot hold an InputOutput child. It shows no pixels; window
+  /// tracking drops it once its class is read. Expected, not an error.
+  static func shieldMeaning(code: UInt8, major: UInt8, resourceIsTarget: Bool) -> Meaning {
+    if code == Code.badMatch, major == 1, resourceIsTarget { return .expectedRace }
+    return meaning(code: code)
+  }
+
   /// The line logged for an error (`connection` names which of the daemon's connections).
   static func describe(code: UInt8, major: UInt8, minor: UInt16, resource: UInt32, connection: String) -> String {
     "X error \(code) on the \(connection) connection: request major \(major) minor \(minor), resource 0x\(String(resource, radix: 16))"
@@ -44,12 +54,15 @@ struct XErrorPolicy: Sendable {
   /// Where the lines go (nil: nowhere, e.g. in unit tests).
   let log: AuditLog?
 
-  /// Logs one error as its meaning says.
-  func report(_ e: xcb_generic_error_t, connection: String) {
+  /// Logs one error as its meaning says (by default `meaning(code:)`; `why` says why an
+  /// expected one is).
+  func report(
+    _ e: xcb_generic_error_t, connection: String, meaning: Meaning? = nil, why: String = "a resource vanished"
+  ) {
     let line = Self.describe(
       code: e.error_code, major: e.major_code, minor: e.minor_code, resource: e.resource_id, connection: connection)
-    switch Self.meaning(code: e.error_code) {
-    case .expectedRace: log?.debug(line + " (a resource vanished: expected)")
+    switch meaning ?? Self.meaning(code: e.error_code) {
+    case .expectedRace: log?.debug(line + " (\(why): expected)")
     case .unexpected: log?.error(line)
     }
   }

@@ -55,7 +55,7 @@ extension CaptureCatalog {
       reason: "a cursor made from a foreign (depth-1) pixmap; XFIXES GetCursorImage reads it back"),
     .init(
       .core(7), "ReparentWindow", kind: "ReparentWindow", role: .indicator, startsSession: true,
-      targets: [.field(offset: 4, name: "window")], secureTargetsOnly: true,
+      targets: [.field(offset: 4, name: "window")], secureTargetsOnly: true, ownWindowAt: 8,
       reason:
         "puts a secure window inside a window of the client's: GetImage on that parent reads it (no shield is up under `shield.when: capturing`)"
     ),

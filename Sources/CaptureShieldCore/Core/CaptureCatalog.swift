@@ -115,6 +115,10 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
   /// ReparentWindow, which window managers send for every window they manage (the caller
   /// also leaves out the window manager's own).
   public var secureTargetsOnly: Bool
+  /// Counts only when the window at this offset is one of the client's own (ReparentWindow's
+  /// new parent: into a window of its own the client can read it; to the root, as a window
+  /// manager does at its exit, nothing becomes readable).
+  public var ownWindowAt: Int?
   /// Why it counts, one line.
   public var reason: String
 
@@ -122,8 +126,9 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
     _ opcode: Opcode, _ requestName: String, kind: String, role: CaptureRole, startsSession: Bool? = nil,
     targets: [TargetSource] = [], condition: ByteCondition? = nil, canBypassShield: Bool = false,
     frequent: Bool = false, readsOwnWindows: Bool = false, destination: TargetSource? = nil,
-    secureTargetsOnly: Bool = false, reason: String
+    secureTargetsOnly: Bool = false, ownWindowAt: Int? = nil, reason: String
   ) {
+    self.ownWindowAt = ownWindowAt
     self.opcode = opcode
     self.requestName = requestName
     self.kind = kind
@@ -370,6 +375,9 @@ public struct ResolvedCaptureCatalog: Sendable {
     for entry in candidates {
       if let c = entry.condition {
         guard let b = r.u8(c.offset), b == c.value else { continue }
+      }
+      if let offset = entry.ownWindowAt {
+        guard let w = r.u32(offset), w & ~resourceMask == clientBase else { continue }
       }
       if entry.targets.isEmpty { return CaptureRequest(kind: entry.kind) }
       for source in entry.targets {

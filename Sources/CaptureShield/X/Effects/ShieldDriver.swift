@@ -147,6 +147,10 @@ final class ShieldDriver {
   let registryFile: ShieldRegistryFile?
   /// Errors on the shield connection.
   var errors = XErrorPolicy(log: nil)
+  /// The last `shieldAtOnce` targets (at most 256; see `XErrorPolicy.shieldMeaning`: a
+  /// shield's BadMatch under one of them met an InputOnly window, usually dropped already
+  /// by the time the error arrives).
+  private var recentAtOnce = RecentIDs(limit: 256)
   /// The SHAPE extension's first event code on the shield connection (ShapeNotify).
   let shapeEvent: UInt8
 
@@ -297,7 +301,10 @@ final class ShieldDriver {
   /// (its depth is not known yet, so a background pixel opaque at any depth instead of
   /// the tile). Used while shields are up, so a new window never shows unshielded for
   /// longer than it takes the server to reach this request.
-  func shieldAtOnce(_ target: WindowID) { run(table.handle(.shieldAtOnce(target))) }
+  func shieldAtOnce(_ target: WindowID) {
+    recentAtOnce.insert(target)
+    run(table.handle(.shieldAtOnce(target)))
+  }
 
   /// Takes the shield down: unmaps it (at the next `commitUnmaps`) and keeps it for the
   /// next time (a MapWindow).
@@ -356,7 +363,11 @@ final class ShieldDriver {
       // A target vanished mid-request is expected; anything else is logged as an error.
       var e = xcb_generic_error_t()
       (e.error_code, e.major_code, e.minor_code, e.resource_id) = (code, major, minor, resource)
-      errors.report(e, connection: "shield")
+      let meaning = XErrorPolicy.shieldMeaning(
+        code: code, major: major, resourceIsTarget: recentAtOnce.contains(resource))
+      errors.report(
+        e, connection: "shield", meaning: meaning,
+        why: code == XErrorPolicy.Code.badMatch ? "a shield on an InputOnly window" : "a resource vanished")
       return nil
     case .expose(let w, let count):
       guard count == 0 else { return nil }
@@ -515,5 +526,22 @@ final class ShieldDriver {
     }
     let bytes = Array(label.unicodeScalars.map { $0.isASCII ? UInt8($0.value) : UInt8(ascii: "?") }.prefix(200))
     x.drawText(s, gc: gc, x: 8, y: 18, bytes)
+  }
+}
+
+/// A bounded set of recent ids: the oldest go first.
+struct RecentIDs {
+  let limit: Int
+  private var order: [UInt32] = []
+  private var members: Set<UInt32> = []
+
+  init(limit: Int) { self.limit = limit }
+
+  func contains(_ id: UInt32) -> Bool { members.contains(id) }
+
+  mutating func insert(_ id: UInt32) {
+    guard members.insert(id).inserted else { return }
+    order.append(id)
+    if order.count > limit { members.remove(order.removeFirst()) }
   }
 }
