@@ -197,7 +197,20 @@ cs_set_win_secure(WindowPtr win, int on)
     *p = on ? 1 : 0;
     cs_nsecure += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
-    cs_mark_dirty();
+    if (s->root && SCR(s)) {
+        /* what changes: the window with what is inside it, and the window manager's
+         * frames of it (the top-levels it was framed in, wherever it is now) */
+        struct cs_screen *cs = SCR(s);
+        WindowPtr c;
+        cs_dirty_win(cs, win);
+        for (c = s->root->firstChild; c; c = c->nextSib) {
+            struct cs_window *ct = dixLookupPrivate(&c->devPrivates, &cs_window_key_rec);
+            if (ct->framed == win->drawable.id)
+                cs_dirty_win(cs, c);
+        }
+    } else {
+        cs_mark_dirty();
+    }
     cs_secure_changed(on, cs_nsecure);
     if (on && cs_rule_on(CS_RULE_STALE) && s->root)   /* from now on its pixels are secret
                                                          * wherever shown */
