@@ -26,6 +26,9 @@
  *                              again, resizes, jumps onto the victim and back), reading
  *                              1x1 of the root there after each change (so the module
  *                              computes the secret area after each); "shuffled K"
+ *   atk-bound tagger K         a 60x60 window at 350,250 (over the victim) whose tag it sets
+ *                              and clears K times; after each, another connection reads
+ *                              1x1 of the root there; "tagged K"
  *   atk-bound raise W H        raises the root's children of size WxH (another client may)
  *   atk-bound read1 K          K GetImage 1x1 of the root at 400,300
  *   atk-bound children         the number of the root's children
@@ -280,6 +283,30 @@ do_shuffle(int k)
 }
 
 static int
+do_tagger(int k)
+{
+    xcb_connection_t *c2 = xcb_connect(NULL, NULL);
+    xcb_window_t w = mkwin(root, 350, 250, 60, 60, GREEN, 0);
+    int i;
+
+    if (xcb_connection_has_error(c2))
+        die("second connection");
+    xcb_map_window(c, w);
+    wait_mapped(w);
+    for (i = 0; i < k; i++) {
+        set_secure(w, i % 2 ? 0 : 1);
+        sync_();
+        free(xcb_get_image_reply(c2, xcb_get_image(c2, XCB_IMAGE_FORMAT_Z_PIXMAP, root, 360, 260,
+                                                   1, 1, ~0u), NULL));
+    }
+    xcb_destroy_window(c, w);
+    sync_();
+    xcb_disconnect(c2);
+    printf("tagged %d\n", k);
+    return 0;
+}
+
+static int
 do_raise(int wd, int ht)
 {
     xcb_query_tree_reply_t *t = xcb_query_tree_reply(c, xcb_query_tree(c, root), NULL);
@@ -335,6 +362,8 @@ main(int argc, char **argv)
         return do_bystander(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
     if (!strcmp(argv[1], "box") && argc > 5)
         return do_box(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+    if (!strcmp(argv[1], "tagger") && argc > 2)
+        return do_tagger(atoi(argv[2]));
     if (!strcmp(argv[1], "raise") && argc > 3)
         return do_raise(atoi(argv[2]), atoi(argv[3]));
     if (!strcmp(argv[1], "shuffle") && argc > 2)

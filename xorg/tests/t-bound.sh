@@ -17,7 +17,8 @@
 # (region.c): the censor and deny servers run in verify mode (CS_VERIFY_REGION=1: each
 # computation checked against an exact full one, a miss logged and made secret), and
 # another client moves, raises, lowers, unmaps, resizes the attacker's windows and makes
-# them jump onto the victim, reading after each change (incremental computations).
+# them jump onto the victim, reading after each change (incremental computations), and a
+# third client tags and untags a window of its own over the victim, read after each.
 # Last, the per-owner bound: 300 shaped secure windows in the right quarter (x >= 600), a
 # third client's yellow window between them and the victim (510..590: outside the
 # attacker's own area's extents) reads in full, while one inside those extents (680..760,
@@ -114,6 +115,10 @@ for s in N A D C; do
   d=XDISPLAY_$s
   out=$(DISPLAY=${!d} as_nobody "$ATK" shuffle "$SHUF" 2>&1)
   expect "$s: another client changed $SHUF of the attacker's windows" "shuffled=$(echo "$out" | cut -d' ' -f2)" shuffled -eq "$SHUF"
+  # a third client tags and untags a window of its own over the victim, another
+  # connection reading after each (a tag change recomputes that window's place only)
+  out=$(DISPLAY=${!d} as_nobody "$ATK" tagger 10 2>&1)
+  expect "$s: a window tagged and untagged 10 times" "tagged=$(echo "$out" | cut -d' ' -f2)" tagged -eq 10
 done
 export DISPLAY=$XDISPLAY_N
 out=$(rd); expect "after the changes, no module: another client reads the victim's pixels (positive control)" "$out" red_max -gt 0
