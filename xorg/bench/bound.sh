@@ -11,15 +11,19 @@
 #     (READS reads, after one warm-up read that pays the computation left by the moves);
 #   - another client's first GetImage 1x1 of the root right after one attacker loop
 #     (what a client arriving behind the attacker pays: a computation of the secret area,
-#     if the loop left one).
+#     if the loop left one);
+#   - the same over PAIRS (attacker loop, other client's read) pairs: mean and largest
+#     (the module computes the area in full every 64th time, incrementally otherwise).
 # Figures only, nothing is asserted. Usage: bound.sh [LABEL=DIR ...]
-# Env: CS_BOUND_LOOPS (default 4), CS_BOUND_READS (default 50), CS_BOUND_WINDOWS (2,000).
+# Env: CS_BOUND_LOOPS (default 4), CS_BOUND_READS (default 50), CS_BOUND_WINDOWS (2,000),
+# CS_BOUND_PAIRS (default 70; 0 leaves that row out).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$here/../../.build/xorg}
 LOOPS=${CS_BOUND_LOOPS:-4}
 READS=${CS_BOUND_READS:-50}
 NWIN=${CS_BOUND_WINDOWS:-2000}
+PAIRS=${CS_BOUND_PAIRS:-70}
 TMP=$(mktemp -d /tmp/csbound.XXXXXX)
 chmod 755 "$TMP"
 . "$here/../tests/xorg-lib.sh"
@@ -138,3 +142,25 @@ printf '%-58s' "server instructions per other client's GetImage 1x1 (root)"
 for s in "${NAMES[@]}"; do printf ' %14s' "$(reads "$s" "$READS")"; done; echo
 printf '%-58s' "the same, the first read right after an attacker loop"
 for s in "${NAMES[@]}"; do printf ' %14s' "$(first "$s")"; done; echo
+# pairs SERVER N: "mean/max" of another client's first read after each of N attacker loops
+pairs() {
+  local s=$1 n=$2 d=XDISPLAY_$1 fd=IN_$1 base i k j v sum=0 mx=0
+  zero "$s"
+  DISPLAY=${!d} "$OUT/atk-bound" read1 0 >/dev/null
+  base=$(dump "$s")
+  for j in $(seq "$n"); do
+    k=$(grep -c "^done" "$TMP/flood.$s" || true)
+    echo "go 1" >&"${!fd}"
+    for i in $(seq 36000); do [ "$(grep -c "^done" "$TMP/flood.$s" || true)" -gt "$k" ] && break; sleep 0.1; done
+    zero "$s"
+    DISPLAY=${!d} "$OUT/atk-bound" read1 1 >/dev/null
+    v=$(( $(dump "$s") - base ))
+    sum=$(( sum + v ))
+    [ "$v" -gt "$mx" ] && mx=$v
+  done
+  echo "$(( sum / n ))/$mx"
+}
+if [ "$PAIRS" -gt 0 ]; then
+  printf '%-58s' "the same over $PAIRS loop+read pairs: mean/largest"
+  for s in "${NAMES[@]}"; do printf ' %14s' "$(pairs "$s" "$PAIRS")"; done; echo
+fi

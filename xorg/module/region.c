@@ -18,7 +18,21 @@ struct cs_screen {
                                  * next read (cs_ValidateTree): `vis` may be older than the
                                  * last change */
     BoxRec swept;               /* then: the box around everything those changes touched */
+    /* Per owner (the client of each secure window, or of a frame of one): its part of the
+     * visible secure area, each bounded on its own (cs_bound), `secret` their union. */
+    struct cs_owner *own;
+    int nown, aown;
+    /* What changed since the last computation: `dfull` all of it, else the area `dreg`
+     * (old and new places of the windows that changed): the next computation redoes
+     * that area only (cs_refresh_inc), `incs` such computations since the last full one. */
+    Bool dfull;
+    RegionRec dreg;
+    unsigned incs;
     ValidateTreeProcPtr ValidateTree;
+    MoveWindowProcPtr MoveWindow;
+    ResizeWindowProcPtr ResizeWindow;
+    ChangeBorderWidthProcPtr ChangeBorderWidth;
+    SetShapeProcPtr SetShape;
     ClipNotifyProcPtr ClipNotify;
     PositionWindowProcPtr PositionWindow;
     RealizeWindowProcPtr RealizeWindow;
@@ -56,16 +70,52 @@ struct cs_pixmap {
  * longer counts. */
 unsigned long cs_gen = 1;
 
+struct cs_owner {
+    int id;                     /* client index */
+    RegionRec r;
+};
+
 static void cs_refresh(struct cs_screen *cs, WindowPtr root);
 static void cs_bound(RegionPtr r, int outward);
 static int cs_unpaint_source(WindowPtr root);
 static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
 
+/* Anything may have changed: the next computation is a full one. */
 static inline void
 cs_set_dirty(struct cs_screen *cs)
 {
     cs->dirty = TRUE;
+    cs->dfull = TRUE;
     cs_gen++;
+}
+
+/* The secret area may have changed inside `b` only (as far as this change goes). */
+static void
+cs_dirty_box(struct cs_screen *cs, const BoxRec *b)
+{
+    RegionRec r;
+
+    if (!cs_nsecure) {
+        cs_set_dirty(cs);       /* nothing to keep: a secure window appearing marks all */
+        return;
+    }
+    cs->dirty = TRUE;
+    cs_gen++;
+    if (cs->dfull || b->x1 >= b->x2 || b->y1 >= b->y2 ||
+        RegionContainsRect(&cs->dreg, (BoxPtr) b) == rgnIN)
+        return;
+    RegionInit(&r, (BoxPtr) b, 1);
+    if (!cs_rgn_ok(RegionUnion(&cs->dreg, &cs->dreg, &r), &cs->dreg))
+        cs->dfull = TRUE;       /* out of memory: all of it */
+    else
+        cs_bound(&cs->dreg, 1);
+    RegionUninit(&r);
+}
+
+static void
+cs_dirty_win(struct cs_screen *cs, WindowPtr w)
+{
+    cs_dirty_box(cs, RegionExtents(&w->borderSize));
 }
 
 static DevPrivateKeyRec cs_screen_key_rec, cs_pixmap_key_rec;
@@ -147,7 +197,20 @@ cs_set_win_secure(WindowPtr win, int on)
     *p = on ? 1 : 0;
     cs_nsecure += on ? 1 : -1;
     cs_note_secure_owner(win, on ? 1 : -1);
-    cs_mark_dirty();
+    if (s->root && SCR(s)) {
+        /* what changes: the window with what is inside it, and the window manager's
+         * frames of it (the top-levels it was framed in, wherever it is now) */
+        struct cs_screen *cs = SCR(s);
+        WindowPtr c;
+        cs_dirty_win(cs, win);
+        for (c = s->root->firstChild; c; c = c->nextSib) {
+            struct cs_window *ct = dixLookupPrivate(&c->devPrivates, &cs_window_key_rec);
+            if (ct->framed == win->drawable.id)
+                cs_dirty_win(cs, c);
+        }
+    } else {
+        cs_mark_dirty();
+    }
     cs_secure_changed(on, cs_nsecure);
     if (on && cs_rule_on(CS_RULE_STALE) && s->root)   /* from now on its pixels are secret
                                                          * wherever shown */
@@ -577,12 +640,16 @@ static int cs_oom;
 #define CS_GRID 16
 
 static unsigned long cs_bounded;       /* times a region was bounded (log level 7) */
+static int cs_nobound;                  /* the exact area is being computed (verify mode) */
 
+/* v snapped to a multiple of g (a power of 2) toward -inf (or +inf: `up`), kept within
+ * lo..hi (the region's extents: every box lies inside them, so the result still holds
+ * every box) */
 static int
-cs_snap(int v, int g, int up)
+cs_snap(int v, int g, int up, int lo, int hi)
 {
     v = up ? (v + g - 1) & ~(g - 1) : v & ~(g - 1);     /* g a power of 2: floor, ceil */
-    return max(min(v, MAXSHORT), MINSHORT);
+    return max(min(v, hi), lo);
 }
 
 static int
@@ -611,17 +678,17 @@ cs_region_from(RegionPtr r, BoxPtr nb, int n)
     return TRUE;
 }
 
-/* Past CS_MAX_BOXES rectangles: `r` grown (`outward`: a superset) or shrunk (a subset)
- * to at most CS_BOUND_TO. Out of memory: outward, its extents (more area); inward,
- * empty. */
+/* Past `most` rectangles: `r` grown (`outward`: a superset, within its extents) or shrunk
+ * (a subset) to at most `to` (>= 1). Out of memory, or a grid past the coordinate range:
+ * outward, its extents (more area); inward, empty. */
 static void
-cs_bound(RegionPtr r, int outward)
+cs_bound_to(RegionPtr r, int outward, int most, int to)
 {
     BoxRec ext;
     BoxPtr b, nb;
     int grid, i, k, n;
 
-    if (RegionNumRects(r) <= CS_MAX_BOXES || RegionBroken(r))
+    if (RegionNumRects(r) <= most || RegionBroken(r) || cs_nobound)
         return;
     cs_bounded++;
     ext = *RegionExtents(r);
@@ -631,16 +698,18 @@ cs_bound(RegionPtr r, int outward)
             goto fail;
         memcpy(nb, RegionRects(r), n * sizeof(BoxRec));
         qsort(nb, n, sizeof(BoxRec), cs_box_area_cmp);
-        k = cs_region_from(r, nb, CS_BOUND_TO);    /* disjoint boxes of r: a subset */
+        k = cs_region_from(r, nb, to);  /* disjoint boxes of r: a subset */
         free(nb);
         if (!k)
             goto fail;
         return;
     }
-    /* grid 0: each band one box; then the bands' edges snapped to CS_GRID, 2×, 4×, ...
+    if (to <= 1)
+        goto fail;              /* its extents */
+    /* grid 0: each band one box; then the bands' edges snapped to CS_GRID, 2x, 4x, ...
      * (snapped bands overlap: pixman splits them into more bands of several boxes, which
      * the next pass makes one box each) */
-    for (grid = 0; RegionNumRects(r) > CS_BOUND_TO; grid = grid ? grid * 2 : CS_GRID) {
+    for (grid = 0; RegionNumRects(r) > to; grid = grid ? grid * 2 : CS_GRID) {
         if (grid > 65536)
             goto fail;
         b = RegionRects(r);
@@ -656,8 +725,8 @@ cs_bound(RegionPtr r, int outward)
         }
         if (grid)
             for (i = 0; i < k; i++) {
-                nb[i].y1 = cs_snap(nb[i].y1, grid, 0);
-                nb[i].y2 = cs_snap(nb[i].y2, grid, 1);
+                nb[i].y1 = cs_snap(nb[i].y1, grid, 0, ext.y1, ext.y2);
+                nb[i].y2 = cs_snap(nb[i].y2, grid, 1, ext.y1, ext.y2);
             }
         i = cs_region_from(r, nb, k);
         free(nb);
@@ -670,6 +739,83 @@ cs_bound(RegionPtr r, int outward)
         RegionReset(r, &ext);
     else
         RegionEmpty(r);
+}
+
+static void
+cs_bound(RegionPtr r, int outward)
+{
+    cs_bound_to(r, outward, CS_MAX_BOXES, CS_BOUND_TO);
+}
+
+/* ---- per owner ---- */
+
+/* While the secret area is computed per owner (cs_compute_owners): the screen whose
+ * owners' areas get each secure window's visible part. */
+static struct cs_screen *cs_split;
+
+/* The owner's area, created empty when new; NULL: out of memory. */
+static RegionPtr
+cs_owner_region(struct cs_screen *cs, int id)
+{
+    int i;
+
+    for (i = 0; i < cs->nown; i++)
+        if (cs->own[i].id == id)
+            return &cs->own[i].r;
+    if (cs->nown == cs->aown) {
+        int a = cs->aown ? cs->aown * 2 : 8;
+        struct cs_owner *o = cs_malloc(a * sizeof(*o));
+        if (!o)
+            return NULL;
+        if (cs->nown)
+            memcpy(o, cs->own, cs->nown * sizeof(*o));
+        free(cs->own);
+        cs->own = o;
+        cs->aown = a;
+    }
+    cs->own[cs->nown].id = id;
+    RegionNull(&cs->own[cs->nown].r);
+    return &cs->own[cs->nown++].r;
+}
+
+/* `out` becomes the union of the owners' areas (owners with none are dropped). Past
+ * CS_MAX_BOXES, the owner with the most rectangles is coarsened further (outward, within
+ * its own area's extents), then the next, ...; only when every owner is down to one box
+ * is the union itself bounded. So one client's many pieces never make another client's
+ * window black outside the extents of that client's own visible secure area, unless
+ * more than about CS_MAX_BOXES clients each own visible secure windows. FALSE: out of
+ * memory (`out` is then broken). */
+static Bool
+cs_union_owners(struct cs_screen *cs, RegionPtr out)
+{
+    int i, k, most;
+
+    for (i = k = 0; i < cs->nown; i++) {
+        if (RegionNotEmpty(&cs->own[i].r) || RegionBroken(&cs->own[i].r))
+            cs->own[k++] = cs->own[i];  /* a broken one makes the union fail below */
+        else
+            RegionUninit(&cs->own[i].r);
+    }
+    cs->nown = k;
+    for (;;) {
+        RegionEmpty(out);
+        for (i = 0; i < cs->nown; i++)
+            if (!cs_rgn_ok(RegionUnion(out, out, &cs->own[i].r), out))
+                return FALSE;
+        if (RegionNumRects(out) <= CS_MAX_BOXES || cs_nobound)
+            return TRUE;
+        for (i = 0, k = -1, most = 1; i < cs->nown; i++)
+            if (RegionNumRects(&cs->own[i].r) > most) {
+                most = RegionNumRects(&cs->own[i].r);
+                k = i;
+            }
+        if (k < 0) {
+            cs_bound(out, 1);
+            return TRUE;
+        }
+        most /= 4;
+        cs_bound_to(&cs->own[k].r, 1, most, max(most, 1));
+    }
 }
 
 static void
@@ -708,8 +854,19 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
             RegionRec vis;
             RegionNull(&vis);
             CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
-            CS_ROK(RegionUnion(secret, secret, &vis), secret);
-            cs_bound(secret, 1);
+            if (cs_split) {
+                /* its owner's area, bounded on its own (cs_union_owners) */
+                RegionPtr o = cs_owner_region(cs_split, CLIENT_ID(win->drawable.id));
+                if (!o)
+                    cs_oom = 1;
+                else {
+                    CS_ROK(RegionUnion(o, o, &vis), o);
+                    cs_bound(o, 1);
+                }
+            } else {
+                CS_ROK(RegionUnion(secret, secret, &vis), secret);
+                cs_bound(secret, 1);
+            }
             if (drawn && (manual || win->redirectDraw == RedirectDrawManual)) {
                 RegionUnion(drawn, drawn, &vis);
                 cs_bound(drawn, 1);
@@ -742,8 +899,8 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
  * what covers what is kept inside it only). Out of memory: the whole of `top` is secret
  * and FALSE is returned. */
 static Bool
-cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
-              BoxPtr within)
+cs_compute_rgn(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
+               RegionPtr within)
 {
     RegionRec covered, clip;
 
@@ -756,12 +913,8 @@ cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr draw
     RegionNull(&covered);
     RegionNull(&clip);
     CS_ROK(RegionCopy(&clip, &top->borderSize), &clip);
-    if (within && !cs_oom) {
-        RegionRec w;
-        RegionInit(&w, within, 1);
-        CS_ROK(RegionIntersect(&clip, &clip, &w), &clip);
-        RegionUninit(&w);
-    }
+    if (within && !cs_oom)
+        CS_ROK(RegionIntersect(&clip, &clip, within), &clip);
     if (!cs_oom)
         cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
@@ -770,6 +923,48 @@ cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr draw
         RegionReset(secret, RegionExtents(&top->borderSize));
         if (drawn)
             RegionEmpty(drawn);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static Bool
+cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
+              BoxPtr within)
+{
+    RegionRec w;
+    Bool r;
+
+    if (!within)
+        return cs_compute_rgn(top, secret, exclude, drawn, NULL);
+    RegionInit(&w, within, 1);
+    r = cs_compute_rgn(top, secret, exclude, drawn, &w);
+    RegionUninit(&w);
+    return r;
+}
+
+/* The screen's secret area per owner, then their union into `secret`: all of it
+ * (`within` NULL), or only inside `within`, the owners' areas outside it kept as they
+ * were. FALSE: out of memory (the caller makes the whole screen secret and computes all
+ * of it again next time). */
+static Bool
+cs_compute_owners(struct cs_screen *cs, WindowPtr root, RegionPtr secret, RegionPtr drawn,
+                  RegionPtr within)
+{
+    Bool ok;
+    int i;
+
+    for (i = 0; i < cs->nown; i++)
+        if (within)
+            RegionSubtract(&cs->own[i].r, &cs->own[i].r, within);
+        else
+            RegionEmpty(&cs->own[i].r);
+    cs_split = cs;
+    ok = cs_compute_rgn(root, secret, NULL, drawn, within);
+    cs_split = NULL;
+    if (!ok || !cs_union_owners(cs, secret)) {
+        RegionReset(secret, RegionExtents(&root->borderSize));
+        cs->dfull = TRUE;
         return FALSE;
     }
     return TRUE;
@@ -839,7 +1034,7 @@ cs_settle(void)
 
 /* Computes the screen's secret area again (`root`: its root window), with the trail. */
 static void
-cs_refresh(struct cs_screen *cs, WindowPtr root)
+cs_refresh_full(struct cs_screen *cs, WindowPtr root)
 {
     RegionRec old;
     Bool ok;
@@ -850,7 +1045,7 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     RegionNull(&unpainted);
     ok = cs_rgn_ok(RegionCopy(&old, &cs->drawn), &old);
     cs_unpainted_begin(root, &unpainted);
-    ok = cs_compute(root, &cs->secret, NULL, &cs->drawn) && ok;
+    ok = cs_compute_owners(cs, root, &cs->secret, &cs->drawn, NULL) && ok;
     cs_unpainted_end();
     if (RegionNotEmpty(&cs->drawn))
         cs_compositing = TRUE;
@@ -894,9 +1089,87 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
     if (!ok) {
         /* out of memory: the whole screen is secret, computed again at the next read */
         RegionReset(&cs->secret, RegionExtents(&root->borderSize));
+        cs->dfull = TRUE;
         return;
     }
     cs->dirty = FALSE;
+    cs->dfull = FALSE;
+    cs->incs = 0;
+    RegionEmpty(&cs->dreg);
+}
+
+/* An incremental computation keeps an owner's coarsened area (cs_bound) outside what
+ * changed; a full one every CS_FULL_EVERY of them gives the coarsening back. */
+#define CS_FULL_EVERY 64
+
+static unsigned long cs_incr, cs_verified, cs_mismatch;
+static int cs_verify;           /* env CS_VERIFY_REGION=1 (tests): each computation is
+                                 * checked against an exact full one */
+
+/* Verify mode: the exact area (no bound, computed in full) must lie inside the cached
+ * one; a pixel that does not is logged and made secret (fail closed). */
+static void
+cs_verify_area(struct cs_screen *cs, WindowPtr root, const char *how)
+{
+    RegionRec exact, miss;
+
+    RegionNull(&exact);
+    RegionNull(&miss);
+    cs_nobound = 1;
+    cs_compute(root, &exact, NULL, NULL);
+    cs_nobound = 0;
+    RegionSubtract(&miss, &exact, &cs->secret);
+    cs_verified++;
+    if (RegionNotEmpty(&miss)) {
+        BoxPtr e = RegionExtents(&miss);
+        cs_mismatch++;
+        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: verify: the %s secret area misses %d "
+                       "rectangles of the exact one (within %d,%d-%d,%d); made secret\n",
+                       how, (int) RegionNumRects(&miss), e->x1, e->y1, e->x2, e->y2);
+        RegionUnion(&cs->secret, &cs->secret, &miss);
+    }
+    LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: verify: %lu checks (%lu incremental), %lu "
+                   "mismatches (last: %s, %d owners, %d rectangles, exact %d)\n",
+                   cs_verified, cs_incr, cs_mismatch, how, cs->nown,
+                   (int) RegionNumRects(&cs->secret), (int) RegionNumRects(&exact));
+    RegionUninit(&exact);
+    RegionUninit(&miss);
+}
+
+/* The secret area computed again where it may have changed: in full after a change that
+ * could be anywhere (cs_set_dirty), while a trail, stale, compositor-drawn or
+ * unrepainted area exists (those follow the whole screen), and every CS_FULL_EVERY
+ * times; else only inside `dreg`, the old and new places of the windows that changed
+ * (cs_dirty_box): the owners' areas outside it are kept. A change of a window's place,
+ * size, shape, mapping or stacking changes what is visible of any window only where it
+ * was or is, and a window's subwindows lie inside it. */
+static void
+cs_refresh(struct cs_screen *cs, WindowPtr root)
+{
+    const char *how = "full";
+
+    if (cs->dfull || cs->incs >= CS_FULL_EVERY || RegionNotEmpty(&cs->drawn) ||
+        RegionNotEmpty(&cs->trail) || RegionNotEmpty(&cs->stale) || cs_unpaint_source(root)) {
+        cs_refresh_full(cs, root);
+    } else {
+        how = "incremental";
+        if (!cs_compute_owners(cs, root, &cs->secret, NULL, &cs->dreg)) {
+            cs_refresh_full(cs, root);  /* out of memory: all of it, as a full one does */
+            return;
+        }
+        /* nothing keeps unrepainted pixels, no trail: the stale area stays empty */
+        RegionCopy(&cs->vis, &cs->secret);
+        cs->lazy = FALSE;
+        cs->dirty = FALSE;
+        cs->incs++;
+        cs_incr++;
+        RegionEmpty(&cs->dreg);
+        LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed incrementally (%lu "
+                       "times, %lu computations in full, %lu regions bounded)\n", cs_incr,
+                       cs_refreshes, cs_bounded);
+    }
+    if (cs_verify && !cs->dirty)
+        cs_verify_area(cs, root, how);
 }
 
 /* The window whose pixels a read of `win` returns: the nearest redirected ancestor (its
@@ -1156,6 +1429,10 @@ cs_unpaint_source(WindowPtr root)
  * at the next read, however many changes came in between (a popup mapped and unmapped
  * costs a walk of the tree, no region computation; a client moving its own secure
  * windows again and again costs nothing until someone reads). */
+/* Inside one of the geometry wrappers below (they mark the window's old and new place)
+ * and inside ValidateTree (the clip changes it makes lie in the place it was given). */
+static int cs_geom, cs_in_vt;
+
 static int
 cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
 {
@@ -1163,10 +1440,19 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
     struct cs_screen *cs = SCR(s);
     int r;
 
+    /* what changed: the window mapped, unmapped or restacked (`child`; its subwindows lie
+     * inside it); without one, a move, resize or reshape marks its own places (cs_geom),
+     * anything else may be anywhere */
+    if (child)
+        cs_dirty_win(cs, child);
+    else if (!cs_geom)
+        cs_set_dirty(cs);
+    cs_in_vt++;
     s->ValidateTree = cs->ValidateTree;
     r = s->ValidateTree(parent, child, kind);
     cs->ValidateTree = s->ValidateTree;
     s->ValidateTree = cs_ValidateTree;
+    cs_in_vt--;
     if (!cs_rule_on(CS_RULE_STALE) || !s->root ||
         !(cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale)))
         return r;
@@ -1193,7 +1479,8 @@ cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b)
             cs->swept.y2 = max(cs->swept.y2, b->y2);
         }
         cs->lazy = TRUE;
-        cs_set_dirty(cs);
+        cs->dirty = TRUE;       /* where: marked by the caller */
+        cs_gen++;
         cs_lazy++;
     }
 }
@@ -1204,7 +1491,8 @@ cs_ClipNotify(WindowPtr win, int dx, int dy)
     ScreenPtr s = win->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
 
-    cs_set_dirty(cs);
+    if (!cs_in_vt)
+        cs_set_dirty(cs);       /* not from ValidateTree: where is not known */
     if (cs->ClipNotify) {
         s->ClipNotify = cs->ClipNotify;
         s->ClipNotify(win, dx, dy);
@@ -1221,7 +1509,9 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     struct cs_window *w = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
     Bool r;
 
-    cs_set_dirty(cs);
+    /* inside a move or resize: marked by it; an unrealized window shows nothing */
+    if (!cs_geom && win->realized)
+        cs_set_dirty(cs);
     s->PositionWindow = cs->PositionWindow;
     r = s->PositionWindow(win, x, y);
     cs->PositionWindow = s->PositionWindow;
@@ -1240,7 +1530,7 @@ cs_RealizeWindow(WindowPtr win)
     struct cs_screen *cs = SCR(s);
     Bool r;
 
-    cs_set_dirty(cs);
+    cs_dirty_win(cs, win);
     s->RealizeWindow = cs->RealizeWindow;
     r = s->RealizeWindow(win);
     cs->RealizeWindow = s->RealizeWindow;
@@ -1255,7 +1545,7 @@ cs_UnrealizeWindow(WindowPtr win)
     struct cs_screen *cs = SCR(s);
     Bool r;
 
-    cs_set_dirty(cs);
+    cs_dirty_win(cs, win);
     s->UnrealizeWindow = cs->UnrealizeWindow;
     r = s->UnrealizeWindow(win);
     cs->UnrealizeWindow = s->UnrealizeWindow;
@@ -1272,12 +1562,79 @@ cs_DestroyWindow(WindowPtr win)
 
     cs_set_win_secure(win, 0);
     cs_forget_window(win);
-    cs_set_dirty(cs);
+    if (win->realized)
+        cs_dirty_win(cs, win);
     s->DestroyWindow = cs->DestroyWindow;
     r = s->DestroyWindow(win);
     cs->DestroyWindow = s->DestroyWindow;
     s->DestroyWindow = cs_DestroyWindow;
     return r;
+}
+
+/* A window's place, size, border or shape changes: the secret area may change where it
+ * was and where it is (its subwindows lie inside it), nowhere else. */
+static void
+cs_MoveWindow(WindowPtr win, int x, int y, WindowPtr sib, VTKind kind)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+
+    cs_dirty_win(cs, win);
+    cs_geom++;
+    s->MoveWindow = cs->MoveWindow;
+    s->MoveWindow(win, x, y, sib, kind);
+    cs->MoveWindow = s->MoveWindow;
+    s->MoveWindow = cs_MoveWindow;
+    cs_geom--;
+    cs_dirty_win(cs, win);
+}
+
+static void
+cs_ResizeWindow(WindowPtr win, int x, int y, unsigned int w, unsigned int h, WindowPtr sib)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+
+    cs_dirty_win(cs, win);
+    cs_geom++;
+    s->ResizeWindow = cs->ResizeWindow;
+    s->ResizeWindow(win, x, y, w, h, sib);
+    cs->ResizeWindow = s->ResizeWindow;
+    s->ResizeWindow = cs_ResizeWindow;
+    cs_geom--;
+    cs_dirty_win(cs, win);
+}
+
+static void
+cs_ChangeBorderWidth(WindowPtr win, unsigned int width)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+
+    cs_dirty_win(cs, win);
+    cs_geom++;
+    s->ChangeBorderWidth = cs->ChangeBorderWidth;
+    s->ChangeBorderWidth(win, width);
+    cs->ChangeBorderWidth = s->ChangeBorderWidth;
+    s->ChangeBorderWidth = cs_ChangeBorderWidth;
+    cs_geom--;
+    cs_dirty_win(cs, win);
+}
+
+static void
+cs_SetShape(WindowPtr win, int kind)
+{
+    ScreenPtr s = win->drawable.pScreen;
+    struct cs_screen *cs = SCR(s);
+
+    cs_dirty_win(cs, win);
+    cs_geom++;
+    s->SetShape = cs->SetShape;
+    s->SetShape(win, kind);
+    cs->SetShape = s->SetShape;
+    s->SetShape = cs_SetShape;
+    cs_geom--;
+    cs_dirty_win(cs, win);
 }
 
 /* A window changed parent: when the window manager (its ReparentWindow request) put a
@@ -1366,6 +1723,10 @@ cs_close_screen(ScreenPtr s)
     if (!cs)
         return;
     TimerFree(cs->trail_timer);
+    while (cs->nown > 0)
+        RegionUninit(&cs->own[--cs->nown].r);
+    free(cs->own);
+    RegionUninit(&cs->dreg);
     RegionUninit(&cs->secret);
     RegionUninit(&cs->drawn);
     RegionUninit(&cs->trail);
@@ -1388,6 +1749,11 @@ cs_region_init(void)
     cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
     cs_nsecure = 0;
     cs_compositing = FALSE;
+    cs_geom = cs_in_vt = 0;
+    cs_verify = getenv("CS_VERIFY_REGION") && !strcmp(getenv("CS_VERIFY_REGION"), "1");
+    if (cs_verify)
+        LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: CS_VERIFY_REGION=1: each secret area "
+                       "computed is checked against an exact one (slow; tests only)\n");
     if (!cs_on_close_screen(cs_close_screen))
         return FALSE;
     for (i = 0; i < screenInfo.numScreens; i++) {
@@ -1399,6 +1765,7 @@ cs_region_init(void)
         RegionNull(&cs->secret);
         RegionNull(&cs->drawn);
         RegionNull(&cs->trail);
+        RegionNull(&cs->dreg);
         cs_set_dirty(cs);
         RegionNull(&cs->vis);
         RegionNull(&cs->stale);
@@ -1409,7 +1776,11 @@ cs_region_init(void)
             !CS_WRAP_SCREEN(s, DestroyWindow, cs->DestroyWindow, cs_DestroyWindow) ||
             !CS_WRAP_SCREEN(s, DestroyPixmap, cs->DestroyPixmap, cs_DestroyPixmap) ||
             !CS_WRAP_SCREEN(s, ReparentWindow, cs->ReparentWindow, cs_ReparentWindow) ||
-            !CS_WRAP_SCREEN(s, ValidateTree, cs->ValidateTree, cs_ValidateTree))
+            !CS_WRAP_SCREEN(s, ValidateTree, cs->ValidateTree, cs_ValidateTree) ||
+            !CS_WRAP_SCREEN(s, MoveWindow, cs->MoveWindow, cs_MoveWindow) ||
+            !CS_WRAP_SCREEN(s, ResizeWindow, cs->ResizeWindow, cs_ResizeWindow) ||
+            !CS_WRAP_SCREEN(s, ChangeBorderWidth, cs->ChangeBorderWidth, cs_ChangeBorderWidth) ||
+            !CS_WRAP_SCREEN(s, SetShape, cs->SetShape, cs_SetShape))
             return FALSE;
     }
     cs_reparenting = NULL;

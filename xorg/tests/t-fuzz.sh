@@ -38,8 +38,10 @@ write_conf "$TMP/A.conf" 1
 write_conf "$TMP/D.conf" 1 'Option "Mode" "deny"'
 write_conf "$TMP/C.conf" 1 "Option \"DisableRules\" \"$ALL_RULES\""
 write_conf "$TMP/B.conf" 0
-start_xorg A "$TMP/A.conf"
-start_xorg D "$TMP/D.conf"
+# the censor and deny servers check each computation of the secret area (incremental or
+# full, region.c) against an exact full one (CS_VERIFY_REGION=1; checked at the end)
+CS_VERIFY_REGION=1 start_xorg A "$TMP/A.conf" -logverbose 7
+CS_VERIFY_REGION=1 start_xorg D "$TMP/D.conf" -logverbose 7
 start_xorg C "$TMP/C.conf"
 start_xorg B "$TMP/B.conf"
 
@@ -104,6 +106,21 @@ for k in $KNOWN; do
       "$(lastline "$out")" cases -ge "${k#*:}" leaked_px -eq 0 title_bytes -eq 0 alive -eq 1
   done
 done
+
+# verify mode: no computation of the secret area held less than the exact area
+verify_log() {
+  local s=$1 l=LOG_$1 last
+  last=$(grep "verify: [0-9]* checks" "${!l}" | tail -1 || true)
+  if grep -q "verify: the .* misses" "${!l}"; then
+    bad "$s: a cached secret area missed part of the exact one: $(grep -m3 'verify: the' "${!l}" | tr '\n' ' ')"
+  elif [ -z "$last" ]; then
+    bad "$s: verify mode checked nothing"
+  else
+    ok "$s: every computation of the secret area held the exact area (${last#*verify: })"
+  fi
+}
+verify_log A
+verify_log D
 
 # positive controls: every rule off, and no module, read secrets on every path
 for s in C B; do
