@@ -7,12 +7,13 @@ set -eu
 cd "$(dirname "$0")/.."
 N=${1:-3000}
 OUT=${PROFILE_DIR:-.build/profile-overhead}
+case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
 rm -rf "$OUT"
 mkdir -p "$OUT"
 command -v valgrind >/dev/null || scripts/install-deps.sh bench
 for mode in without with; do
   # One run with the daemon between two without (or three without): 3 runs of N iterations.
-  BENCH_XVFB_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$PWD/$OUT/xvfb-$mode.out" \
+  BENCH_XVFB_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$OUT/xvfb-$mode.out" \
     BENCH_ONLY=overhead OVERHEAD_PLACEMENTS=split OVERHEAD_RUNS=1 OVERHEAD_MODE=$mode OVERHEAD_ITERATIONS=$N \
     BENCH_JSON="$OUT/bench-$mode.json" .build/release/shieldbench >"$OUT/bench-$mode.txt" 2>&1
 done
