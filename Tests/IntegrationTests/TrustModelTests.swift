@@ -20,9 +20,13 @@ struct TrustModelTests {
 
   /// picom started as a session starts it: by a process that is no client of the display
   /// and exits at once (i3's `exec`, a service manager), so it is re-parented. Its PID.
+  /// picom is exec'd 0.3 s after the launching shell returned: a compositor whose parent
+  /// (the shell, itself the child of this test process, an X client) is still alive when
+  /// the daemon looks is refused, rightly (the grant is decided once, at its connection).
   static func sessionPicom(on server: XvfbServer) async throws -> pid_t {
     let args = picomArguments.joined(separator: " ")
-    let r = try await server.run("/bin/sh", ["-c", "/usr/bin/picom \(args) >/dev/null 2>&1 </dev/null & echo $!"])
+    let r = try await server.run(
+      "/bin/sh", ["-c", "(sleep 0.3; exec /usr/bin/picom \(args)) >/dev/null 2>&1 </dev/null & echo $!"])
     return try #require(pid_t(r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)), "\(r)")
   }
 
