@@ -1350,7 +1350,6 @@ private let provisionalScenarios: [Scenario] = [
     #expect(sessionSummary(e) == c.sessions)
     #expect(e.shielded == [w1])
     _ = e.handle(.tick, now: t(3))
-    #expect(e.clientsPinningSessions == (c.downAfterLinger ? [] : [grab]))
     #expect(e.shielded.isEmpty == c.downAfterLinger, "shielded after the linger: \(e.shielded)")
     #expect(e.sessions.isEmpty == c.downAfterLinger)
   }
@@ -1381,9 +1380,9 @@ private let provisionalScenarios: [Scenario] = [
 
   @Test func departedClientsAreBounded() {
     var e = Engine(policy: policy())
-    let n = DepartedClients.limit + 10
+    let n = Engine.departedLimit + 10
     for i in 0..<n { _ = e.handle(.clientGone(ClientID(UInt32(i + 1) << 21)), now: t(0)) }
-    #expect(e.departed.count == DepartedClients.limit)
+    #expect(e.departed.count == Engine.departedLimit)
     #expect(!e.departed.contains(ClientID(1 << 21)))
     #expect(e.departed.contains(ClientID(UInt32(n) << 21)))
     _ = e.handle(.clientConnected(ClientID(UInt32(n) << 21), nil), now: t(1))

@@ -54,14 +54,6 @@ extension Engine {
   }
 
   /// The decision for a window, with merged client facts.
-  /// The clients whose sessions are pinned to their connection (`capture.hold:
-  /// "connected"`, known recorders, an untrusted compositor): the shell checks now and then
-  /// that each is still connected and reports the ones that are not (`clientGone`), so no
-  /// session outlives its client even when the sign of its end was lost.
-  public var clientsPinningSessions: Set<ClientID> {
-    Set(sessions.values.filter { $0.pinned && !$0.detached }.map(\.client))
-  }
-
   public func effectiveFacts(_ info: WindowInfo) -> Facts {
     var f = info.facts
     if let c = info.client, let id = clients[c]?.identity {

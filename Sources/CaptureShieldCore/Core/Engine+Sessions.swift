@@ -213,36 +213,3 @@ extension Engine {
     }
   }
 }
-
-/// Clients that went and have not connected again (`Engine.departed`), bounded: the oldest
-/// are forgotten first (a record that late is not expected; forgetting one only means its
-/// session is pinned again until the shell's next sign of its end).
-public struct DepartedClients: Sendable, Hashable {
-  /// Kept at most.
-  public static let limit = 1_024
-  private var members: Set<ClientID> = []
-  private var order: [ClientID] = []
-
-  public init() {}
-
-  /// Whether `id` went and has not connected again.
-  public func contains(_ id: ClientID) -> Bool { members.contains(id) }
-
-  /// The number kept.
-  public var count: Int { members.count }
-
-  mutating func insert(_ id: ClientID) {
-    guard members.insert(id).inserted else { return }
-    order.append(id)
-    if order.count > Self.limit {
-      let drop = order.count - Self.limit
-      for old in order.prefix(drop) { members.remove(old) }
-      order.removeFirst(drop)
-    }
-  }
-
-  mutating func remove(_ id: ClientID) {
-    guard members.remove(id) != nil else { return }
-    order.removeAll { $0 == id }
-  }
-}

@@ -90,7 +90,10 @@ public struct Engine: Sendable {
   /// client, whose connection clears it), oldest first, at most `departedLimit`: a capture
   /// request recorded before a client's end but handled after it starts a session that
   /// is detached at once (its linger), never one pinned to a connection that is over.
-  public internal(set) var departed = DepartedClients()
+  public internal(set) var departed = RecentSet<ClientID>(limit: Engine.departedLimit)
+  /// Clients that went kept at most (a record that late is not expected; forgetting one
+  /// only means its session is pinned again until the shell's next sign of its end).
+  public static let departedLimit = 1_024
   public internal(set) var sessions: [Int: Session] = [:]
   /// Windows the engine has told the shell to shield (and not yet to unshield).
   public internal(set) var shielded: Set<WindowID> = []

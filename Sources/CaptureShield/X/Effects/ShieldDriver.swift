@@ -150,7 +150,7 @@ final class ShieldDriver {
   /// The last `shieldAtOnce` targets (at most 256; see `XErrorPolicy.shieldMeaning`: a
   /// shield's BadMatch under one of them met an InputOnly window, usually dropped already
   /// by the time the error arrives).
-  private var recentAtOnce = RecentIDs(limit: 256)
+  private var recentAtOnce = RecentSet<WindowID>(limit: 256)
   /// The SHAPE extension's first event code on the shield connection (ShapeNotify).
   let shapeEvent: UInt8
 
@@ -526,22 +526,5 @@ final class ShieldDriver {
     }
     let bytes = Array(label.unicodeScalars.map { $0.isASCII ? UInt8($0.value) : UInt8(ascii: "?") }.prefix(200))
     x.drawText(s, gc: gc, x: 8, y: 18, bytes)
-  }
-}
-
-/// A bounded set of recent ids: the oldest go first.
-struct RecentIDs {
-  let limit: Int
-  private var order: [UInt32] = []
-  private var members: Set<UInt32> = []
-
-  init(limit: Int) { self.limit = limit }
-
-  func contains(_ id: UInt32) -> Bool { members.contains(id) }
-
-  mutating func insert(_ id: UInt32) {
-    guard members.insert(id).inserted else { return }
-    order.append(id)
-    if order.count > limit { members.remove(order.removeFirst()) }
   }
 }
