@@ -21,9 +21,10 @@ now_ms(void)
     return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
 }
 
-/* XTEST FakeInput of one core event; returns the error code (0: none) */
+/* XTEST FakeInput of one event (deviceid 0: a core event, else an XI device event of that
+ * device); returns the error code (0: none) */
 static int
-fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
+fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y, uint8_t deviceid)
 {
     struct {
         uint8_t major, minor;
@@ -35,8 +36,15 @@ fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
         uint32_t pad3;
         uint16_t pad4;
         uint8_t pad5, deviceid;
-    } req = { xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, 0 };
+    } req = { xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, deviceid };
     return raw_void(&req, sizeof(req));
+}
+
+/* fake: XTEST FakeInput of a core event (no device) */
+static int
+fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
+{
+    return fake_dev(xtest, type, detail, x, y, 0);
 }
 
 static int xkb_base;
@@ -166,17 +174,6 @@ mpx_type(int kbd, int xkbd, xcb_window_t win)
         uint8_t revert, device;
         uint16_t pad;
     } sf;
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint8_t type, detail;
-        uint16_t pad0;
-        uint32_t time, root, pad1, pad2;
-        int16_t x, y;
-        uint32_t pad3;
-        uint16_t pad4;
-        uint8_t pad5, deviceid;
-    } req;
 
     conn();
     q = xcb_query_extension_reply(c, xcb_query_extension(c, 15, "XInputExtension"), NULL);
@@ -196,18 +193,9 @@ mpx_type(int kbd, int xkbd, xcb_window_t win)
     sf.pad = 0;
     ferr = raw_void(&sf, sizeof(sf));
     for (i = 0; i < NKEYS; i++) {
-        memset(&req, 0, sizeof(req));
-        req.major = xtest;
-        req.minor = 2;
-        req.len = 9;
-        req.type = xi_event + 1;        /* DeviceKeyPress */
-        req.detail = keycodes[i];
-        req.root = root;
-        req.deviceid = (uint8_t) xkbd;
-        e = raw_void(&req, sizeof(req));
+        e = fake_dev(xtest, xi_event + 1, keycodes[i], 0, 0, (uint8_t) xkbd);   /* DeviceKeyPress */
         usleep(15000);
-        req.type = xi_event + 2;        /* DeviceKeyRelease */
-        raw_void(&req, sizeof(req));
+        fake_dev(xtest, xi_event + 2, keycodes[i], 0, 0, (uint8_t) xkbd);       /* DeviceKeyRelease */
         usleep(15000);
         if (e)
             err = e;
