@@ -87,6 +87,7 @@ private func describe(_ e: Engine.Effect) -> String {
   switch e {
   case .shield(let w): return "shield \(hex(w))"
   case .unshield(let w): return "unshield \(hex(w))"
+  case .shieldAtOnce(let w): return "shield-at-once \(hex(w))"
   case .publishState: return "publish"
   case .notifyCapture(let active, let ws): return "notify \(active) [\(ws.map(hex).joined(separator: ","))]"
   case .audit(let r):
@@ -906,6 +907,47 @@ private let provisionalScenarios: [Scenario] = [
     ]),
 ]
 
+/// Decisions the shell once made itself (issue 28): what it does at once, decided by the
+/// engine as it stands (no clock step, no deadline handled, no state changed).
+private let shellDecisionScenarios: [Scenario] = [
+  Scenario(
+    name: "a new top-level is shielded at once while shields are up, as the engine stands",
+    policy: policy(), setup: desk + [.clientConnected(grab, grabberID)],
+    steps: [
+      Step(1, .topLevelCreated(w3), [], active: false),
+      Step(
+        1, .captureRequest(grab, CaptureRequest(kind: "GetImage")),
+        ["audit capture-request client=0x600000 request=GetImage class=ordinary"]
+          + startShieldingW1(kind: "request", client: grab, request: "GetImage")
+          + ["notify true [0x100]", "publish"]),
+      Step(1.5, .topLevelCreated(w3), ["shield-at-once 0x102"], shielded: [w1], active: true),
+      // The linger ended at 3, no event since: the engine as it stands still shields (the
+      // safe mistake); the next tick ends the session.
+      Step(3.5, .topLevelCreated(w4), ["shield-at-once 0x103"], shielded: [w1], active: true),
+      Step(3.5, .tick, lingerEndW1(kind: "request", client: grab), active: false),
+      Step(4, .topLevelCreated(w4), [], active: false),
+    ]),
+  Scenario(
+    name: "shield.when always: every new top-level at once; paused: none",
+    policy: policy(when: .always), setup: [.clientConnected(app, keepassID), .windowAppeared(secureWindow)],
+    steps: [
+      Step(1, .topLevelCreated(w3), ["shield-at-once 0x102"], shielded: [w1]),
+      Step(
+        2, .pause(until: nil, by: "user"),
+        ["audit pause by=user", "unshield 0x100", "audit unshield window=0x100 reason=paused", "publish"],
+        shielded: [], active: false),
+      Step(3, .topLevelCreated(w3), [], shielded: []),
+    ]),
+  Scenario(
+    name: "shields the RECORD thread put up early come down unless the engine wants them",
+    policy: policy(when: .always), setup: [.clientConnected(app, keepassID), .windowAppeared(secureWindow)],
+    steps: [
+      Step(1, .earlyShieldsUp([w3, w1, w3]), ["unshield 0x102"], shielded: [w1]),
+      Step(1, .earlyShieldsUp([w1]), [], shielded: [w1]),
+      Step(1, .earlyShieldsUp([]), [], shielded: [w1]),
+    ]),
+]
+
 // MARK: - Tests
 
 @Suite struct EngineTests {
@@ -928,6 +970,68 @@ private let provisionalScenarios: [Scenario] = [
 
   @Test("provisional windows", arguments: provisionalScenarios)
   fileprivate func provisional(_ s: Scenario) { _ = run(s) }
+
+  @Test("shell decisions: shield at once, early shields", arguments: shellDecisionScenarios)
+  fileprivate func shellDecisions(_ s: Scenario) { _ = run(s) }
+
+  @Test func shellDecisionsLeaveTheEngineAsItWas() {
+    var e = Engine(policy: policy(linger: .seconds(2)))
+    for ev in desk + [.clientConnected(grab, grabberID), .captureRequest(grab, CaptureRequest(kind: "GetImage"))] {
+      _ = e.handle(ev, now: t(1))
+    }
+    let deadline = e.nextDeadline
+    #expect(e.handle(.topLevelCreated(w3), now: t(10)) == [.shieldAtOnce(w3)])
+    #expect(e.handle(.earlyShieldsUp([w1, w4]), now: t(10)) == [.unshield(w4)])
+    #expect(e.now == t(1) && e.nextDeadline == deadline && e.shielded == [w1] && e.sessions.count == 1)
+  }
+
+  struct RecordCase: Sendable, CustomTestStringConvertible {
+    var testDescription: String
+    var kind: String
+    var pixmapOwner: ClientID?
+    var byWindowManager: Bool
+    var counts: Bool
+    var asksWindowManager: Bool
+  }
+
+  static let recordCases: [RecordCase] = [
+    RecordCase(
+      testDescription: "GetImage counts, the window manager is not asked", kind: "GetImage", pixmapOwner: nil,
+      byWindowManager: true, counts: true, asksWindowManager: false),
+    RecordCase(
+      testDescription: "the window manager reparenting the windows it manages does not count",
+      kind: "ReparentWindow", pixmapOwner: nil, byWindowManager: true, counts: false, asksWindowManager: true),
+    RecordCase(
+      testDescription: "another client's ReparentWindow counts", kind: "ReparentWindow", pixmapOwner: nil,
+      byWindowManager: false, counts: true, asksWindowManager: true),
+    RecordCase(
+      testDescription: "a cursor from an allowed client's pixmap counts", kind: "CreateCursor",
+      pixmapOwner: ClientID(0xc0_0000), byWindowManager: false, counts: true, asksWindowManager: false),
+    RecordCase(
+      testDescription: "a cursor from an ordinary client's pixmap does not count", kind: "CreateCursor",
+      pixmapOwner: ClientID(0x60_0000), byWindowManager: false, counts: false, asksWindowManager: false),
+    RecordCase(
+      testDescription: "a cursor from an unknown client's pixmap does not count", kind: "CreateCursor",
+      pixmapOwner: ClientID(0x12_0000), byWindowManager: false, counts: false, asksWindowManager: false),
+  ]
+
+  @Test("recorded requests the engine counts as capture", arguments: recordCases)
+  func recordFilter(_ c: RecordCase) {
+    #expect(CaptureCatalog.standard.readsOnlyPixmaps(kind: "CreateCursor"))
+    var e = Engine(policy: policy(allow: [allowPicom]))
+    _ = e.handle(.clientConnected(comp, picomID), now: t(0))
+    _ = e.handle(.clientConnected(grab, grabberID), now: t(0))
+    var asked = false
+    let counts = e.countsAsCapture(
+      CaptureRequest(kind: c.kind, target: c.pixmapOwner.map { $0.base | 1 }),
+      catalog: CaptureCatalog.standard.resolved(extensions: [:]), pixmapOwner: c.pixmapOwner,
+      isWindowManager: {
+        asked = true
+        return c.byWindowManager
+      })
+    #expect(counts == c.counts)
+    #expect(asked == c.asksWindowManager)
+  }
 
   // MARK: Tags
 

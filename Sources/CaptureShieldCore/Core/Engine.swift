@@ -50,6 +50,14 @@ public struct Engine: Sendable {
     /// manager's frame of the shielded `window` (repaired by the shell already: the engine
     /// does not shield frames, see `WatcherLoop.syncFrameShields`).
     case frameShieldLost(frame: WindowID, window: WindowID, how: String)
+    /// A top-level window was created (the root's CreateNotify), before its facts are read:
+    /// while shields are up it gets a shield at once (`Effect.shieldAtOnce`).
+    case topLevelCreated(WindowID)
+    /// The RECORD thread put these shields up on a ClientStarted, before the engine heard of
+    /// the client (`RecordPump`, quarantine armed): those the engine does not want once the
+    /// records are handled come down again (`Effect.unshield`, no audit record: they were
+    /// never the engine's).
+    case earlyShieldsUp([WindowID])
   }
 
   /// What the shell must do. Exactly these, in order.
@@ -62,6 +70,10 @@ public struct Engine: Sendable {
     /// Capture started or stopped: tell apps (root property + ClientMessage to these
     /// secure windows, the ones that opted in: `sendsCaptureChanged`).
     case notifyCapture(active: Bool, windows: [WindowID])
+    /// Shield a new top-level window at once, before its facts are known (no tile yet; the
+    /// window's own decision follows when it is tracked: provisional while shields are up).
+    /// Under server enforcement the module protects windows: the shell maps nothing.
+    case shieldAtOnce(WindowID)
   }
 
   // MARK: State
@@ -146,6 +158,16 @@ public struct Engine: Sendable {
 
   /// Applies `event` at time `now` and returns what the shell must do.
   public mutating func handle(_ event: Event, now: MonotonicTime) -> [Effect] {
+    // Decisions about what the shell does at once: the engine as it stands decides (no clock
+    // step, no deadline handled, nothing changes): a session whose linger ends at this very
+    // moment still counts, the safe mistake, until the next event or tick ends it.
+    switch event {
+    case .topLevelCreated(let w):
+      return shieldsActive ? [.shieldAtOnce(w)] : []
+    case .earlyShieldsUp(let fired):
+      return Set(fired).sorted().filter { !shielded.contains($0) }.map { .unshield($0) }
+    default: break
+    }
     if now > self.now { self.now = now }
     let now = self.now  // deadlines never go backwards, whatever the event's stamp
     var fx: [Effect] = []
@@ -406,6 +428,9 @@ public struct Engine: Sendable {
                 ("frame-of", .string(hex(id))),
               ])))
       }
+
+    case .topLevelCreated, .earlyShieldsUp:
+      break  // decided above, as the engine stands
     }
 
     expireDeadlines(fx: &fx, all: &all, stateChanged: &stateChanged)

@@ -38,6 +38,9 @@ enum EffectRouting {
     case .unshield(let w):
       if !serverEnforced { driver.unshield(w) }
       return .done
+    case .shieldAtOnce(let w):
+      if !serverEnforced { driver.shieldAtOnce(w) }
+      return .done
     default:
       return .other(effect)
     }

@@ -42,112 +42,16 @@ extension WatcherLoop {
     return capture.timing.wantsPokes(now, sessionsLive: !engine.sessions.isEmpty)
   }
 
+  /// Reads the RECORD records and routes them (`CaptureBridge.drain`, the loop as its host).
   func drainDetector() {
     guard let d = detector else { return }
-    let now = Clock.now()
-    if capture.timing.pokeDue(now, sessionsLive: !engine.sessions.isEmpty) { d.poke() }
-    let readBefore = d.repliesRead
-    defer { capture.timing.read(d.repliesRead - readBefore, now: Clock.now()) }
-    // Reads of own windows matter while a secure window exists.
-    d.watchesOwnWindows = engine.windows.values.contains { $0.reason.isSecure }
-    repeat {
-      // A window not tracked yet might be secure: a manual redirection of it counts, and of
-      // a shield. (No capture list: capturing `engine` would copy the whole engine on every
-      // drain.)
-      let events = d.drain(isSecure: { w in
-        self.engine.windows[w]?.reason.isSecure ?? (self.tracker.isPending(w) || self.driver.isShield(w))
-      })
-      // Shields the pump put up on a ClientStarted among these records: up on the server.
-      let fired = d.lastFired
-      for t in fired { driver.markMapped(t) }
-      // Processes that loaded libxcb: clients about to connect (the pump fired for them).
-      for program in d.lastLaunches { apply(.clientLaunching(program: program)) }
-      defer {
-        // Put up for a client the engine then did not quarantine (say, it had gone again):
-        // down again, as the engine wants.
-        for t in fired.sorted() where !engine.shielded.contains(t) { driver.unshield(t) }
-      }
-      // Decide with every window known: read the window events that came before and track
-      // the windows whose tracking was deferred (once per batch of records).
-      var windowsKnown = false
-      func knowWindows() {
-        guard !windowsKnown else { return }
-        windowsKnown = true
-        drainEvents()
-        trackPending()
-      }
-      for e in events {
-        switch e {
-        case .clientStarted(let c):
-          capture.timing.clientStarted(Clock.now())
-          if engine.policy.quarantine != nil {
-            // Quarantine: the pump has put the armed shields up already; shield whatever
-            // else the engine wants (one MapWindow each, no round trip, flushed by apply),
-            // then identify (a round trip), then the rest.
-            apply(.clientConnected(c, nil))
-            let id = identify(base: c.base)
-            knowWindows()
-            apply(.clientIdentified(c, id))
-          } else {
-            // Identify first: short-lived tools are gone by the time anyone asks later, and a
-            // lookup behind another request can get stuck behind the tool's GrabServer.
-            let id = identify(base: c.base)
-            knowWindows()
-            apply(.clientConnected(c, id))
-          }
-        case .clientDied(let c):
-          knowWindows()
-          capture.identities[c.base] = nil
-          apply(.clientGone(c))
-        case .request(let c, let req):
-          if d.catalog.secureTargetsOnlyKinds.contains(req.kind), isWindowManager(c) {
-            continue  // the window manager reparenting the windows it manages
-          }
-          // A request that can only read a pixmap (a tile, a stipple, ...; recorded while the
-          // policy allows some client or a trusted compositor runs) is capture when the
-          // pixmap is such a client's: a compositor's pixmap named from a window. Anyone
-          // else's pixmap holds only what its owner read (itself a recorded capture) or drew.
-          if CaptureCatalog.standard.readsOnlyPixmaps(kind: req.kind), let t = req.target {
-            let owner = ClientID(t & ~x.resourceMask)
-            guard engine.clients[owner]?.clientClass == .allowed || engine.isTrustedCompositor(owner) else { continue }
-          }
-          report(c, req, knowWindows: knowWindows)
-        case .ownRead(let c, let read, let known):
-          // A read of an own drawable (only while a secure window exists): capture when the
-          // window read overlaps a secure window. Window events stay batched unless a
-          // window's area is compared: most of these are copies toolkits make all the time.
-          if let req = ownWindowCapture(read, by: c, known: known, detector: d, knowWindows: knowWindows) {
-            report(c, req, knowWindows: knowWindows)
-          }
-        }
-      }
-    } while d.moreAvailable
-  }
-
-  /// Hands a capture request to the engine (identifying its client first when needed).
-  private func report(_ c: ClientID, _ req: CaptureRequest, knowWindows: () -> Void) {
-    if capture.identities[c.base] == nil, engine.clients[c] == nil, !engine.departed.contains(c) {
-      // Connected before we started, or its ClientStarted was missed: identify now. (A
-      // client that went already is not connected again: the engine detaches its session.)
-      let id = identify(base: c.base)
-      knowWindows()
-      apply(.clientConnected(c, id))
-    }
-    knowWindows()
-    apply(.captureRequest(c, req))
-    if req.bypassesShield, let w = req.target,
-      case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
-    {
-      // A redirected shield paints nothing: replaced by a new one (not redirected).
-      // (`redirected` does nothing unless `w` is one of our shields.)
-      shieldLost(t, how: how)
-    }
+    capture.drain(d, host: self)
   }
 
   /// Whether `c` is the window manager: the owner of `WM_S<screen>` (ICCCM). A window
   /// manager that does not own it is not recognised: its reparenting of a secure window
   /// then starts a capture session (shields up for the linger), the safe mistake.
-  private func isWindowManager(_ c: ClientID) -> Bool {
+  func isWindowManager(_ c: ClientID) -> Bool {
     let owner = x.selectionOwner(x.atom("WM_S\(x.screenNumber)"))
     return owner != 0 && x.clientBase(of: owner) == c.base
   }
@@ -157,9 +61,8 @@ extension WatcherLoop {
   /// the secure windows' areas). Kinds known where the read was recorded count (`known`,
   /// from `CaptureDetector.drawableKinds`); a window's area is asked afresh, and an answer
   /// that contradicts what was known is reconciled (`DrawableKinds.reconcile`).
-  private func ownWindowCapture(
-    _ read: OwnDrawableRead, by c: ClientID, known: [UInt32: DrawableFact], detector d: CaptureDetector,
-    knowWindows: () -> Void
+  func ownReadCapture(
+    _ read: OwnDrawableRead, by c: ClientID, known: [UInt32: DrawableFact], knowWindows: () -> Void
   ) -> CaptureRequest? {
     var facts = known
     var secure: [ScreenRect]?
@@ -188,7 +91,7 @@ extension WatcherLoop {
       case .lookUp(let ids):
         for (id, fact) in drawableFacts(ids) {
           facts[id] = DrawableKinds.reconcile(known: known[id], answer: fact)
-          d.drawableKinds.learned(id, fact)
+          detector?.drawableKinds.learned(id, fact)
         }
       }
     }
@@ -296,6 +199,44 @@ extension WatcherLoop {
         apply(.compositorChanged(ClientID(base), ownsSelection: false))
         return
       }
+    }
+  }
+}
+
+/// The loop as the capture bridge's host (`CaptureBridge.drain`).
+extension WatcherLoop: CaptureHost {
+  func mayBeSecure(_ w: WindowID) -> Bool {
+    engine.windows[w]?.reason.isSecure ?? (tracker.isPending(w) || driver.isShield(w))
+  }
+
+  var hasSecureWindow: Bool { engine.windows.values.contains { $0.reason.isSecure } }
+  var sessionsLive: Bool { !engine.sessions.isEmpty }
+  var quarantines: Bool { engine.policy.quarantine != nil }
+
+  func unknownClient(_ c: ClientID) -> Bool { engine.clients[c] == nil && !engine.departed.contains(c) }
+
+  func countsAsCapture(_ c: ClientID, _ req: CaptureRequest, catalog: ResolvedCaptureCatalog) -> Bool {
+    engine.countsAsCapture(
+      req, catalog: catalog, pixmapOwner: req.target.map { ClientID($0 & ~x.resourceMask) },
+      isWindowManager: { isWindowManager(c) })
+  }
+
+  func earlyShieldsMapped(_ fired: Set<WindowID>) {
+    for t in fired { driver.markMapped(t) }
+  }
+
+  func knowWindows() {
+    drainEvents()
+    trackPending()
+  }
+
+  func captureReported(_ c: ClientID, _ req: CaptureRequest) {
+    if req.bypassesShield, let w = req.target,
+      case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
+    {
+      // A redirected shield paints nothing: replaced by a new one (not redirected).
+      // (`redirected` does nothing unless `w` is one of our shields.)
+      shieldLost(t, how: how)
     }
   }
 }

@@ -48,7 +48,7 @@ extension WatcherLoop {
     case .other(.notifyCapture(let active, let windows)):
       effects.notifyCapture(
         active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
-    case .other(.shield), .other(.unshield): break  // carried out above
+    case .other(.shield), .other(.unshield), .other(.shieldAtOnce): break  // carried out above
     }
   }
 

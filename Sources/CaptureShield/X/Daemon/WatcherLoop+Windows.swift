@@ -124,10 +124,11 @@ extension WatcherLoop {
       let e = raw.load(as: xcb_create_notify_event_t.self)
       guard e.parent == x.root, !isOwn(e.window), !destroyedLater(e.window) else { return }
       // While shields are up, every new top-level gets a shield before anything else
-      // (the engine keeps it provisionally until the window's facts are known).
-      if engine.shieldsActive && module == nil {
-        driver.shieldAtOnce(e.window)
-      } else if deferNewWindows {
+      // (`Engine.Effect.shieldAtOnce`; the engine keeps it provisionally until the window's
+      // facts are known). The engine does not change on this event: `deferNewWindows` (false
+      // while shields are up) reads it as before.
+      apply(.topLevelCreated(e.window))
+      if deferNewWindows {
         tracker.deferTracking(e.window, now: Clock.now())
         return
       }
