@@ -25,7 +25,7 @@ import Testing
   }
 
   @Test func aTagNoticeIsFollowedWithoutAnIdentityLookup() {
-    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
     var lookups = 0
     let out = s.notified(
       Self.notice(.secure),
@@ -38,7 +38,7 @@ import Testing
   }
 
   @Test func refusedInputIsAuditedAndCountedForTheState() throws {
-    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
     s.requestNames = [132: "XTEST"]
     let out = s.notified(Self.notice(.input, major: 132), identity: { Self.tool }, now: .seconds(1))
     guard case .audit(let r, let changed) = out else {
@@ -54,7 +54,7 @@ import Testing
   }
 
   @Test func trustAndDefenceRefusalsAreAuditedEveryTime() {
-    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
     for _ in 0..<2 {
       guard
         case .audit(let r, false) = s.notified(
@@ -77,7 +77,7 @@ import Testing
   }
 
   @Test func censoredReadsAreRateLimitedAndNamedWithTheirMinor() {
-    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
     s.requestNames = [73: "GetImage", 130: "MIT-SHM"]
     guard
       case .censored(let reader, let id, let fx) = s.notified(
@@ -107,7 +107,7 @@ import Testing
   }
 
   @Test func clientSideModeFollowsEveryWindowAndPublishesItsMode() {
-    let s = ServerEnforcer(module: nil, daemonUID: 1000)
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
     #expect(s.wantedWindowWatch(policy: Policy()) == .all)
     var snap = Engine(policy: Policy()).snapshot(pid: 1, display: ":9", startedAt: 0)
     s.describe(&snap, engine: Engine(policy: Policy()))

@@ -4,6 +4,36 @@
 // decisions are `ServerEnforcement`'s (core); the requests go out through `XEffects`
 // (`WatcherLoop+Server`).
 
+/// What server enforcement sends the module and asks it (real: `XModuleChannel`, the module
+/// on the main connection, its writes through `XEffects`; tests: `FakeModuleChannel`).
+protocol ModuleChannel: AnyObject {
+  /// The module as probed (version, mode, what it reports).
+  var module: ServerModule { get }
+  /// Grants or revokes a client (any XID of it).
+  func grant(_ client: ClientID, granted: Bool)
+  /// Protection of secure windows on or off (pause).
+  func setProtection(_ on: Bool)
+  /// How the module trusts a client (any XID of it); nil: no answer (a round trip).
+  func trust(of xid: UInt32) -> ServerModule.Trust?
+}
+
+/// The module on the daemon's main connection.
+final class XModuleChannel: ModuleChannel {
+  let module: ServerModule
+  let x: XConnection
+  let effects: XEffects
+
+  init(module: ServerModule, x: XConnection, effects: XEffects) {
+    self.module = module
+    self.x = x
+    self.effects = effects
+  }
+
+  func grant(_ client: ClientID, granted: Bool) { effects.grant(client, granted: granted, module: module) }
+  func setProtection(_ on: Bool) { effects.setProtection(on, module: module) }
+  func trust(of xid: UInt32) -> ServerModule.Trust? { module.trust(of: xid, on: x) }
+}
+
 /// The server enforcement component: the module (nil in client-side mode), what it has been
 /// told (`ServerEnforcement`), which windows the daemon follows, and the module's notices
 /// turned into audit records and engine-free outcomes. Runs on the loop's thread.
@@ -20,9 +50,10 @@ final class ServerEnforcer {
     case censored(reader: ClientID, identity: ClientIdentity, effects: [ServerEnforcement.Effect])
   }
 
-  /// The CaptureShield Xorg module, when it is loaded and trusts this daemon: then the
-  /// module enforces, and the daemon maps no shields.
-  let module: ServerModule?
+  /// The channel to the CaptureShield Xorg module, when it is loaded and trusts this
+  /// daemon: then the module enforces, and the daemon maps no shields.
+  let channel: ModuleChannel?
+  var module: ServerModule? { channel?.module }
   /// What the module has been told (policy tags, grants, protection).
   var enforcement: ServerEnforcement
   /// Which windows the daemon follows (`WatcherLoop.updateWindowWatch`); client-side mode: all.
@@ -33,8 +64,8 @@ final class ServerEnforcer {
   private(set) var inputRefusals = 0
   private(set) var lastInputRefusal: String?
 
-  init(module: ServerModule?, daemonUID: Int) {
-    self.module = module
+  init(channel: ModuleChannel?, daemonUID: Int) {
+    self.channel = channel
     enforcement = ServerEnforcement(daemonUID: daemonUID)
   }
 
@@ -102,6 +133,63 @@ final class ServerEnforcer {
       request: requestName(major: n.requestMajor, minor: n.requestMinor, withMinor: true),
       denied: n.kind == ServerModule.NotifyKind.denied.rawValue, identity: identity, now: now)
     return .censored(reader: reader, identity: identity, effects: effects)
+  }
+
+  /// What carrying out a server-enforcement effect on the module asks of the loop.
+  struct Carried: Equatable {
+    /// To write to the audit log, in order.
+    var audits: [AuditRecord] = []
+    /// The published state changed.
+    var stateChanged = false
+    /// Secure windows to redraw: the trusted compositor, granted now, may have painted them
+    /// black before.
+    var expose: [WindowID] = []
+  }
+
+  /// Carries out `e` on the module (grants, revocations, protection) and says what the loop
+  /// is to write and redraw; nil for the effects that are not the module's (policy tags:
+  /// the loop's `XEffects`) and in client-side mode.
+  func carryOut(_ e: ServerEnforcement.Effect, engine: Engine) -> Carried? {
+    guard let channel else { return nil }
+    func who(_ c: ClientID) -> [(String, AuditRecord.Value)] {
+      guard let id = engine.clients[c]?.identity else { return [] }
+      return [("pid", id.pid.map { .int($0) } ?? "-"), ("exe", .string(id.exe ?? "-"))]
+    }
+    var out = Carried()
+    switch e {
+    case .tag, .untag: return nil
+    case .grant(let c):
+      channel.grant(c, granted: true)
+      out.stateChanged = true
+      // The module re-checks the grantee's kernel identity and may refuse (BadAccess): ask.
+      if channel.trust(of: c.base) == ServerModule.Trust.none {
+        enforcement.moduleRefusedGrant(c)
+        out.audits.append(
+          AuditRecord(
+            "grant-refused",
+            [("client", .string(c.description))] + who(c) + [
+              ("reason", "the module refused it (its identity checks: injected code, a handed-over connection, ...)")
+            ]))
+        return out
+      }
+      out.audits.append(AuditRecord("grant", [("client", .string(c.description))] + who(c)))
+      if engine.isTrustedCompositor(c) {
+        out.expose = engine.windows.sorted(by: { $0.key < $1.key }).filter { $0.value.reason.isSecure }.map(\.key)
+      }
+    case .revoke(let c):
+      channel.grant(c, granted: false)
+      out.audits.append(AuditRecord("revoke", [("client", .string(c.description))] + who(c)))
+      out.stateChanged = true
+    case .protect(let on):
+      channel.setProtection(on)
+      out.audits.append(
+        AuditRecord(
+          "server-protection",
+          [("enabled", .bool(on)), ("why", .string(on ? "resumed" : "paused: tagged windows readable by anyone"))]))
+      out.stateChanged = true
+    case .audit(let r): out.audits.append(r)
+    }
+    return out
   }
 
   /// The published state's server-enforcement part (`_CAPTURE_SHIELD_STATE`): in client-side

@@ -268,7 +268,8 @@ final class WatcherLoop {
         engine = Engine(policy: Self.effectivePolicy(policy, serverEnforced: true))
       }
     }
-    server = ServerEnforcer(module: module, daemonUID: Int(geteuid()))
+    server = ServerEnforcer(
+      channel: module.map { XModuleChannel(module: $0, x: x, effects: effects) }, daemonUID: Int(geteuid()))
     do {
       // Only requests that start a session are recorded (indicators such as GrabServer or
       // MIT-SHM Attach would cost records without changing a decision). Under server

@@ -66,7 +66,7 @@ extension WatcherLoop {
     for (base, pid) in x.clientPIDs() {
       let trusted =
         server.enforcement.granted.contains(ClientID(base))
-        || (module.trust(of: base, on: x).map { $0 != .none } ?? false)
+        || (server.channel?.trust(of: base).map { $0 != .none } ?? false)
       let s: CompositorOrigin.Standing = trusted ? .trusted : (base == wm ? .windowManager : .untrusted)
       // A process with several connections counts by its least trusted one's standing.
       switch (out[pid], s) {
@@ -77,45 +77,18 @@ extension WatcherLoop {
     return out
   }
 
+  /// Carries out a server-enforcement effect: policy tags through `XEffects`, the module's
+  /// part through `ServerEnforcer.carryOut` (its audit records written, its state published,
+  /// the windows it names redrawn).
   func performServer(_ e: ServerEnforcement.Effect, module: ServerModule) {
     switch e {
     case .tag(let w): effects.policyTag(w, atom: atoms.policyTag)
     case .untag(let w): effects.policyUntag(w, atom: atoms.policyTag)
-    case .grant(let c):
-      effects.grant(c, granted: true, module: module)
-      // The module re-checks the grantee's kernel identity and may refuse (BadAccess): ask.
-      if module.trust(of: c.base, on: x) == ServerModule.Trust.none {
-        server.enforcement.moduleRefusedGrant(c)
-        log.write(
-          AuditRecord(
-            "grant-refused",
-            [("client", .string(c.description))] + identityFields(c) + [
-              ("reason", "the module refused it (its identity checks: injected code, a handed-over connection, ...)")
-            ]))
-        loop.stateDirty = true
-        return
-      }
-      log.write(AuditRecord("grant", [("client", .string(c.description))] + identityFields(c)))
-      loop.stateDirty = true
-      // The compositor may have painted secure windows before its grant (black): each is
-      // redrawn, and its next paint reads them.
-      if engine.isTrustedCompositor(c) {
-        for (w, s) in engine.windows.sorted(by: { $0.key < $1.key }) where s.reason.isSecure {
-          effects.exposeWindow(w)
-        }
-      }
-    case .revoke(let c):
-      effects.grant(c, granted: false, module: module)
-      log.write(AuditRecord("revoke", [("client", .string(c.description))] + identityFields(c)))
-      loop.stateDirty = true
-    case .protect(let on):
-      effects.setProtection(on, module: module)
-      log.write(
-        AuditRecord(
-          "server-protection",
-          [("enabled", .bool(on)), ("why", .string(on ? "resumed" : "paused: tagged windows readable by anyone"))]))
-      loop.stateDirty = true
-    case .audit(let r): log.write(r)
+    default:
+      guard let done = server.carryOut(e, engine: engine) else { return }
+      for r in done.audits { log.write(r) }
+      if done.stateChanged { loop.stateDirty = true }
+      for w in done.expose { effects.exposeWindow(w) }
     }
   }
 
@@ -187,10 +160,5 @@ extension WatcherLoop {
       for e in effects { performServer(e, module: module) }
       noticeCensored(reader: reader, identity: identity)
     }
-  }
-
-  private func identityFields(_ c: ClientID) -> [(String, AuditRecord.Value)] {
-    guard let id = engine.clients[c]?.identity else { return [] }
-    return [("pid", id.pid.map { .int($0) } ?? "-"), ("exe", .string(id.exe ?? "-"))]
   }
 }
