@@ -114,4 +114,85 @@ import Testing
     #expect(snap.enforcement?.kind == "client")
     #expect(snap.enforcement?.inputProtected == false)
   }
+
+  // MARK: On the fake module channel
+
+  /// What the module was sent and asked, and how it answers `trust(of:)`.
+  final class FakeModuleChannel: ModuleChannel {
+    let module = ServerModuleTests.module
+    var grants: [(ClientID, Bool)] = []
+    var protection: [Bool] = []
+    var trustAnswer: ServerModule.Trust? = .granted
+    var trustAsked: [UInt32] = []
+
+    func grant(_ client: ClientID, granted: Bool) { grants.append((client, granted)) }
+    func setProtection(_ on: Bool) { protection.append(on) }
+    func trust(of xid: UInt32) -> ServerModule.Trust? {
+      trustAsked.append(xid)
+      return trustAnswer
+    }
+  }
+
+  static let picom = ClientIdentity(pid: 77, exe: "/usr/bin/picom", comm: "picom", uid: 1000)
+
+  @Test func aModuleNoticeInTheAuditAndTheStatusOut() throws {
+    let module = FakeModuleChannel()
+    let s = ServerEnforcer(channel: module, daemonUID: 1000)
+    s.requestNames = [132: "XTEST", 73: "GetImage"]
+    let engine = Engine(policy: Policy())
+    // Refused input: audited, counted, and in the published state with the module's facts.
+    guard
+      case .audit(let r, true) = s.notified(Self.notice(.input, major: 132), identity: { Self.tool }, now: .seconds(1))
+    else {
+      Issue.record("input refusal not audited")
+      return
+    }
+    #expect(r.event == "input-refused")
+    var snap = engine.snapshot(pid: 1, display: ":9", startedAt: 0)
+    s.describe(&snap, engine: engine)
+    let e = try #require(snap.enforcement)
+    #expect(e.kind == "server" && e.moduleVersion == "1.2" && e.moduleMode == "censor")
+    #expect(e.inputProtected == true && e.inputRefusals == 1 && e.lastInputRefusal == "pid 4242 /usr/bin/import")
+    // A censored read: its rate-limited audit record comes out of `carryOut`; nothing is
+    // sent to the module for it.
+    guard
+      case .censored(let reader, _, let effects) = s.notified(
+        Self.notice(.censored), identity: { Self.tool }, now: .seconds(1))
+    else {
+      Issue.record("not censored")
+      return
+    }
+    #expect(reader == ClientID(Self.reader))
+    let carried = effects.compactMap { s.carryOut($0, engine: engine) }
+    #expect(carried.flatMap(\.audits).map(\.event) == ["capture-censored"])
+    #expect(carried.allSatisfy { !$0.stateChanged && $0.expose.isEmpty })
+    #expect(module.grants.isEmpty && module.protection.isEmpty)
+    // Policy tags are the loop's (`XEffects`), not the module channel's.
+    #expect(s.carryOut(.tag(Self.secret), engine: engine) == nil)
+  }
+
+  @Test func grantsAndProtectionGoToTheModuleAndARefusedGrantIsAudited() throws {
+    let module = FakeModuleChannel()
+    let s = ServerEnforcer(channel: module, daemonUID: 1000)
+    var engine = Engine(policy: Policy())
+    let c = ClientID(0x80_0000)
+    _ = engine.handle(.clientConnected(c, Self.picom), now: .seconds(1))
+    let granted = try #require(s.carryOut(.grant(c), engine: engine))
+    #expect(granted.audits.map(\.event) == ["grant"] && granted.stateChanged)
+    #expect(Self.field(granted.audits[0], "exe") == .string("/usr/bin/picom"))
+    #expect(module.grants.map(\.0) == [c] && module.grants.map(\.1) == [true] && module.trustAsked == [c.base])
+    // The module re-checks the grantee and refuses it: audited, remembered as refused.
+    module.trustAnswer = ServerModule.Trust.none
+    let refused = try #require(s.carryOut(.grant(c), engine: engine))
+    #expect(refused.audits.map(\.event) == ["grant-refused"] && refused.stateChanged)
+    #expect(s.enforcement.grantRefused.contains(c) && !s.enforcement.granted.contains(c))
+    let revoked = try #require(s.carryOut(.revoke(c), engine: engine))
+    #expect(revoked.audits.map(\.event) == ["revoke"])
+    #expect(module.grants.map(\.1) == [true, true, false])
+    let paused = try #require(s.carryOut(.protect(false), engine: engine))
+    #expect(module.protection == [false])
+    #expect(paused.audits.first.flatMap { Self.field($0, "enabled") } == .bool(false))
+    // Client-side mode: no module, nothing carried out.
+    #expect(ServerEnforcer(channel: nil, daemonUID: 1000).carryOut(.protect(true), engine: engine) == nil)
+  }
 }
