@@ -1,6 +1,7 @@
 // The capture bridge's state: the RECORD context (`CaptureDetector`), what it records, when the
 // server is poked to flush records, how busy the record stream is, and the identities looked
-// up for clients. The loop routes records to the engine (`WatcherLoop+Detector`).
+// up for clients. Its `drain` routes the records to the engine (`CaptureBridge+Drain`), with the
+// loop as its host (`WatcherLoop+Detector`).
 
 /// When to poke the server for RECORD records and when to read them in batches. Pure: the
 /// loop hands it the time and what was read.

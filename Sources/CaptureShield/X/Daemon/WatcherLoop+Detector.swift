@@ -1,4 +1,6 @@
-// The bridge from capture detection (RECORD, X-Resource, the compositor selection) to the engine.
+// The loop's side of capture detection: the capture bridge's host (`CaptureHost`: identity,
+// the window manager, own-window reads, a redirected shield), X-Resource and the compositor
+// selection.
 
 internal import CXCB
 import Foundation
