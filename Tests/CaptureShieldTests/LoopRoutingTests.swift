@@ -228,6 +228,9 @@ import Testing
     #expect(rest == [.publishState, .unshield(1)])
     #expect(EffectRouting.changesShields(rest))
     #expect(!EffectRouting.changesShields([.publishState]))
+    #expect(
+      EffectRouting.leavesEngineAsItWas(.topLevelCreated(1)) && EffectRouting.leavesEngineAsItWas(.earlyShieldsUp([])))
+    #expect(!EffectRouting.leavesEngineAsItWas(.tick))
   }
 }
 

@@ -64,6 +64,15 @@ enum EffectRouting {
     }
   }
 
+  /// Whether the engine decides `event` as it stands, changing nothing (`topLevelCreated`,
+  /// `earlyShieldsUp`): the loop carries out its effects and syncs nothing after it.
+  static func leavesEngineAsItWas(_ event: Engine.Event) -> Bool {
+    switch event {
+    case .topLevelCreated, .earlyShieldsUp: true
+    default: false
+    }
+  }
+
   /// Whether `event` can change whether a trusted compositor runs (the loop then checks
   /// whether pixmap reads must be recorded, `updatePixmapRecording`).
   static func mayChangeCompositor(_ event: Engine.Event) -> Bool {

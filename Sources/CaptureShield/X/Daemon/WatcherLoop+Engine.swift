@@ -23,6 +23,11 @@ extension WatcherLoop {
 
   private func handleOne(_ event: Engine.Event) {
     let effects = engine.handle(event, now: Clock.now())
+    if EffectRouting.leavesEngineAsItWas(event) {
+      // A decision of the engine as it stands: carry it out; nothing changed to sync.
+      for e in effects { perform(e) }
+      return
+    }
     queue.quarantineTargets = nil
     if EffectRouting.mayChangeCompositor(event) { capture.pixmapRecordingCheckDue = true }
     // Shields going up first, and on the wire at once (see `EffectRouting.ordered`).
