@@ -1,15 +1,50 @@
 #!/usr/bin/env bash
 # CaptureShield Xorg bench: the X server's instructions per request with the module and
 # without it, side by side (valgrind callgrind on Xorg: perf has no hardware counters in
-# this VM). For each operation a client sends N requests; the server's instructions
-# between a zeroing and a dump of callgrind's counters, minus those of the same client
-# sending 0 requests (connection, window setup, sync), divided by N.
-# Then the cost as an attack: an untrusted client maps 2,000 shaped secure windows of its
-# own and loops "move one 1 px, read 1 pixel": the server's instructions per loop, another
-# client's instructions per GetImage 1x1 with those windows mapped, and (native servers,
-# no valgrind) that client's GetImage 1x1 round trip with and without the attacker looping.
+# this VM). For each operation a client sets up its windows, sends N/10 warm-up requests
+# of the operation (not counted), then N counted ones: callgrind's counters are zeroed
+# before them and dumped after the last reply. Per row: without, with, without, with
+# (interleaved), each figure the mean of its two runs. Both servers run the same Xorg
+# under the same valgrind with the same GLIBC_TUNABLES (malloc: no mmap under 4 MB, no
+# trimming, 64 MB top pad), the same scene, the same client binary.
+#
+# What is counted ("counted", the ratio that is the figure; dispatched() below): the
+# inclusive cost of every call the server's Dispatch loop makes (the request's ProcVector
+# entry with the reply it writes, XACE's dispatch hook, input processing), minus, on
+# both servers alike:
+# - the server's socket I/O wherever it is called from: WaitForSomething (sleeping, its
+#   wakeups, block and wakeup handlers, epoll, flushing), ReadRequestFromClient,
+#   FlushAllOutput, and what WriteToClient calls (writev, copying what the socket did not
+#   take into the output buffer, growing it; WriteToClient's own instructions count);
+# - the allocator calls (malloc, calloc, realloc, free) of server code outside those.
+# Added back: every module function called from inside the parts left out (its block
+# and wakeup handlers). Never left out: a call made by a cs_* function (the module's code
+# and everything it calls, allocations and I/O included, count in full).
+# Why fair: the parts left out are the server's own code and glibc's, which the module
+# does not wrap or change, and they are left out of both figures. Their cost per
+# request swings between runs by more than the module's share, on either server: how
+# many wakeups a round trip takes and whether a 1 MB reply is written at once or queued
+# depends on when the client's next request and its reads reach the server (under
+# valgrind the server is ~50 times slower than the client): GetImage 1x1 0 to ~500
+# instructions of wakeup per request, GetImage 500x500 0 to 160,000 of copying; the path
+# a calloc takes depends on the heap's layout, which differs between the two processes
+# (GetImage 10x10's reply buffer: 111 to 361 instructions of _int_malloc per request on
+# the same server). Leaving them out makes the denominator smaller, so the module's share
+# looks larger, never smaller. "own" is the self cost of the module's functions per
+# request (libcaptureshield.so), deterministic. "total" (everything from zeroing to dump)
+# is printed next to it for reference; it is not deterministic. The last ops row gives
+# the wakeups left out on their own: WaitForSomething's cost per call over all runs,
+# the module's block and wakeup handlers in it ("own": their cost per wakeup).
+#
+# Then the cost as an attack (totals): an untrusted client maps 2,000 shaped secure
+# windows of its own and loops "move one 1 px, read 1 pixel": the server's instructions
+# per loop, another client's instructions per GetImage 1x1 with those windows mapped, and
+# (native servers, no valgrind) that client's GetImage 1x1 round trip with and without
+# the attacker looping.
 # Figures only: nothing here is asserted. Env: CS_INSTR_SCALE (default 1) multiplies N;
-# CS_INSTR_PARTS (ops attack rtt) and CS_INSTR_ROWS (op names) pick parts and rows.
+# CS_INSTR_PARTS (ops attack attackloop rtt; default ops attack rtt) and CS_INSTR_ROWS (op
+# names) pick parts and rows; CS_INSTR_KEEP=DIR keeps callgrind's dumps (cg.N.*, cg.W.*,
+# in the order run) for callgrind_annotate.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$here/../../.build/xorg}
@@ -155,7 +190,8 @@ int
 main(int argc, char **argv)
 {
     const char *op = argv[1];
-    long n = argc > 2 ? atol(argv[2]) : 0, i;
+    long n = argc > 2 ? atol(argv[2]) : 0, i, nreq;
+    int pass;
     xcb_window_t a, b;
     xcb_gcontext_t gc;
     uint32_t v = 0x00ff00;
@@ -221,7 +257,14 @@ main(int argc, char **argv)
     if (!strcmp(op, "xtestkeygrab"))    /* a window manager's shortcut: Super+F12 on the root */
         xcb_grab_key(c, 0, root, XCB_MOD_MASK_4, 96, XCB_GRAB_MODE_ASYNC, XCB_GRAB_MODE_ASYNC);
     sync_();
-    if (argc > 3) {                     /* OP N wait: count from a line on stdin */
+    /* OP N wait: first a warm-up pass (N/10 + 2 requests, an even number: XTEST presses
+     * and releases pair up), not counted, so that both servers' heaps, output buffers and
+     * caches are in the state the counted requests find them in; then "ready", and the
+     * counted pass from a line on stdin */
+    nreq = n;
+    for (pass = argc > 3 ? 0 : 1; pass < 2; pass++) {
+    n = pass ? nreq : (nreq / 20) * 2 + 2;
+    if (pass == 1 && argc > 3) {
         char line[16];
         printf("ready\n");
         fflush(stdout);
@@ -320,6 +363,7 @@ main(int argc, char **argv)
         }
     }
     sync_();
+    }
     if (argc > 3) {
         char line[16];
         printf("done\n");
@@ -333,8 +377,13 @@ EOF
 cc -O2 -Wall -o "$TMP/w" "$TMP/w.c" -lxcb -lxcb-shm
 
 # ---- servers under callgrind ----
+# the same malloc settings on both servers: no mmap for buffers under 4 MB (a 1 MB
+# GetImage reply buffer comes from the heap every time, not sometimes from a fresh,
+# already zeroed mmap), the heap never trimmed and grown 64 MB at a time
 cat >"$TMP/xorg-cg" <<EOF
 #!/bin/sh
+GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4194304:glibc.malloc.trim_threshold=1073741824:glibc.malloc.top_pad=67108864
+export GLIBC_TUNABLES
 exec valgrind --tool=callgrind --callgrind-out-file="\$CG_OUT" --dump-instr=no /usr/lib/xorg/Xorg "\$@"
 EOF
 chmod +x "$TMP/xorg-cg"
@@ -367,10 +416,10 @@ counted() {
   DISPLAY=${!disp} "$@" <"$TMP/go$s" >"$TMP/st$s" &
   p=$!
   exec 8>"$TMP/go$s"
-  for i in $(seq 3000); do grep -q ready "$TMP/st$s" && break; sleep 0.1; done
+  for i in $(seq 3000); do grep -qs ready "$TMP/st$s" && break; sleep 0.1; done
   callgrind_control -z "${!pid}" >/dev/null 2>&1
   echo go >&8
-  for i in $(seq 12000); do grep -q done "$TMP/st$s" && break; sleep 0.1; done
+  for i in $(seq 12000); do grep -qs done "$TMP/st$s" && break; sleep 0.1; done
   before=$(ls "$TMP"/cg."$s".* 2>/dev/null | wc -l)
   callgrind_control -d "${!pid}" >/dev/null 2>&1
   for i in $(seq 100); do
@@ -380,8 +429,69 @@ counted() {
   exec 8>&-
   wait "$p" 2>/dev/null || true
   f=$(ls -t "$TMP"/cg."$s".* | head -1)
-  sed -n 's/^summary: //p' "$f" | awk -v n="$n" '{ printf "%.0f", $1 / n }'
+  dispatched "$f" "$n" | tee -a "$TMP/wake.$s" | cut -d' ' -f1,2
   if [ "$s" = W ]; then own_ir "$f" "$n" >>"$TMP/own.$s"; fi
+}
+# dispatched DUMP N: "COUNTED TOTAL WFS NWFS MWFS": COUNTED and TOTAL instructions per
+# request as the header says; WFS the inclusive cost of the calls to WaitForSomething,
+# NWFS their number, MWFS the module's block and wakeup handlers in them. Dispatch, a
+# static function, is found as the caller of ReadRequestFromClient; the server code the
+# I/O reaches (a closure over the call graph) is not searched for allocator calls again.
+dispatched() {
+  awk -v n="$2" '
+    function nm(s,   id, rest) {
+      if (match(s, /^\([0-9]+\)/)) {
+        id = substr(s, 2, RLENGTH - 2); rest = substr(s, RLENGTH + 2)
+        if (rest != "") names[id] = rest
+        return names[id]
+      }
+      return s
+    }
+    function io(f) {
+      return f == "WaitForSomething" || f == "ReadRequestFromClient" || f == "FlushAllOutput"
+    }
+    function mem(f) { return f == "malloc" || f == "calloc" || f == "realloc" || f == "free" }
+    /^summary:/ { total = $2; next }
+    /^fn=/ { fn = nm(substr($0, 4)); next }
+    /^cfn=/ { cfn = nm(substr($0, 5)); next }
+    /^calls=/ { call = 1; ncalls = substr($1, 7) + 0; next }
+    /^[0-9+*-]/ {
+      if (call) {
+        call = 0; e[fn SUBSEP cfn] += $2
+        if (cfn == "WaitForSomething") { wfs += $2; nwfs += ncalls }
+        if (fn == "BlockHandler" || fn == "WakeupHandler") if (cfn ~ /^cs_/) mwfs += $2
+      }
+      next
+    }
+    END {
+      for (k in e) {
+        split(k, p, SUBSEP)
+        if (p[2] == "ReadRequestFromClient" && e[k] > best) { best = e[k]; d = p[1] }
+        kids[p[1]] = kids[p[1]] SUBSEP p[2]
+      }
+      # what the I/O reaches (its allocations are left out with it already)
+      nq = 0
+      for (f in kids) if (io(f) || f == "WriteToClient") { under[f] = 1; q[nq++] = f }
+      for (i = 0; i < nq; i++) {
+        m = split(kids[q[i]], c, SUBSEP)
+        for (j = 2; j <= m; j++) if (!(c[j] in under) && c[j] !~ /^cs_/) { under[c[j]] = 1; q[nq++] = c[j] }
+      }
+      for (k in e) {
+        split(k, p, SUBSEP)
+        if (p[1] == d && !io(p[2]))
+          cnt += e[k]
+        else if (io(p[2]) && p[1] != d && !io(p[1]) && p[1] !~ /^cs_/)
+          cnt -= e[k]
+        if (p[1] == "WriteToClient" && p[2] !~ /^cs_/)
+          cnt -= e[k]
+        if (mem(p[2]) && !mem(p[1]) && p[1] !~ /^cs_/ && !(p[1] in under))
+          cnt -= e[k]
+        if (p[2] ~ /^cs_/ && p[1] !~ /^cs_/ && (p[1] in under || p[1] == "BlockHandler" ||
+                                                  p[1] == "WakeupHandler"))
+          cnt += e[k]
+      }
+      printf "%.1f %.1f %.0f %.0f %.0f\n", cnt / n, total / n, wfs, nwfs, mwfs
+    }' "$1"
 }
 # own_ir DUMP N: the instructions spent in the module's own code (self cost of its
 # functions, the object libcaptureshield.so) per request; not the server code it calls
@@ -395,34 +505,41 @@ own_ir() {
     /^[0-9+*-]/ { if (skip) { skip = 0; next } if (ob == id) sum += $2; next }
     END { printf "%.0f\n", sum / n }' "$1"
 }
-# per SERVER OP N: instructions per request, the mean of two runs
+# per SERVER OP N: instructions per request, the mean of two runs (counted, total)
 per() {
   local a b
   a=$(counted "$1" "$3" "$TMP/w" "$2" "$3" wait)
   b=$(counted "$1" "$3" "$TMP/w" "$2" "$3" wait)
-  echo $(( (a + b) / 2 ))
+  echo "$a $b" | awk '{ printf "%.0f %.0f\n", ($1 + $3) / 2, ($2 + $4) / 2 }'
 }
 
 PARTS=${CS_INSTR_PARTS:-ops attack rtt}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 if has ops; then
-echo "# Xorg 21.1.7, dummy driver, 800x600x24; server instructions per request (callgrind Ir,"
-echo "# counted from after the client's setup to its last reply, mean of 2 runs); another client's red secure"
-echo "# window and a plain window are mapped on both servers"
-echo "# (own: instructions in the module's own functions per request, with; deterministic,"
-echo "# where the totals also vary with the server's wakeups and malloc paths)"
-printf '%-40s %7s %12s %12s %8s %6s\n' operation N without with "ratio" own
+echo "# Xorg 21.1.7, dummy driver, 800x600x24, both servers under callgrind with the same"
+echo "# GLIBC_TUNABLES; another client's red secure window and a plain window mapped on both."
+echo "# Server instructions per request (callgrind Ir) while a client sends N requests after N/10"
+echo "# warm-up ones; without, with, without, with (interleaved), the means of the two."
+echo "# counted: the dispatch of the requests, the module's code in full, the server's socket"
+echo "# I/O and wakeups left out on both (see dispatched()); total: everything, I/O included"
+echo "# own: instructions in the module's own functions per request (self cost, with)"
+printf '%-40s %6s %9s %9s %6s %9s %9s %6s %5s\n' operation N without with ratio \
+  tot.wo tot.wi ratio own
 # CS_INSTR_ROWS="op ...": only those rows (the workload op names: xtestkey, getprop, ...)
 ROWS=${CS_INSTR_ROWS:-}
 row() {
-  local label=$1 op=$2 n=$(( $3 * SCALE )) wo wi own
+  local label=$1 op=$2 n=$(( $3 * SCALE )) a b c d own
   [ -z "$ROWS" ] || case " $ROWS " in *" $op "*) ;; *) return 0 ;; esac
-  wo=$(per N "$op" "$n")
   rm -f "$TMP/own.W"
-  wi=$(per W "$op" "$n")
+  a=$(counted N "$n" "$TMP/w" "$op" "$n" wait)
+  b=$(counted W "$n" "$TMP/w" "$op" "$n" wait)
+  c=$(counted N "$n" "$TMP/w" "$op" "$n" wait)
+  d=$(counted W "$n" "$TMP/w" "$op" "$n" wait)
   own=$(awk '{ s += $1 } END { if (NR) printf "%.0f", s / NR }' "$TMP/own.W")
-  printf '%-40s %7s %12s %12s %8s %6s\n' "$label" "$n" "$wo" "$wi" \
-    "$(awk -v a="$wo" -v b="$wi" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')" "$own"
+  echo "$a $b $c $d" | awk -v l="$label" -v n="$n" -v own="$own" '{
+    wo = ($1 + $5) / 2; wi = ($3 + $7) / 2; two = ($2 + $6) / 2; twi = ($4 + $8) / 2
+    printf "%-40s %6s %9.0f %9.0f %6.3f %9.0f %9.0f %6.3f %5s\n", l, n, wo, wi, wo / wi,
+      two, twi, two / twi, own }'
 }
 row "CopyArea 10x10 win->win" copyarea10 20000
 row "GetImage 10x10 (own window)" getimage10 5000
@@ -439,6 +556,18 @@ row "Map + Unmap of a popup (per pair)" mapunmap 2000
 row "GetImage 10x10, 100 in flight" getimage10p 5000
 row "GetProperty, 100 in flight" getpropp 10000
 row "GetImage 1x1 of the root, 100 in flight" getimage1rootp 5000
+# the wakeups left out above, on their own: WaitForSomething's inclusive cost per call
+# (poll, timers, block and wakeup handlers, flushing output), over every run above;
+# with the module its block and wakeup handlers are in it ("own": their cost per wakeup)
+wake() {
+  awk '{ w += $3; n += $4; m += $5 } END { if (n) printf "%.0f %d %.0f\n", w / n, n, m / n }' "$TMP/wake.$1"
+}
+if [ -s "$TMP/wake.N" ] && [ -s "$TMP/wake.W" ]; then
+  read -r wwo nwo _ < <(wake N)
+  read -r wwi nwi mwi < <(wake W)
+  printf '%-40s %6s %9s %9s %6.3f %9s %9s %6s %5s\n' "per wakeup (WaitForSomething)" \
+    "$nwo/$nwi" "$wwo" "$wwi" "$(awk -v a="$wwo" -v b="$wwi" 'BEGIN { print a / b }')" - - - "$mwi"
+fi
 fi
 
 # ---- cost as an attack ----
@@ -460,15 +589,15 @@ attack_row() {
 atk_per() {
   local n
   n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
-  counted "$1" "$n" "$TMP/w" attack "$n" wait
+  counted "$1" "$n" "$TMP/w" attack "$n" wait | cut -d' ' -f2
 }
 # the same, each loop after the first 4 (the first read after the setup builds the
 # secret region of all 2,000 windows once): (I(3n) - I(n)) / 2n
 atk_marginal() {
   local n a b
   n=$([ "$1" = W ] && echo $(( 4 * SCALE )) || echo $(( 100 * SCALE )))
-  a=$(counted "$1" "$n" "$TMP/w" attack "$n" wait)
-  b=$(counted "$1" $(( 3 * n )) "$TMP/w" attack $(( 3 * n )) wait)
+  a=$(counted "$1" "$n" "$TMP/w" attack "$n" wait | cut -d' ' -f2)
+  b=$(counted "$1" $(( 3 * n )) "$TMP/w" attack $(( 3 * n )) wait | cut -d' ' -f2)
   awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN { printf "%.0f", (b * 3 * n - a * n) / (2 * n) }'
 }
 # another client's GetImage 1x1 while the 2,000 windows are mapped (attacker idle)
@@ -481,7 +610,7 @@ other_per() {
   # with the module each of these costs millions of instructions: few of them
   r=$(per "$s" getimage1root $(( $([ "$s" = W ] && echo 20 || echo 1000) * SCALE )))
   kill "$p"; wait "$p" 2>/dev/null || true
-  echo "$r"
+  echo "${r#* }"
 }
 if has attack; then
 attack_row "attacker: instructions per move+read loop" atk_per

@@ -209,6 +209,14 @@ int cs_win_title_secret(WindowPtr win, ClientPtr reader);
 void cs_mark_dirty(void);
 int cs_secure_count_slow(void);
 extern int cs_nsecure;          /* secure windows in existence (region.c) */
+/* The head of region.c's per-screen state (its struct cs_screen starts with these two,
+ * checked there), in the screen private cs_screen_key_rec: for censor.c's GetImage fast
+ * path, which reads them without a call. */
+struct cs_screen_head {
+    RegionRec secret;           /* the secret area, screen coordinates */
+    Bool dirty;                 /* `secret` is to be computed again before use */
+};
+extern DevPrivateKeyRec cs_screen_key_rec;
 /* Nonzero while something is secret: a secure window exists or a residue (stale area,
  * trail) remains; 0 while protection is paused. */
 static inline int

@@ -331,8 +331,24 @@ cs_prop_hidden(ClientPtr client, WindowPtr win, Atom name)
 #define CS_PROP_CHANGE (DixWriteAccess | DixDestroyAccess | DixCreateAccess | \
                         DixSetAttrAccess | DixBlendAccess)
 
+static void cs_property_hook_slow(CallbackListPtr *list, void *data, void *call);
+
+/* The common case without a stack frame: a client reading a property of its own window
+ * (no rule below concerns it, as cs_property_hook_slow's read branch says, whatever the
+ * status and property); the rest there, by a tail call. */
 static void
 cs_property_hook(CallbackListPtr *list, void *data, void *call)
+{
+    XacePropertyAccessRec *rec = call;
+
+    if (!(rec->access_mode & CS_PROP_CHANGE) &&
+        CLIENT_ID(rec->pWin->drawable.id) == rec->client->index && cs_rule_on(CS_RULE_PROPS))
+        return;
+    cs_property_hook_slow(list, data, call);
+}
+
+static void __attribute__((noinline))
+cs_property_hook_slow(CallbackListPtr *list, void *data, void *call)
 {
     XacePropertyAccessRec *rec = call;
     PropertyPtr prop;

@@ -118,7 +118,11 @@ cs_dirty_win(struct cs_screen *cs, WindowPtr w)
     cs_dirty_box(cs, RegionExtents(&w->borderSize));
 }
 
-static DevPrivateKeyRec cs_screen_key_rec, cs_pixmap_key_rec;
+DevPrivateKeyRec cs_screen_key_rec;     /* struct cs_screen; its head in cs.h */
+static DevPrivateKeyRec cs_pixmap_key_rec;
+_Static_assert(offsetof(struct cs_screen, secret) == offsetof(struct cs_screen_head, secret) &&
+               offsetof(struct cs_screen, dirty) == offsetof(struct cs_screen_head, dirty),
+               "struct cs_screen begins with struct cs_screen_head");
 DevPrivateKeyRec cs_window_key_rec;     /* struct cs_window; cs_win_secure in cs.h */
 static Atom cs_atom, cs_patom;
 int cs_nsecure;                 /* secure windows in existence (cs.h) */
