@@ -134,7 +134,7 @@ extension WatcherLoop {
       apply(.clientConnected(c, id))
     }
     knowWindows()
-    apply(.captureRequest(c, req))
+    apply(CaptureCatalog.preludeKinds.contains(req.kind) ? .capturePrelude(c, req) : .captureRequest(c, req))
     if req.bypassesShield, let w = req.target,
       case .lost(let t, let how) = driver.redirected(w, how: "redirected (Composite, Manual) by \(described(c))")
     {
