@@ -127,7 +127,7 @@ struct IdleRecorderTests {
     await Self.tearDown(s)
   }
 
-  @Test("controls: with no prelude the first frame leaks (the bound), then the shield is up; idle off: hidden throughout")
+  @Test("controls: no prelude leaks the first frame (the bound), then the shield is up; idle off: hidden throughout")
   func controls() async throws {
     let s = try await Self.setUp()
     _ = try await Self.waitIdle(s)
