@@ -8,11 +8,12 @@
 //   tick, then ShmGetImage (a recorder that prepares a capture on a connection it keeps);
 // - `bare`: on its first connection, ShmGetImage into the segment attached at its start, no
 //   prelude (x11vnc when a viewer connects).
+// A command may name its own tick in milliseconds ("prelude 16").
 
 import Foundation
-import ShieldTestSupport
 
-enum IdleRecorder {
+/// The recorder's C source and its build (IdleRecorderTests, shieldbench row 10).
+public enum IdleRecorder {
   static let source = #"""
     #include <stdio.h>
     #include <stdlib.h>
@@ -76,6 +77,10 @@ enum IdleRecorder {
         fclose(f);
         unlink(cmd_path);
         cmd[strcspn(cmd, "\n")] = 0;
+        int ms = -1;  /* "prelude 16": this tick instead of argv's */
+        char *space = strchr(cmd, ' ');
+        if (space) { *space = 0; ms = atoi(space + 1); }
+        tick_us = ms >= 0 ? ms * 1000 : atoi(argv[6]) * 1000;
         long red = -1;
         if (!strcmp(cmd, "quit")) return 0;
         if (!strcmp(cmd, "bare")) {
@@ -110,7 +115,7 @@ enum IdleRecorder {
     """#
 
   /// Builds the recorder as `directory/idle-recorder`; returns its path.
-  static func build(in directory: String) async throws -> String {
+  public static func build(in directory: String) async throws -> String {
     let c = directory + "/idle-recorder.c"
     try source.write(toFile: c, atomically: true, encoding: .utf8)
     let path = directory + "/idle-recorder"
