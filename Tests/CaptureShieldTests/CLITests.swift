@@ -616,7 +616,8 @@ struct CLITests {
     #expect(lines.contains { $0.hasPrefix("decision: not secure") }, "\(r)")
     #expect(
       lines.dropLast().last
-        == #"capture: known capturer by capture.known "default: obs": capturing from the moment the client connects"#,
+        == #"capture: known capturer by capture.known "default: obs": capturing from the moment the client connects"#
+        + " until it makes no capture request for 5s (capture.idle), then again at its next one",
       "\(r)")
   }
 

@@ -37,7 +37,8 @@ private let allowShell = Matcher(exe: pat("/usr/bin/gnome-shell"), name: "shell"
 private let allowPicom = Matcher(exe: pat("/usr/bin/picom"), name: "picom")
 
 /// `hold` defaults to `"0s"` (the linger alone) so that the linger's scenarios stay about
-/// the linger; `holdScenarios` test `capture.hold` (default `"connected"`).
+/// the linger; `holdScenarios` test `capture.hold` (default `"connected"`). `capture.idle`
+/// is off here (`IdleTests` test it).
 private func policy(
   when: ShieldWhen = .capturing, secure: [Matcher] = [], allow: [Matcher] = [],
   quarantine: PolicyDuration? = nil, linger: PolicyDuration = .seconds(2),
@@ -45,6 +46,7 @@ private func policy(
 ) -> Policy {
   var p = Policy()
   p.hold = hold
+  p.idle = nil
   p.when = when
   p.secure = secure
   p.captureAllow = allow

@@ -215,6 +215,19 @@ public struct CaptureCatalog: Sendable, Hashable {
   /// Only the entries that start a capture session.
   public var sessionStartersOnly: CaptureCatalog { filtered { $0.startsSession } }
 
+  /// Indicators recorders send before capturing again on a connection they keep: OBS
+  /// attaches its shared-memory segment when a source starts (then reads at its next
+  /// frame), window capture redirects before it names a pixmap, VNC servers watch the root
+  /// with DAMAGE, import and scrot grab the server. Reported as `capturePrelude`: they wake
+  /// an idle session (`capture.idle`) and start none. Rare in ordinary applications.
+  public static let preludeKinds: Set<String> = [
+    "MIT-SHM Attach", "MIT-SHM AttachFd", "MIT-SHM CreateSegment", "Composite RedirectSubwindows(Automatic)",
+    "Composite RedirectWindow(Automatic)", "DAMAGE Create", "GrabServer",
+  ]
+
+  /// Only the prelude entries (`preludeKinds`).
+  public var preludesOnly: CaptureCatalog { filtered { Self.preludeKinds.contains($0.kind) } }
+
   /// The extensions whose major opcodes the catalog needs.
   public var extensionNames: [String] {
     var seen: Set<String> = []

@@ -32,6 +32,7 @@ extension Engine {
     if case .some(.some(let until)) = pausedUntil, d == nil || until < d! { d = until }
     if let l = launches.map(\.until).min(), d == nil || l < d! { d = l }
     if let u = unsettled.earliest, d == nil || u < d! { d = u }
+    if let i = idleDeadline, d == nil || i < d! { d = i }
     return d
   }
 

@@ -34,9 +34,15 @@ extension Engine {
     /// Its client is gone; the session only lingers. A new client on the same
     /// (reused) resource base never touches it.
     public var detached: Bool = false
+    /// `capture.idle`: its client made no capture request for that long, so it shields
+    /// nothing until the client's next sign of capture (`Engine+Idle.swift`).
+    public var idle: Bool = false
+    /// The client's last sign of capture (request, prelude) or the session's start: when
+    /// `capture.idle` counts from.
+    public var activeAt: MonotonicTime? = nil
 
     public func isLive(at now: MonotonicTime) -> Bool {
-      pinned || (expires.map { now < $0 } ?? false)
+      !idle && (pinned || (expires.map { now < $0 } ?? false))
     }
   }
 
@@ -47,7 +53,7 @@ extension Engine {
     firstRequest: String?, fx: inout [Effect]
   ) {
     if sessions.values.contains(where: {
-      $0.client == client && $0.kind == kind && !$0.detached && $0.isLive(at: now)
+      $0.client == client && $0.kind == kind && !$0.detached && ($0.isLive(at: now) || $0.idle)
     }) {
       return
     }
@@ -57,7 +63,7 @@ extension Engine {
     sessions[id] = Session(
       id: id, client: client, identity: identity, kind: kind, startedAt: now, pinned: pinned,
       expires: expires, firstRequest: firstRequest, requests: firstRequest == nil ? 0 : 1,
-      lastRequestAt: firstRequest == nil ? nil : now)
+      lastRequestAt: firstRequest == nil ? nil : now, activeAt: now)
     var f: [(String, AuditRecord.Value)] = [
       ("session", .int(id)), ("kind", .string(kind.rawValue)), ("client", .string(client.description)),
     ]
@@ -73,6 +79,10 @@ extension Engine {
     for (sid, s) in sessions where s.client == id && !s.detached {
       if s.kind == .quarantine {
         endSession(sid, fx: &fx, why: "client exited")
+        continue
+      }
+      if s.idle {  // it shielded nothing: its client's exit does not raise the shields again
+        endSession(sid, fx: &fx, why: "client exited while idle")
         continue
       }
       sessions[sid]!.pinned = false
@@ -114,7 +124,11 @@ extension Engine {
   }
 
   mutating func expireDeadlines(fx: inout [Effect], all: inout Bool, stateChanged: inout Bool) {
-    for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where !s.isLive(at: now) {
+    if idleSessions(fx: &fx) {
+      all = true
+      stateChanged = true
+    }
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where !s.isLive(at: now) && !s.idle {
       let why: String
       switch s.kind {
       case .quarantine: why = "quarantine over"
@@ -159,6 +173,8 @@ extension Engine {
         endSession(sid, fx: &fx, why: "client no longer known")
       } else if s.kind == .quarantine && isOwnClient(c.identity) {
         endSession(sid, fx: &fx, why: "the daemon's own program")
+      } else if s.idle && !idles(s) {
+        wake(sid, why: "capture.idle no longer applies", fx: &fx)
       }
     }
     if cls == .known { startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx) }

@@ -29,6 +29,9 @@ public struct Engine: Sendable {
     case launchProcesses([LaunchProcess], complete: Bool)
     /// A request that reads pixels the client does not own.
     case captureRequest(ClientID, CaptureRequest)
+    /// A request recorders send before capturing on a connection they keep
+    /// (`CaptureCatalog.preludeKinds`): wakes its client's idle sessions (`capture.idle`).
+    case capturePrelude(ClientID, CaptureRequest)
     case clientGone(ClientID)
     /// The compositor: the owner of `_NET_WM_CM_Sn` (`ownsSelection`), or a client found
     /// redirecting windows without owning it (never trusted by `capture.compositors`).
@@ -296,6 +299,7 @@ public struct Engine: Sendable {
               ] + identityFields(c.identity))))
       }
       if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
+      captureActivity(id, kind: req.kind, fx: &fx)
       let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
@@ -311,6 +315,9 @@ public struct Engine: Sendable {
         if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
         stateChanged = true
       }
+
+    case .capturePrelude(let id, let req):
+      captureActivity(id, kind: req.kind, fx: &fx)
 
     case .clientGone(let id):
       stateChanged = clients[id] != nil

@@ -276,6 +276,11 @@ public struct Policy: Sendable, Hashable {
   /// How long a connected client's capture-request session lasts: while it stays connected
   /// (the default), or a duration after its last capture request.
   public var hold: CaptureHold = .connected
+  /// `capture.idle`: a known capturer's sessions shield nothing after this long without a
+  /// capture request, until its next sign of capture (nil: never idle).
+  public var idle: PolicyDuration? = Policy.defaultIdle
+  /// The default `capture.idle` (docs/performance.md, "Recorders that sit open").
+  public static let defaultIdle: PolicyDuration? = .seconds(5)
   /// Shield every non-allowed new client's screen for this long (off when nil).
   public var quarantine: PolicyDuration? = nil
   /// With `quarantine` on: start it when an X client program starts or a process loads the

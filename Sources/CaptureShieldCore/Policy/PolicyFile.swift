@@ -57,6 +57,8 @@ public struct PolicyFile: Sendable, Hashable {
     public var hold: CaptureHold?
     /// `capture.quarantine`: a duration, or `"off"`.
     public var quarantine: Quarantine?
+    /// `capture.idle`: a duration, or `"off"` (same form as the quarantine).
+    public var idle: Quarantine?
     /// `capture.quarantineOnLaunch`: whether the quarantine starts when an X client program
     /// starts or a process loads the X client library, before it connects.
     public var quarantineOnLaunch: Bool?

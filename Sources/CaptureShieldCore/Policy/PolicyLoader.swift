@@ -203,6 +203,7 @@ public enum PolicyLoader {
       if let v = c.replaceDefaultKnown { replaceDefaultKnown = v }
       if let v = c.linger { policy.linger = v }
       if let v = c.hold { policy.hold = v }
+      if let v = c.idle { policy.idle = v.policyValue }
       if let v = c.quarantine { policy.quarantine = v.policyValue }
       if let v = c.quarantineOnLaunch { policy.quarantineOnLaunch = v }
       if let v = c.allowInjected { policy.allowInjected = v }

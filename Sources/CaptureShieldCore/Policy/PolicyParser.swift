@@ -31,7 +31,7 @@ public enum PolicyParser {
   static let topKeys = ["version", "secure", "capture", "shield", "clipboard", "notify", "keyloggers"]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
-    "compositors",
+    "idle", "compositors",
     "replaceDefaultCompositors",
   ]
   static let shieldKeys = ["when", "failMode", "input", "label"]
@@ -182,6 +182,13 @@ public enum PolicyParser {
           c.quarantine = .off
         } else if let d = duration(v, key: "quarantine", orOff: true) {
           c.quarantine = .duration(d)
+        }
+      }
+      if let v = f["idle"] {
+        if case .string("off") = v.kind {
+          c.idle = .off
+        } else if let d = duration(v, key: "idle", orOff: true) {
+          c.idle = .duration(d)
         }
       }
       if let v = f["quarantineOnLaunch"] { c.quarantineOnLaunch = bool(v, key: "quarantineOnLaunch") }

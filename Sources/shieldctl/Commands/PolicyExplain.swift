@@ -179,6 +179,9 @@ struct PolicyExplainCommand: Command {
       let rule = policy.captureKnown.first { $0.matches(clientFacts) }
       return
         "capture: known capturer by capture.known \(rule.map { Text.show($0.label) } ?? "rule"): capturing from the moment the client connects"
+        + (policy.idle.map {
+          " until it makes no capture request for \($0) (capture.idle), then again at its next one"
+        } ?? "")
     case .ordinary:
       return "capture: ordinary client: a capture session starts at its first capture request"
     case .unidentified:

@@ -144,7 +144,8 @@ extension CaptureBridge {
       host.apply(.clientConnected(c, id))
     }
     knowWindows()
-    host.apply(.captureRequest(c, req))
+    // A prelude (MIT-SHM Attach, a redirection, ...) only wakes an idle session (`capture.idle`).
+    host.apply(CaptureCatalog.preludeKinds.contains(req.kind) ? .capturePrelude(c, req) : .captureRequest(c, req))
     host.captureReported(c, req)
   }
 }

@@ -316,7 +316,8 @@ final class WatcherLoop {
   static func recordedCatalog(serverEnforced: Bool, pixmapReads: Bool) -> CaptureCatalog {
     if serverEnforced { return CaptureCatalog(entries: []) }
     let starters = CaptureCatalog.standard.sessionStartersOnly
-    return pixmapReads ? starters : starters.windowReaders
+    let preludes = CaptureCatalog.standard.preludesOnly.entries  // capture.idle: wake an idle session
+    return CaptureCatalog(entries: (pixmapReads ? starters : starters.windowReaders).entries + preludes)
   }
 
   /// Whether pixmap reads must be recorded: when the policy allows some client, or a
