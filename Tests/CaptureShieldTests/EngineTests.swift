@@ -88,6 +88,7 @@ private func describe(_ e: Engine.Effect) -> String {
   case .shield(let w): return "shield \(hex(w))"
   case .unshield(let w): return "unshield \(hex(w))"
   case .publishState: return "publish"
+  case .historyChanged: return "history"
   case .notifyCapture(let active, let ws): return "notify \(active) [\(ws.map(hex).joined(separator: ","))]"
   case .audit(let r):
     var s = "audit \(r.event)"

@@ -146,7 +146,7 @@ extension Engine {
 
   mutating func reclassify(_ id: ClientID, fx: inout [Effect]) {
     guard var c = clients[id] else { return }
-    let cls = policy.classify(c.identity)
+    let cls = classify(c.identity)
     c.clientClass = cls
     clients[id] = c
     for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where s.client == id && !s.detached {

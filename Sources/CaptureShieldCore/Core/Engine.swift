@@ -62,6 +62,8 @@ public struct Engine: Sendable {
     /// Capture started or stopped: tell apps (root property + ClientMessage to these
     /// secure windows, the ones that opted in: `sendsCaptureChanged`).
     case notifyCapture(active: Bool, windows: [WindowID])
+    /// What was learned per program changed (`history`): the shell saves it (batched).
+    case historyChanged
   }
 
   // MARK: State
@@ -114,6 +116,11 @@ public struct Engine: Sendable {
   /// The display the daemon protects (`DISPLAY` syntax): launches of processes that name
   /// another display start no quarantine (`Engine.launchOver`). Nil: not known.
   public var display: String?
+  /// What was learned per program file (`capture.learn`); the shell loads it at start and
+  /// saves it on `historyChanged`.
+  public var history = CaptureHistory()
+  /// Wall-clock seconds at the engine's time zero (the shell's `Clock`): dates the history.
+  public var wallBase: Double = 0
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
@@ -203,7 +210,9 @@ public struct Engine: Sendable {
     case .clientConnected(let id, let identity):
       stateChanged = true
       departed.remove(id)
-      let cls = policy.classify(identity)
+      let cls = classify(identity)
+      let quiet = isLearnedQuiet(identity)
+      learnStart(identity, fx: &fx)
       clients[id] = ClientState(
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
@@ -212,7 +221,7 @@ public struct Engine: Sendable {
       matchLaunch(id, identity, fx: &fx)
       if cls == .known {
         startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
-      } else if cls != .allowed, !isOwnClient(identity), let q = policy.quarantine {
+      } else if cls != .allowed, !isOwnClient(identity), !quiet, let q = policy.quarantine {
         startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
       }
 
@@ -231,6 +240,10 @@ public struct Engine: Sendable {
         clients[id] = ClientState(
           id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
           captureRequests: 0)
+      }
+      if clients[id]!.identity?.programFile == nil {
+        learnStart(identity, fx: &fx)
+        if clients[id]!.captureRequests > 0, policy.classify(identity) != .allowed { learnCapture(identity, fx: &fx) }
       }
       clients[id]!.identity = identity
       matchLaunch(id, identity, fx: &fx)
@@ -274,6 +287,7 @@ public struct Engine: Sendable {
               ] + identityFields(c.identity))))
       }
       if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
+      if c.firstCaptureAt == nil, c.clientClass != .allowed { learnCapture(c.identity, fx: &fx) }
       let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)

@@ -1,0 +1,53 @@
+// Learning per program file (`capture.learn`, `CaptureHistory`): programs that captured
+// before are known from their next connection; programs seen starting often without
+// capturing skip `capture.quarantine`.
+
+extension Engine {
+  /// How a client counts: `Policy.classify`, and with `capture.learn` an ordinary client
+  /// whose program captured before counts as known (`known=learned`). Learning only ever
+  /// turns `ordinary` into `known`: an allowed client stays allowed, an unidentified one
+  /// has no program file.
+  public func classify(_ identity: ClientIdentity?) -> ClientClass {
+    let cls = policy.classify(identity)
+    return cls == .ordinary && isLearnedKnown(identity) ? .known : cls
+  }
+
+  /// Whether `identity`'s program made a capture request before and `capture.learn` is on.
+  public func isLearnedKnown(_ identity: ClientIdentity?) -> Bool {
+    guard policy.learn, let i = identity, i.isKnown else { return false }
+    return history.standing(i.programFile) == .captured
+  }
+
+  /// Whether `identity`'s program was seen starting `CaptureHistory.quietAfter` times and
+  /// never captured, with `capture.learn` on: its start skips the quarantine.
+  public func isLearnedQuiet(_ identity: ClientIdentity?) -> Bool {
+    guard policy.learn, let i = identity, i.isKnown else { return false }
+    return history.standing(i.programFile) == .quiet
+  }
+
+  /// Wall-clock seconds now (`wallBase` plus the engine's clock): when a program was seen.
+  var wallNow: Double { wallBase + Double(now.nanoseconds) / 1e9 }
+
+  /// A client of a known program file connected: one more start of it. Before the start
+  /// is counted, so a program's own start decides by what was learned until then.
+  mutating func learnStart(_ identity: ClientIdentity?, fx: inout [Effect]) {
+    guard policy.learn, let i = identity, i.isKnown, let file = i.programFile, let path = i.programPath else { return }
+    if history.noteStart(file, path: path, at: wallNow) { historyChanged(fx: &fx) }
+  }
+
+  /// A client that is not allowed made a capture request: its program captured.
+  mutating func learnCapture(_ identity: ClientIdentity?, fx: inout [Effect]) {
+    guard policy.learn, let i = identity, i.isKnown, let file = i.programFile, let path = i.programPath else { return }
+    let new = history.noteCapture(file, path: path, at: wallNow)
+    if new {
+      var f: [(String, AuditRecord.Value)] = [("program", .string(path))]
+      f += identityFields(identity)
+      fx.append(.audit(AuditRecord("learned", f)))
+    }
+    historyChanged(fx: &fx)
+  }
+
+  mutating func historyChanged(fx: inout [Effect]) {
+    if !fx.contains(.historyChanged) { fx.append(.historyChanged) }
+  }
+}
