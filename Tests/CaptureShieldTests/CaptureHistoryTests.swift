@@ -126,6 +126,24 @@ private func knownSessions(_ e: Engine, _ c: ClientID) -> Int {
     #expect((knownSessions(e, d) == 1) == learn)
   }
 
+  /// The shell with quarantine on: a client connects unidentified (quarantined at once),
+  /// and its identity comes after. A quiet program's quarantine then ends.
+  @Test(arguments: [true, false])
+  func quietProgramIdentifiedLate(learn: Bool) {
+    var e = engine(learn: learn, quarantine: .milliseconds(300))
+    var live: [Bool] = []
+    for n in 0..<5 {
+      let c = ClientID(UInt32(0x60_0000 + n * 0x20_0000))
+      let t = Double(n)
+      _ = e.handle(.clientConnected(c, nil), now: .seconds(t))
+      let id = identity(pid: 10 + n, exe: "/usr/bin/xprop", file: file(4))
+      _ = e.handle(.clientIdentified(c, id), now: .seconds(t + 0.01))
+      live.append(e.sessions.values.contains { $0.client == c && $0.kind == .quarantine })
+      _ = e.handle(.clientGone(c), now: .seconds(t + 0.5))
+    }
+    #expect(live == (learn ? [true, true, true, false, false] : [true, true, true, true, true]))
+  }
+
   @Test func boundedLeastRecentlySeenDropped() {
     var h = CaptureHistory(limit: 4)
     for i in 0..<6 { h.noteStart(file(UInt64(i)), path: "/p\(i)", at: Double(i)) }

@@ -47,6 +47,16 @@ extension Engine {
     historyChanged(fx: &fx)
   }
 
+  /// A client identified as a quiet program: the quarantine it got at its connection
+  /// (started before it was identified: `capture.quarantine` at ClientStarted) ends, as if
+  /// it had been identified at its connection.
+  mutating func endQuarantine(of id: ClientID, fx: inout [Effect]) {
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key })
+    where s.client == id && s.kind == .quarantine && !s.detached {
+      endSession(sid, fx: &fx, why: "quiet program (capture.learn)")
+    }
+  }
+
   mutating func historyChanged(fx: inout [Effect]) {
     if !fx.contains(.historyChanged) { fx.append(.historyChanged) }
   }

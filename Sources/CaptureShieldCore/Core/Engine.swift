@@ -236,6 +236,7 @@ public struct Engine: Sendable {
 
     case .clientIdentified(let id, let identity):
       stateChanged = true
+      let quiet = isLearnedQuiet(identity)  // by the starts before this one
       if clients[id] == nil {
         clients[id] = ClientState(
           id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
@@ -249,6 +250,7 @@ public struct Engine: Sendable {
       matchLaunch(id, identity, fx: &fx)
       auditAllowRefusal(id, identity, fx: &fx)
       reclassify(id, fx: &fx)
+      if quiet { endQuarantine(of: id, fx: &fx) }
       touched += redecide(client: id, onlyUnknown: false, except: nil)
 
     case .captureRequest(let id, let req):
