@@ -6,9 +6,11 @@
 // 2. idle cost, 4. overhead on the X server, 5. scale, 6. the capture detector's recording
 // overhead on xwd and on a drawing client, 7. the quarantine's leak rate for one-shot tools
 // (BENCH_QUARANTINE_RUNS per tool, default 50), 9. the flicker of quarantine on launch per
-// launch (BENCH_LAUNCH_RUNS per kind, default 10).
+// launch (BENCH_LAUNCH_RUNS per kind, default 10), 10. learning per program off and on:
+// one-shot tools' first-use and later-use leaks (BENCH_LEARN_USES, default 5) and darkened
+// ms per ordinary program start with quarantine (BENCH_LEARN_STARTS, default 8).
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, detector, quarantine-rate, launch-flicker, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, quarantine-rate, launch-flicker, learning, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
@@ -117,6 +119,14 @@ await onXvfb("quarantine-rate", "7 quarantine rate") { xvfb, scratch, shieldctl 
 await onXvfb("launch-flicker", "9 launch flicker") { xvfb, scratch, shieldctl in
   let (r, rows) = try await runLaunchFlickerBenchmark(
     server: xvfb, scratch: scratch, shieldctl: shieldctl, runs: max(1, Int(env["BENCH_LAUNCH_RUNS"] ?? "") ?? 10))
+  table += rows
+  return r
+}
+
+await onXvfb("learning", "10 learning") { xvfb, scratch, shieldctl in
+  let (r, rows) = try await runLearningBenchmark(
+    server: xvfb, scratch: scratch, shieldctl: shieldctl, uses: max(2, Int(env["BENCH_LEARN_USES"] ?? "") ?? 5),
+    starts: max(4, Int(env["BENCH_LEARN_STARTS"] ?? "") ?? 8))
   table += rows
   return r
 }
