@@ -9,8 +9,8 @@
 // fresh start of the tool. Runtime: about 30 s (2 tools × 3 uses, 2 tools × 2 uses).
 //
 // Not scrot: it asks for its picture about 4 ms after it connects, and the shield that a
-// known session puts up at the connection loses that race in some uses (3 of 6 later
-// shots in 3 runs here): pre-emption at the connection, learned or by `capture.known`, is
+// known session puts up at the connection loses that race in some uses (5 of 10 later
+// shots in 5 runs here): pre-emption at the connection, learned or by `capture.known`, is
 // not enough for it; row 10 of the bench counts its leaks.
 
 import CaptureShield
