@@ -69,6 +69,10 @@ private func knownSessions(_ e: Engine, _ c: ClientID) -> Int {
       return false
     }
     #expect(learned == c.knownOnSecondUse)
+    // Not pinned while connected: over after `learnedKnownHold`, the client still there.
+    _ = e.handle(.tick, now: .seconds(9) + Engine.learnedKnownHold)
+    #expect(knownSessions(e, second) == 0)
+    #expect(!e.shieldsActive)
   }
 
   @Test func replacedBinaryIsANewProgram() {

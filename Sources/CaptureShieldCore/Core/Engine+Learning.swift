@@ -47,6 +47,25 @@ extension Engine {
     historyChanged(fx: &fx)
   }
 
+  /// How long a session of a client known by learning lasts from its connection: long
+  /// enough to pre-empt a one-shot tool's first request, and not pinned while it stays
+  /// connected (a long-running program that captured once, a browser sharing a screen
+  /// once, would otherwise hide secure windows for as long as it runs). Its capture
+  /// requests start request sessions as any client's do.
+  public static let learnedKnownHold = PolicyDuration.seconds(5)
+
+  /// A known client's session: pinned while connected for a `capture.known` match, for
+  /// `learnedKnownHold` when known by learning.
+  mutating func startKnownSession(_ id: ClientID, fx: inout [Effect]) {
+    let identity = clients[id]?.identity
+    if policy.classify(identity) == .ordinary, isLearnedKnown(identity) {
+      startSession(
+        client: id, kind: .known, pinned: false, expires: now + Engine.learnedKnownHold, firstRequest: nil, fx: &fx)
+    } else {
+      startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
+    }
+  }
+
   /// A client identified as a quiet program: the quarantine it got at its connection
   /// (started before it was identified: `capture.quarantine` at ClientStarted) ends, as if
   /// it had been identified at its connection.

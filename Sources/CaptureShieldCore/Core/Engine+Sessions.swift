@@ -161,7 +161,7 @@ extension Engine {
         endSession(sid, fx: &fx, why: "the daemon's own program")
       }
     }
-    if cls == .known { startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx) }
+    if cls == .known { startKnownSession(id, fx: &fx) }
     if compositor == id && cls != .allowed && !isTrustedCompositor(id) {
       startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
     }

@@ -220,7 +220,7 @@ public struct Engine: Sendable {
       touched += redecide(client: id, onlyUnknown: false, except: nil)
       matchLaunch(id, identity, fx: &fx)
       if cls == .known {
-        startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
+        startKnownSession(id, fx: &fx)
       } else if cls != .allowed, !isOwnClient(identity), !quiet, let q = policy.quarantine {
         startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
       }
