@@ -70,7 +70,7 @@ struct LearnTests {
 
   @Test("a screenshot tool's later uses get no secret pixel, known=learned", arguments: LearnTests.tools)
   func learned(_ tool: Tool) async throws {
-    let r = try await Self.uses(tool, policy: "{version: 1}", uses: 3)
+    let r = try await Self.uses(tool, policy: "{version: 1, capture: {learn: true}}", uses: 3)
     // The first shot: the documented limit (printed, not asserted); every later one: none.
     #expect(
       r.secret.dropFirst().allSatisfy { $0 == 0 },
@@ -127,7 +127,7 @@ struct LearnTests {
     let broken = try await Shieldctl.run(["history"], on: server)
     #expect(broken.status == .exited(1) && broken.stderrText.contains("broken"), "\(broken)")
     // The daemon keeps it aside and starts empty, with an error record naming it.
-    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, capture: {learn: true}}")
     #expect(FileManager.default.fileExists(atPath: dir + "/history.json.broken"))
     #expect(
       daemon.audit.contains {
