@@ -15,9 +15,10 @@ struct HistoryCommand: Command {
     With 'capture.learn' on (the default), the daemon remembers per program file
     (device, inode, size and modification time of the executable, or of the script
     an interpreter runs) whether it made a capture request: such a program is
-    treated as a known capturer from its next connection ('known=learned' in the
-    audit log). A program seen starting 3 times without capturing is 'quiet': its
-    starts skip 'capture.quarantine'. The file is
+    treated as a known capturer for the first 5 seconds of each later connection
+    ('known=learned' in the audit log), which pre-empts a screenshot tool's next
+    use. A program seen starting 3 times without capturing is 'quiet': its starts
+    skip 'capture.quarantine'. The file is
     $XDG_STATE_HOME/captureshield/history.json (default ~/.local/state/...); a
     running daemon takes an edit of it within 2 seconds.
 
