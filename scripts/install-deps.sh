@@ -29,6 +29,10 @@ deb=(dpkg-dev file binutils lintian xserver-xorg-core)
 tools+=(dbus-daemon dbus-bin dunst)
 # XpraTests: xpra (its shadow server and its screenshot client, python scripts)
 tools+=(xpra)
+# LearnTests and bench row 10: a GTK screenshot tool and a Qt one (the smallest downloads:
+# gnome-screenshot 175 KB + libhandy, flameshot 684 KB; xfce4-screenshooter needs 3
+# packages, ksnip 4)
+tools+=(gnome-screenshot flameshot)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;

@@ -207,6 +207,28 @@ public enum Capture {
     }
   }
 
+  /// `gnome-screenshot -f FILE` (GTK; without GNOME Shell it falls back to X11 GetImage).
+  public static func gnomeScreenshot(on server: XvfbServer) async throws -> RGBImage {
+    try await inScratchDirectory("gnome-screenshot") { directory in
+      let file = directory + "/screen.png"
+      try await run("gnome-screenshot", ["-f", file], on: server)
+      return try await convertToPPM(file, format: "png", environment: server.environment)
+    }
+  }
+
+  /// `flameshot full -p FILE` (Qt), without a session bus: it takes the picture itself.
+  public static func flameshot(on server: XvfbServer) async throws -> RGBImage {
+    try await inScratchDirectory("flameshot") { directory in
+      let file = directory + "/screen.png"
+      var environment = server.environment
+      environment["DBUS_SESSION_BUS_ADDRESS"] = nil
+      let result = try await runCommand(
+        "flameshot", ["full", "-p", file], environment: environment, timeout: toolTimeout)
+      guard result.succeeded else { throw CaptureError.toolFailed("flameshot", result) }
+      return try await convertToPPM(file, format: "png", environment: server.environment)
+    }
+  }
+
   /// Core GetImage (ZPixmap) of the whole root window, from the test process.
   public static func getImageRoot(on server: XvfbServer) throws -> RGBImage {
     let connection = try server.connect()

@@ -76,6 +76,9 @@ public final class XvfbServer: Sendable {
     var environment = baseEnvironment
     environment["DISPLAY"] = ":\(displayNumber)"
     environment["WAYLAND_DISPLAY"] = nil
+    // The daemon's learned history (`capture.learn`) is this server's own: a test never
+    // sees what another test's tools did.
+    environment["XDG_STATE_HOME"] = directory + "/state"
     self.environment = environment
   }
 

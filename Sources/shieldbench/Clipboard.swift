@@ -145,6 +145,7 @@ private final class ClipBench {
     try "{version: 1}".write(toFile: policy, atomically: true, encoding: .utf8)
     var environment = ProcessInfo.processInfo.environment
     environment["DISPLAY"] = display
+    environment["XDG_STATE_HOME"] = dir + "/state"  // the learned history: this run's own
     let daemon = try ChildProcess(
       shieldctlPath(), ["watch", "--display", display, "--policy", policy], environment: environment)
     // SIGTERM, then SIGKILL after 3 s (a child can inherit a blocked SIGTERM).

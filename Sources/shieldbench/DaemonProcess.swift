@@ -35,11 +35,14 @@ final class DaemonProcess {
   let spawnedAt: Double
   let logPath: String
 
-  init(shieldctl: String, display: String, policy: String, logPath: String) throws {
+  init(shieldctl: String, display: String, policy: String, logPath: String, stateHome: String? = nil) throws {
     self.logPath = logPath
     spawnedAt = monotonicNow()
     var environment = ProcessInfo.processInfo.environment
     environment["DISPLAY"] = display
+    // The learned history (`capture.learn`): the row's own directory, else one per daemon
+    // next to its log, so no row sees what another row's tools did.
+    environment["XDG_STATE_HOME"] = stateHome ?? (logPath + ".state")
     child = try ChildProcess(
       shieldctl, ["watch", "--policy", policy, "--display", display], environment: environment,
       stderr: .writeFile(logPath))

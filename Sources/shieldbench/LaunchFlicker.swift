@@ -35,7 +35,7 @@ func runLaunchFlickerBenchmark(
   app.sync()
   let policyPath = scratch + "/policy-launch-flicker.json5"
   try writePolicy(
-    "{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\", quarantineOnLaunch: true } }\n",
+    "{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\", quarantineOnLaunch: true, learn: false } }\n",
     to: policyPath)
   let daemon = try DaemonProcess(
     shieldctl: shieldctl, display: server.display, policy: policyPath, logPath: scratch + "/daemon-launch-flicker.log")

@@ -22,7 +22,8 @@ func runQuarantineRateBenchmark(
     secure: true)
   app.sync()
   let policyPath = scratch + "/policy-quarantine-rate.json5"
-  try writePolicy("{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\" } }\n", to: policyPath)
+  try writePolicy(
+    "{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\", learn: false } }\n", to: policyPath)
   let daemon = try DaemonProcess(
     shieldctl: shieldctl, display: server.display, policy: policyPath,
     logPath: scratch + "/daemon-quarantine-rate.log")

@@ -274,11 +274,14 @@ func runReactionBenchmark(
   }
 
   let modes: [(key: String, label: String, policy: String)] = [
-    ("linger", "linger 300ms", "{ version: 1, capture: { linger: \"300ms\" } }\n"),
-    ("quarantine", "quarantine 300ms", "{ version: 1, capture: { linger: \"300ms\", quarantine: \"300ms\" } }\n"),
+    ("linger", "linger 300ms", "{ version: 1, capture: { linger: \"300ms\", learn: false } }\n"),
+    (
+      "quarantine", "quarantine 300ms",
+      "{ version: 1, capture: { linger: \"300ms\", quarantine: \"300ms\", learn: false } }\n"
+    ),
     (
       "connect", "quarantine 300ms from connection only",
-      "{ version: 1, capture: { linger: \"300ms\", quarantine: \"300ms\", quarantineOnLaunch: false } }\n"
+      "{ version: 1, capture: { linger: \"300ms\", quarantine: \"300ms\", quarantineOnLaunch: false, learn: false } }\n"
     ),
   ]
   var result: [String: Any] = ["runs_per_tool": runs, "missing_tools": missing]

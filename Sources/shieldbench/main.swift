@@ -7,9 +7,11 @@
 // overhead on xwd and on a drawing client, 7. the quarantine's leak rate for one-shot tools
 // (BENCH_QUARANTINE_RUNS per tool, default 50), 9. the flicker of quarantine on launch per
 // launch (BENCH_LAUNCH_RUNS per kind, default 10), 10. a known recorder that sits open
-// (capture.idle; BENCH_SITOPEN_RUNS per path, default 10).
+// (capture.idle; BENCH_SITOPEN_RUNS per path, default 10), 11. learning per program off and on:
+// one-shot tools' first-use and later-use leaks (BENCH_LEARN_USES, default 5) and darkened
+// ms per ordinary program start with quarantine (BENCH_LEARN_STARTS, default 8).
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, detector, quarantine-rate, launch-flicker, sit-open, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, quarantine-rate, launch-flicker, sit-open, learning, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
@@ -125,6 +127,14 @@ await onXvfb("launch-flicker", "9 launch flicker") { xvfb, scratch, shieldctl in
 await onXvfb("sit-open", "10 sit open") { xvfb, scratch, shieldctl in
   let (r, rows) = try await runSitOpenBenchmark(
     server: xvfb, scratch: scratch, shieldctl: shieldctl, runs: max(1, Int(env["BENCH_SITOPEN_RUNS"] ?? "") ?? 10))
+  table += rows
+  return r
+}
+
+await onXvfb("learning", "11 learning") { xvfb, scratch, shieldctl in
+  let (r, rows) = try await runLearningBenchmark(
+    server: xvfb, scratch: scratch, shieldctl: shieldctl, uses: max(2, Int(env["BENCH_LEARN_USES"] ?? "") ?? 5),
+    starts: max(4, Int(env["BENCH_LEARN_STARTS"] ?? "") ?? 8))
   table += rows
   return r
 }

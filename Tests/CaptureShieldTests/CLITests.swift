@@ -255,6 +255,7 @@ private let cliUsageLines: [String: String] = [
   "status": "shieldctl status [--display D] [--json]",
   "list": "shieldctl list [--display D] [--json]",
   "clients": "shieldctl clients [--display D] [--json]",
+  "history": "shieldctl history [--json] [--forget PATH | --clear]",
   "policy": "shieldctl policy <subcommand>",
   "policy check": "shieldctl policy check FILE...",
   "policy explain":

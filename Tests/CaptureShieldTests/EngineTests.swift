@@ -91,6 +91,7 @@ private func describe(_ e: Engine.Effect) -> String {
   case .unshield(let w): return "unshield \(hex(w))"
   case .shieldAtOnce(let w): return "shield-at-once \(hex(w))"
   case .publishState: return "publish"
+  case .historyChanged: return "history"
   case .notifyCapture(let active, let ws): return "notify \(active) [\(ws.map(hex).joined(separator: ","))]"
   case .audit(let r):
     var s = "audit \(r.event)"

@@ -157,6 +157,10 @@ private struct TempDir {
         #"t.json5:1:67: error: 'quarantineOnLaunch' must be a boolean (true or false), not a string"#
       ]),
     DiagnosticCase(
+      name: "learn is a bool",
+      source: #"{ version: 1, capture: { learn: "yes" } }"#,
+      expected: [#"t.json5:1:33: error: 'learn' must be a boolean (true or false), not a string"#]),
+    DiagnosticCase(
       name: "allowInjected is a bool",
       source: #"{ version: 1, capture: { allowInjected: 1 } }"#,
       expected: [#"t.json5:1:41: error: 'allowInjected' must be a boolean (true or false), not a number"#]),

@@ -178,11 +178,13 @@ struct XpraTests {
       #expect(notices.allSatisfy { $0["program"] as? String == "xpra" }, "\(notices.map(Self.brief))")
     }
 
-    // The positive control: xpra not known (the built-in list replaced by an empty one).
+    // The positive control: xpra not known (the built-in list replaced by an empty one, and
+    // not learned from the run before: `capture.learn: false`).
     // xpra's capture (a CopyArea of the root) is seen after the server ran it: the first
     // screenshot gets the secret. Its capture is still audited by xpra's script.
     let control = try await Self.screenshots(
-      policy: "{version: 1, capture: {known: [], replaceDefaultKnown: true}}", runs: Self.runs, name: "xpra not known")
+      policy: "{version: 1, capture: {known: [], replaceDefaultKnown: true, learn: false}}", runs: Self.runs,
+      name: "xpra not known")
     print("xpra not known: secret pixels per run \(control.secret)")
     #expect(
       control.secret.count == Self.runs && control.secret.allSatisfy { $0 > 0 }, "secret pixels: \(control.secret)")

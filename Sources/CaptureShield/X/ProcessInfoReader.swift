@@ -20,8 +20,15 @@ enum ProcessInfoReader {
       id.injection = injection(environ: environ, status: status)
       id.loaderPath = environ.flatMap { loaderPath(environ: $0) }
       var st = stat()
-      if stat(base + "/exe", &st) == 0 { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
+      let exeStat = stat(base + "/exe", &st) == 0
+      if exeStat { id.exeRootOwned = st.st_uid == 0 && st.st_mode & 0o022 == 0 }
       id.script = script(of: id, base: base)
+      if let script = id.script {
+        var ss = stat()
+        id.programFile = stat(script, &ss) == 0 ? programFile(ss) : nil
+      } else if exeStat {
+        id.programFile = programFile(st)
+      }
     }
     if let stat = readSmallFile(base + "/stat"), let ticks = startTicks(stat: stat) {
       var t = timespec()
@@ -180,5 +187,12 @@ enum ProcessInfoReader {
       out += chunk[0..<n]
     }
     return out
+  }
+
+  /// A program file's identity for `capture.learn` (`CaptureHistory.ProgramFile`).
+  static func programFile(_ st: stat) -> CaptureHistory.ProgramFile {
+    CaptureHistory.ProgramFile(
+      dev: UInt64(st.st_dev), ino: UInt64(st.st_ino), size: Int64(st.st_size),
+      mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec))
   }
 }

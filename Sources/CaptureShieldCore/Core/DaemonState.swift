@@ -111,6 +111,9 @@ public struct DaemonState: Sendable, Codable, Hashable {
     /// Seconds until the session ends unless renewed; nil while pinned (a known capturer, the
     /// compositor, or a capture request held while its client stays connected).
     public var endsIn: Double?
+    /// A known capturer because its program captured before (`capture.learn`), not by a
+    /// `capture.known` rule (absent otherwise).
+    public var learned: Bool? = nil
   }
   public struct ClientRow: Sendable, Codable, Hashable {
     public var client: ClientID
@@ -154,7 +157,9 @@ extension Engine {
       DaemonState.SessionRow(
         id: s.id, client: s.client, kind: s.kind, pid: s.identity?.pid, exe: s.identity?.exe,
         firstRequest: s.firstRequest, requests: s.requests, ageSeconds: now.seconds(since: s.startedAt),
-        endsIn: s.pinned ? nil : s.expires.map { $0.seconds(since: now) })
+        endsIn: s.pinned ? nil : s.expires.map { $0.seconds(since: now) },
+        learned: s.kind == .known && isLearnedKnown(s.identity) && policy.classify(s.identity) == .ordinary
+          ? true : nil)
     }
     var pauseRemaining: Double? = nil
     if case .some(.some(let until)) = pausedUntil { pauseRemaining = until.seconds(since: now) }

@@ -20,6 +20,7 @@ extension Engine {
     if let comm = i.comm { f.append(("comm", .string(comm))) }
     if let uid = i.uid { f.append(("uid", .int(uid))) }
     if let failure = i.failure { f.append(("identity", .string(failure))) }
+    if isLearnedKnown(i), policy.classify(i) == .ordinary { f.append(("known", "learned")) }
     return f
   }
 

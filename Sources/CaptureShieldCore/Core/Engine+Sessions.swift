@@ -160,7 +160,7 @@ extension Engine {
 
   mutating func reclassify(_ id: ClientID, fx: inout [Effect]) {
     guard var c = clients[id] else { return }
-    let cls = policy.classify(c.identity)
+    let cls = classify(c.identity)
     c.clientClass = cls
     clients[id] = c
     for (sid, s) in sessions.sorted(by: { $0.key < $1.key }) where s.client == id && !s.detached {
@@ -177,7 +177,7 @@ extension Engine {
         wake(sid, why: "capture.idle no longer applies", fx: &fx)
       }
     }
-    if cls == .known { startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx) }
+    if cls == .known { startKnownSession(id, fx: &fx) }
     if compositor == id && cls != .allowed && !isTrustedCompositor(id) {
       startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
     }

@@ -77,6 +77,8 @@ public struct Engine: Sendable {
     /// window's own decision follows when it is tracked: provisional while shields are up).
     /// Under server enforcement the module protects windows: the shell maps nothing.
     case shieldAtOnce(WindowID)
+    /// What was learned per program changed (`history`): the shell saves it (batched).
+    case historyChanged
   }
 
   // MARK: State
@@ -129,6 +131,11 @@ public struct Engine: Sendable {
   /// The display the daemon protects (`DISPLAY` syntax): launches of processes that name
   /// another display start no quarantine (`Engine.launchOver`). Nil: not known.
   public var display: String?
+  /// What was learned per program file (`capture.learn`); the shell loads it at start and
+  /// saves it on `historyChanged`.
+  public var history = CaptureHistory()
+  /// Wall-clock seconds at the engine's time zero (the shell's `Clock`): dates the history.
+  public var wallBase: Double = 0
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
@@ -228,7 +235,9 @@ public struct Engine: Sendable {
     case .clientConnected(let id, let identity):
       stateChanged = true
       departed.remove(id)
-      let cls = policy.classify(identity)
+      let cls = classify(identity)
+      let quiet = isLearnedQuiet(identity)
+      learnStart(identity, fx: &fx)
       clients[id] = ClientState(
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
@@ -236,8 +245,8 @@ public struct Engine: Sendable {
       touched += redecide(client: id, onlyUnknown: false, except: nil)
       matchLaunch(id, identity, fx: &fx)
       if cls == .known {
-        startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
-      } else if cls != .allowed, !isOwnClient(identity), let q = policy.quarantine {
+        startKnownSession(id, fx: &fx)
+      } else if cls != .allowed, !isOwnClient(identity), !quiet, let q = policy.quarantine {
         startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
       }
 
@@ -252,15 +261,21 @@ public struct Engine: Sendable {
 
     case .clientIdentified(let id, let identity):
       stateChanged = true
+      let quiet = isLearnedQuiet(identity)  // by the starts before this one
       if clients[id] == nil {
         clients[id] = ClientState(
           id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
           captureRequests: 0)
       }
+      if clients[id]!.identity?.programFile == nil {
+        learnStart(identity, fx: &fx)
+        if clients[id]!.captureRequests > 0, policy.classify(identity) != .allowed { learnCapture(identity, fx: &fx) }
+      }
       clients[id]!.identity = identity
       matchLaunch(id, identity, fx: &fx)
       auditAllowRefusal(id, identity, fx: &fx)
       reclassify(id, fx: &fx)
+      if quiet { endQuarantine(of: id, fx: &fx) }
       touched += redecide(client: id, onlyUnknown: false, except: nil)
 
     case .captureRequest(let id, let req):
@@ -300,6 +315,7 @@ public struct Engine: Sendable {
       }
       if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
       captureActivity(id, kind: req.kind, fx: &fx)
+      if c.firstCaptureAt == nil, c.clientClass != .allowed { learnCapture(c.identity, fx: &fx) }
       let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)

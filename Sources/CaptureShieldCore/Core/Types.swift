@@ -132,6 +132,9 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// (`InterpretedProgram`). Names the program in audits and notices, and `capture.known`
   /// rules match it as they match `exe`; allow rules never do.
   public var script: String?
+  /// The program file's identity (`stat` of `/proc/PID/exe`, or of `script` when there is
+  /// one): what `capture.learn` keys its history by (`CaptureHistory`).
+  public var programFile: CaptureHistory.ProgramFile?
 
   public init(
     pid: Int? = nil, exe: String? = nil, comm: String? = nil, uid: Int? = nil,
@@ -154,6 +157,8 @@ public struct ClientIdentity: Sendable, Hashable, Codable {
   /// The same with the script in place of the executable (nil: no script).
   public var scriptFacts: Facts? { script.map { Facts(exe: $0, comm: comm, pid: pid, uid: uid) } }
   public var isKnown: Bool { pid != nil }
+  /// The path `programFile` was read from: the script, else the executable.
+  public var programPath: String? { script ?? exe }
 }
 
 /// A request by which a client can read pixels it does not own.

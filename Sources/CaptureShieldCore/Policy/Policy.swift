@@ -292,6 +292,10 @@ public struct Policy: Sendable, Hashable {
   /// directory others than root can write, or traced (ptrace) by another process
   /// (`ClientIdentity.injection`). Off by default: such a client is not allowed.
   public var allowInjected: Bool = false
+  /// `capture.learn`: whether the daemon learns per program file (`CaptureHistory`): a
+  /// program that made a capture request is known from its next connection, and one seen
+  /// starting `CaptureHistory.quietAfter` times without capturing starts no quarantine.
+  public var learn: Bool = true
   /// Compositing managers trusted as the compositor (`capture.compositors`, appended to
   /// `defaultCompositors` unless `capture.replaceDefaultCompositors`): see `compositorTrust`.
   public var compositors: [Matcher] = Policy.defaultCompositors

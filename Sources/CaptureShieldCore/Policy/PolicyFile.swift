@@ -65,6 +65,8 @@ public struct PolicyFile: Sendable, Hashable {
     /// `capture.allowInjected`: whether `allow` still trusts a program started with
     /// `LD_PRELOAD`/`LD_AUDIT` or traced by another process.
     public var allowInjected: Bool?
+    /// `capture.learn`: whether the daemon learns which programs captured before.
+    public var learn: Bool?
     /// `capture.compositors`: compositing managers trusted as the compositor.
     public var compositors: [Matcher]?
     /// `capture.replaceDefaultCompositors`: whether `compositors` replaces the built-in list.

@@ -207,6 +207,7 @@ public enum PolicyLoader {
       if let v = c.quarantine { policy.quarantine = v.policyValue }
       if let v = c.quarantineOnLaunch { policy.quarantineOnLaunch = v }
       if let v = c.allowInjected { policy.allowInjected = v }
+      if let v = c.learn { policy.learn = v }
       compositors += c.compositors ?? []
       if let v = c.replaceDefaultCompositors { replaceDefaultCompositors = v }
 

@@ -31,7 +31,7 @@ public enum PolicyParser {
   static let topKeys = ["version", "secure", "capture", "shield", "clipboard", "notify", "keyloggers"]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
-    "idle", "compositors",
+    "idle", "compositors", "learn",
     "replaceDefaultCompositors",
   ]
   static let shieldKeys = ["when", "failMode", "input", "label"]
@@ -193,6 +193,7 @@ public enum PolicyParser {
       }
       if let v = f["quarantineOnLaunch"] { c.quarantineOnLaunch = bool(v, key: "quarantineOnLaunch") }
       if let v = f["allowInjected"] { c.allowInjected = bool(v, key: "allowInjected") }
+      if let v = f["learn"] { c.learn = bool(v, key: "learn") }
       if let v = f["compositors"] { c.compositors = matchers(v, key: "compositors") }
       if let v = f["replaceDefaultCompositors"] {
         c.replaceDefaultCompositors = bool(v, key: "replaceDefaultCompositors")

@@ -28,6 +28,7 @@ enum Registry {
       .command(ListCommand.self),
       .command(ClientsCommand.self),
       .command(DoctorCommand.self),
+      .command(HistoryCommand.self),
       .group(ClipboardGroup.self),
       .group(PolicyGroup.self),
       .command(TestWindowCommand.self),

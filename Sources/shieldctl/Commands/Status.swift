@@ -241,7 +241,8 @@ struct StatusCommand: Command {
     let kind: String
     switch s.kind {
     case .request: kind = "capture requests"
-    case .known: kind = "known capturer"
+    case .known:
+      kind = s.learned == true ? "known capturer (known=learned: its program captured before)" : "known capturer"
     case .compositor: kind = "compositor"
     case .quarantine: kind = "quarantine of a new client"
     }

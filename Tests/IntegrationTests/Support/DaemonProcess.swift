@@ -58,8 +58,16 @@ final class DaemonProcess: @unchecked Sendable {
     let policyPath = directory + "/policy.json5"
     try policy.write(toFile: policyPath, atomically: true, encoding: .utf8)
     chmod(policyPath, 0o644)
+    // `capture.learn` off unless the test's policy turns it on (a later file wins): the
+    // test process itself is a program that captures (in-process GetImage) and connects
+    // again, and most tests count sessions of tools they run several times (LearnTests
+    // tests learning).
+    let learnOff = directory + "/learn-off.json5"
+    try "{version: 1, capture: {learn: false}}".write(toFile: learnOff, atomically: true, encoding: .utf8)
+    chmod(learnOff, 0o644)
     let process = try server.startBackground(
-      Shieldctl.path, ["watch", "--policy", policyPath, "--log-format", "json"] + extraArguments)
+      Shieldctl.path,
+      ["watch", "--policy", learnOff, "--policy", policyPath, "--log-format", "json"] + extraArguments)
     let d = DaemonProcess(server: server, process: process, policyPath: policyPath, directory: directory)
     if waitUntilReady {
       try await waitUntil("the daemon publishes its state", timeout: .seconds(10)) {

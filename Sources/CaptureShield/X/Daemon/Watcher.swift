@@ -101,6 +101,8 @@ struct DaemonSetup {
   let startedAt = Date().timeIntervalSince1970
   /// The loop's timing constants.
   let tuning = WatcherTuning()
+  /// The learned history's file (`capture.learn`; nil: no state directory).
+  let history: HistoryStore?
 }
 
 /// The loop's own bookkeeping: its poll descriptors, the signal pipe, batching, publishing
@@ -207,7 +209,11 @@ final class WatcherLoop {
 
   init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
     let x = try XConnection(display: options.display)
-    setup = DaemonSetup(log: log, policyPaths: policyPaths, display: options.display)
+    setup = DaemonSetup(
+      log: log, policyPaths: policyPaths, display: options.display,
+      history: CaptureHistory.path(environment: ProcessInfo.processInfo.environment).map {
+        HistoryStore(path: $0, log: log)
+      })
     x.errors = XErrorPolicy(log: log)
     let effects = XEffects(x: x, root: x.root)
     frames = FrameShields(connection: x)
@@ -294,6 +300,7 @@ final class WatcherLoop {
     // other displays neither (`Engine.isOwnProgram`, `Engine.launchOver`).
     engine.ownProgram = ProcessInfoReader.readLink("/proc/self/exe")
     engine.display = x.displayName
+    loadHistory()
     if policy.clipboard.enabled { startClipboardGuard(policy.clipboard) }  // copied-text guard hook
     if module == nil {
       do {

@@ -53,11 +53,13 @@ extension WatcherLoop {
     case .other(.notifyCapture(let active, let windows)):
       effects.notifyCapture(
         active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
+    case .other(.historyChanged): setup.history?.changed(engine.history, now: Clock.now())
     case .other(.shield), .other(.unshield), .other(.shieldAtOnce): break  // carried out above
     }
   }
 
   func publishIfDue() {
+    syncHistory()
     guard loop.stateDirty else { return }
     let now = Clock.now()
     guard now >= loop.lastPublish + tuning.publishInterval else { return }

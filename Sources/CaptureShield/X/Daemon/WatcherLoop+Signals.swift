@@ -13,6 +13,7 @@ extension WatcherLoop {
     channels.commands?.shutdown()
     detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
+    if let h = setup.history, h.dirty { h.save(engine.history, now: Clock.now()) }
     if engine.policy.failMode == .open {
       driver.removeAll()
       log.info("stopped; shields removed (failMode=open)")

@@ -1,0 +1,82 @@
+// Learning per program file (`capture.learn`, `CaptureHistory`): programs that captured
+// before are known from their next connection; programs seen starting often without
+// capturing skip `capture.quarantine`.
+
+extension Engine {
+  /// How a client counts: `Policy.classify`, and with `capture.learn` an ordinary client
+  /// whose program captured before counts as known (`known=learned`). Learning only ever
+  /// turns `ordinary` into `known`: an allowed client stays allowed, an unidentified one
+  /// has no program file.
+  public func classify(_ identity: ClientIdentity?) -> ClientClass {
+    let cls = policy.classify(identity)
+    return cls == .ordinary && isLearnedKnown(identity) ? .known : cls
+  }
+
+  /// Whether `identity`'s program made a capture request before and `capture.learn` is on.
+  public func isLearnedKnown(_ identity: ClientIdentity?) -> Bool {
+    guard policy.learn, let i = identity, i.isKnown else { return false }
+    return history.standing(i.programFile) == .captured
+  }
+
+  /// Whether `identity`'s program was seen starting `CaptureHistory.quietAfter` times and
+  /// never captured, with `capture.learn` on: its start skips the quarantine.
+  public func isLearnedQuiet(_ identity: ClientIdentity?) -> Bool {
+    guard policy.learn, let i = identity, i.isKnown else { return false }
+    return history.standing(i.programFile) == .quiet
+  }
+
+  /// Wall-clock seconds now (`wallBase` plus the engine's clock): when a program was seen.
+  var wallNow: Double { wallBase + Double(now.nanoseconds) / 1e9 }
+
+  /// A client of a known program file connected: one more start of it. Before the start
+  /// is counted, so a program's own start decides by what was learned until then.
+  mutating func learnStart(_ identity: ClientIdentity?, fx: inout [Effect]) {
+    guard policy.learn, let i = identity, i.isKnown, let file = i.programFile, let path = i.programPath else { return }
+    if history.noteStart(file, path: path, at: wallNow) { historyChanged(fx: &fx) }
+  }
+
+  /// A client that is not allowed made a capture request: its program captured.
+  mutating func learnCapture(_ identity: ClientIdentity?, fx: inout [Effect]) {
+    guard policy.learn, let i = identity, i.isKnown, let file = i.programFile, let path = i.programPath else { return }
+    let new = history.noteCapture(file, path: path, at: wallNow)
+    if new {
+      var f: [(String, AuditRecord.Value)] = [("program", .string(path))]
+      f += identityFields(identity)
+      fx.append(.audit(AuditRecord("learned", f)))
+    }
+    historyChanged(fx: &fx)
+  }
+
+  /// How long a session of a client known by learning lasts from its connection: long
+  /// enough to pre-empt a one-shot tool's first request, and not pinned while it stays
+  /// connected (a long-running program that captured once, a browser sharing a screen
+  /// once, would otherwise hide secure windows for as long as it runs). Its capture
+  /// requests start request sessions as any client's do.
+  public static let learnedKnownHold = PolicyDuration.seconds(5)
+
+  /// A known client's session: pinned while connected for a `capture.known` match, for
+  /// `learnedKnownHold` when known by learning.
+  mutating func startKnownSession(_ id: ClientID, fx: inout [Effect]) {
+    let identity = clients[id]?.identity
+    if policy.classify(identity) == .ordinary, isLearnedKnown(identity) {
+      startSession(
+        client: id, kind: .known, pinned: false, expires: now + Engine.learnedKnownHold, firstRequest: nil, fx: &fx)
+    } else {
+      startSession(client: id, kind: .known, pinned: true, firstRequest: nil, fx: &fx)
+    }
+  }
+
+  /// A client identified as a quiet program: the quarantine it got at its connection
+  /// (started before it was identified: `capture.quarantine` at ClientStarted) ends, as if
+  /// it had been identified at its connection.
+  mutating func endQuarantine(of id: ClientID, fx: inout [Effect]) {
+    for (sid, s) in sessions.sorted(by: { $0.key < $1.key })
+    where s.client == id && s.kind == .quarantine && !s.detached {
+      endSession(sid, fx: &fx, why: "quiet program (capture.learn)")
+    }
+  }
+
+  mutating func historyChanged(fx: inout [Effect]) {
+    if !fx.contains(.historyChanged) { fx.append(.historyChanged) }
+  }
+}

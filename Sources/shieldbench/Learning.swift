@@ -1,0 +1,194 @@
+// Row 10: learning per program (`capture.learn`, issue 29 point 1), learning off (today's
+// behaviour) and on, in one run, each daemon with a history of its own:
+// - first-shot leaks: each one-shot screenshot tool BENCH_LEARN_USES times in a row (default
+//   5; import, scrot, maim, xwd, gnome-screenshot (GTK), flameshot (Qt)) against a red secure window nobody else captures, waiting between uses until no
+//   session is live and the shield is down; a use leaks when its picture has a secret pixel.
+//   First use and later uses apart.
+// - darkened ms per ordinary program start: with `capture.quarantine: "300ms"` (on launch,
+//   the default), short X programs that never capture (xdpyinfo, xprop, xwininfo) started
+//   BENCH_LEARN_STARTS times each (default 8); the secure window's shield time per start,
+//   measured as row 9 does (the app's SubstructureNotify on its window), starts after the
+//   third (`CaptureHistory.quietAfter`) apart; and `xprop -spy` for 1 s (a client that
+//   stays connected longer than the quarantine), and xclock for 1 s. What the daemon learned
+//   of each program is printed (a program that made a capture request is not "ordinary").
+import CXCB
+import CaptureShield
+import Foundation
+import ShieldTestSupport
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@MainActor
+func runLearningBenchmark(
+  server: XvfbServer, scratch: String, shieldctl: String, uses: Int, starts: Int
+) async throws -> (figures: [String: Any], rows: [TableRow]) {
+  var table: [TableRow] = []
+  var result: [String: Any] = ["uses": uses, "starts": starts]
+  print(
+    "\n10. learning per program (capture.learn off = today, on), \(uses) uses per tool, \(starts) starts per program")
+  let probe = try XClient(display: server.display)
+  let app = try XClient(display: server.display)
+  let secure = app.appWindow(
+    x: 200, y: 150, width: 400, height: 300, color: 0xFF0000, title: "Bench secret", wmClass: "BenchSecret",
+    secure: true)
+  var mask = XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY.rawValue
+  xcb_change_window_attributes(app.conn, secure, XCB_CW_EVENT_MASK.rawValue, &mask)
+  app.sync()
+
+  // First-shot leaks.
+  let tools: [(name: String, executable: String, shot: (XvfbServer) async throws -> RGBImage)] = [
+    ("import", "import", { try await Capture.importRoot(on: $0) }),
+    ("scrot", "scrot", { try await Capture.scrot(on: $0) }),
+    ("maim", "maim", { try await Capture.maim(on: $0, hideCursor: true) }),
+    ("xwd", "xwd", { try await Capture.xwdRoot(on: $0) }),
+    ("gnome-screenshot", "gnome-screenshot", { try await Capture.gnomeScreenshot(on: $0) }),
+    ("flameshot", "flameshot", { try await Capture.flameshot(on: $0) }),
+  ]
+  var leaks: [String: Any] = [:]
+  var totals: [String: (first: Int, firstOf: Int, later: Int, laterOf: Int)] = [:]
+  for learn in [false, true] {
+    let mode = learn ? "on" : "off"
+    let policyPath = scratch + "/policy-learn-\(mode).json5"
+    try writePolicy("{ version: 1, capture: { linger: \"200ms\", learn: \(learn) } }\n", to: policyPath)
+    let daemon = try DaemonProcess(
+      shieldctl: shieldctl, display: server.display, policy: policyPath,
+      logPath: scratch + "/daemon-learn-\(mode).log", stateHome: scratch + "/state-learn-\(mode)")
+    defer { daemon.stop() }
+    try daemon.waitUntil(probe) { s in s.windows.contains { $0.id == secure && $0.secure } }
+    for tool in tools {
+      guard findExecutable(tool.executable, environment: server.environment) != nil else {
+        print("  \(tool.name): not installed, skipped")
+        continue
+      }
+      var leaked: [Int] = []
+      for _ in 0..<uses {
+        try daemon.waitUntil(probe, timeout: 20) { s in
+          s.sessions.isEmpty && s.windows.contains { $0.id == secure && !$0.shielded }
+        }
+        let image = try await tool.shot(server)
+        leaked.append(image.count(of: .red))
+      }
+      let first = leaked.first.map { $0 > 0 ? 1 : 0 } ?? 0
+      let later = leaked.dropFirst().filter { $0 > 0 }.count
+      var t = totals[mode] ?? (0, 0, 0, 0)
+      t = (t.first + first, t.firstOf + 1, t.later + later, t.laterOf + leaked.count - 1)
+      totals[mode] = t
+      let line = "first use \(first)/1 leaked, later uses \(later)/\(leaked.count - 1) leaked"
+      print(
+        "  learn \(mode): " + tool.name.padding(toLength: 8, withPad: " ", startingAt: 0) + line
+          + " (secret px \(leaked))")
+      leaks["\(tool.name)_learn_\(mode)"] = ["secret_pixels": leaked, "first_leaked": first, "later_leaked": later]
+    }
+  }
+  for mode in ["off", "on"] {
+    guard let t = totals[mode] else { continue }
+    let line = "first use \(t.first)/\(t.firstOf), later uses \(t.later)/\(t.laterOf) leaked"
+    table.append(
+      TableRow(
+        row: "11 learning", figure: "one-shot tools' leaks, learn \(mode)\(mode == "off" ? " (today)" : "")",
+        value: line, target: "-", met: nil))
+  }
+  result["leaks"] = leaks
+
+  // Darkened ms per ordinary program start, quarantine 300 ms.
+  var here = server.environment
+  here["DISPLAY"] = server.display
+  let programs: [(name: String, executable: String, arguments: [String])] = [
+    ("xdpyinfo", "xdpyinfo", []), ("xprop -root", "xprop", ["-root", "_NET_SUPPORTED"]),
+    ("xwininfo -root", "xwininfo", ["-root"]),
+    ("xprop -spy for 1 s", "timeout", ["1", "xprop", "-spy", "-root", "_NET_ACTIVE_WINDOW"]),
+    ("xclock for 1 s", "timeout", ["1", "xclock"]),
+  ]
+  var darkened: [String: Any] = [:]
+  let fd = xcb_get_file_descriptor(app.conn)
+  for learn in [false, true] {
+    let mode = learn ? "on" : "off"
+    let policyPath = scratch + "/policy-quarantine-learn-\(mode).json5"
+    try writePolicy(
+      "{ version: 1, capture: { linger: \"200ms\", quarantine: \"300ms\", learn: \(learn) } }\n", to: policyPath)
+    let daemon = try DaemonProcess(
+      shieldctl: shieldctl, display: server.display, policy: policyPath,
+      logPath: scratch + "/daemon-quarantine-learn-\(mode).log", stateHome: scratch + "/state-quarantine-\(mode)")
+    defer { daemon.stop() }
+    try daemon.waitUntil(probe) { s in s.windows.contains { $0.id == secure && $0.secure } }
+    sleepSeconds(5)  // the program scan (launches by program) runs in the background
+    var allLater: [Double] = []
+    for p in programs {
+      guard findExecutable(p.executable, environment: here) != nil else {
+        print("  \(p.name): not installed, skipped")
+        continue
+      }
+      var up: [Double] = []
+      for _ in 0..<starts {
+        _ = try? daemon.waitUntil(probe, timeout: 5) { s in s.windows.contains { $0.id == secure && !$0.shielded } }
+        sleepSeconds(0.4)
+        app.discardEvents()
+        up.append(try shieldTime(app, secure, fd: fd, executable: p.executable, arguments: p.arguments, here))
+      }
+      let ms = up.map { $0 * 1000 }
+      let later = Array(ms.dropFirst(CaptureHistory.quietAfter))
+      if !p.name.hasPrefix("xclock") { allLater += later }  // xclock: apart (see above)
+      let line = String(
+        format: "%.1f ms per start (starts 1-%d %.1f, starts %d-%d %.1f)", ms.reduce(0, +) / Double(ms.count),
+        CaptureHistory.quietAfter,
+        ms.prefix(CaptureHistory.quietAfter).reduce(0, +) / Double(CaptureHistory.quietAfter),
+        CaptureHistory.quietAfter + 1, ms.count, later.reduce(0, +) / Double(max(1, later.count)))
+      print("  learn \(mode): " + p.name.padding(toLength: 16, withPad: " ", startingAt: 0) + line)
+      darkened["\(p.name)_learn_\(mode)"] = ["ms_up": ms]
+    }
+    let stateHome = scratch + "/state-quarantine-\(mode)"
+    daemon.stop()  // saves the history
+    if learn, let h = try? HistoryFile.read(stateHome + "/captureshield/history.json") {
+      let seen = h.sorted.map { "\($0.path): \(h.standing($0.file).rawValue) (\($0.starts) starts)" }
+      print("  learned: " + seen.joined(separator: "; "))
+    }
+    let mean = allLater.reduce(0, +) / Double(max(1, allLater.count))
+    darkened["mean_after_quiet_learn_\(mode)"] = mean
+    table.append(
+      TableRow(
+        row: "11 learning",
+        figure: "darkened ms per ordinary start (quarantine 300 ms), learn \(mode)\(mode == "off" ? " (today)" : "")",
+        value: String(format: "%.1f ms (starts %d-%d of each program)", mean, CaptureHistory.quietAfter + 1, starts),
+        target: "-", met: nil))
+  }
+  result["darkened"] = darkened
+  return (result, table)
+}
+
+/// How long the shield over `window` was up from starting the program until 400 ms after
+/// it exited (seconds).
+@MainActor
+private func shieldTime(
+  _ app: XClient, _ window: xcb_window_t, fd: Int32, executable: String, arguments: [String],
+  _ environment: [String: String]
+) throws -> Double {
+  var up = 0.0
+  var upSince: Double? = nil
+  let t0 = monotonicNow()
+  let child = try ChildProcess(executable, arguments, environment: environment)
+  var exitedAt: Double? = nil
+  while true {
+    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    _ = poll(&p, 1, 1)
+    let now = monotonicNow()
+    while let ev = xcb_poll_for_event(app.conn) {
+      switch Int32(ev.pointee.response_type & 0x7f) {
+      case XCB_MAP_NOTIFY:
+        if upSince == nil { upSince = now }
+      case XCB_UNMAP_NOTIFY, XCB_DESTROY_NOTIFY:
+        if let s = upSince { up += now - s }
+        upSince = nil
+      default: break
+      }
+      free(ev)
+    }
+    if exitedAt == nil, child.poll() != nil { exitedAt = now }
+    if let e = exitedAt, now - e > 0.4 {
+      if let s = upSince { up += now - s }
+      return up
+    }
+    if now - t0 > 30 { throw BenchError("\(executable): did not settle within 30 s") }
+  }
+}
