@@ -75,6 +75,24 @@ private func knownSessions(_ e: Engine, _ c: ClientID) -> Int {
     #expect(!e.shieldsActive)
   }
 
+  /// Learning pre-empts a program's start: a connection of a process older than
+  /// `Engine.launchMatchAge` is an ordinary client (unknown age: pre-empted, the safe side).
+  @Test(arguments: [
+    (nil, true), (0.05, true), (Engine.launchMatchAge, true), (Engine.launchMatchAge + 0.01, false), (600, false),
+  ])
+  func onlyYoungProcessesArePreempted(_ age: Double?, _ known: Bool) {
+    var e = engine()
+    let a = ClientID(0x60_0000)
+    _ = e.handle(.clientConnected(a, identity(pid: 10, exe: "/usr/bin/chromium", file: file(7))), now: .seconds(1))
+    _ = e.handle(.captureRequest(a, CaptureRequest(kind: "GetImage", target: 0x100)), now: .seconds(1))
+    var later = identity(pid: 10, exe: "/usr/bin/chromium", file: file(7))
+    later.processAge = age
+    let b = ClientID(0x80_0000)
+    _ = e.handle(.clientConnected(b, later), now: .seconds(30))
+    #expect((knownSessions(e, b) == 1) == known)
+    #expect(e.isLearnedKnown(later) == known)
+  }
+
   @Test func replacedBinaryIsANewProgram() {
     var e = engine()
     let a = ClientID(0x60_0000)
@@ -227,5 +245,49 @@ private func knownSessions(_ e: Engine, _ c: ClientID) -> Int {
     let path = dir + "/p.json5"
     try source.write(toFile: path, atomically: true, encoding: .utf8)
     #expect(try PolicyLoader.load(paths: [path]).learn == expected)
+  }
+}
+
+/// The program file a real process is learned by (`ProcessInfoReader`): its executable, the
+/// script an interpreter runs, and none for an interpreter with no script file.
+@Suite struct ProgramFileTests {
+  private static func programFile(_ executable: String, _ arguments: [String]) throws -> CaptureHistory.ProgramFile? {
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: executable)
+    child.arguments = arguments
+    try child.run()
+    defer { child.terminate() }
+    // The exec is over once /proc/PID/exe is the program's and its arguments are set up (the
+    // kernel switches the executable before it writes the new arguments: an empty cmdline).
+    let proc = "/proc/\(child.processIdentifier)"
+    let deadline = Date().addingTimeInterval(5)
+    while Date() < deadline {
+      let exe = ProcessInfoReader.readLink(proc + "/exe") ?? ""
+      let execd = exe.hasSuffix("/sleep") || exe.contains("/python3")
+      if execd, !(ProcessInfoReader.readSmallFile(proc + "/cmdline") ?? []).isEmpty { break }
+      usleep(2_000)
+    }
+    return ProcessInfoReader.identity(pid: Int(child.processIdentifier)).programFile
+  }
+
+  private static func fileOf(_ path: String) throws -> CaptureHistory.ProgramFile {
+    var st = stat()
+    try #require(stat(path, &st) == 0, "stat \(path)")
+    return ProcessInfoReader.programFile(st)
+  }
+
+  @Test func executableScriptOrNone() throws {
+    #expect(try Self.programFile("/bin/sleep", ["5"]) == Self.fileOf("/bin/sleep"))
+    let python = "/usr/bin/python3"
+    try #require(FileManager.default.isExecutableFile(atPath: python), "python3 missing (scripts/install-deps.sh)")
+    let dir = try makeTemporaryDirectory(prefix: "captureshield-programfile")
+    defer { removeTree(dir) }
+    let script = dir + "/shot.py"
+    try "import time\ntime.sleep(5)\n".write(toFile: script, atomically: true, encoding: .utf8)
+    let scripted = try Self.programFile(python, [script])
+    let scriptFile = try Self.fileOf(script)
+    #expect(scripted == scriptFile, "\(String(describing: scripted)) vs \(scriptFile)")
+    // `python3 -c`: no program of its own (learning python3 would pre-empt every python program).
+    #expect(try Self.programFile(python, ["-c", "import time; time.sleep(5)"]) == nil)
   }
 }

@@ -26,7 +26,9 @@ enum ProcessInfoReader {
       if let script = id.script {
         var ss = stat()
         id.programFile = stat(script, &ss) == 0 ? programFile(ss) : nil
-      } else if exeStat {
+      } else if exeStat, id.exe.flatMap(InterpretedProgram.family(ofExecutable:)) == nil {
+        // An interpreter with no script file (`python3 -c ...`, a REPL) is no program of its
+        // own to learn: learning python3 would pre-empt every python program's start.
         id.programFile = programFile(st)
       }
     }

@@ -12,9 +12,13 @@ extension Engine {
     return cls == .ordinary && isLearnedKnown(identity) ? .known : cls
   }
 
-  /// Whether `identity`'s program made a capture request before and `capture.learn` is on.
+  /// Whether `identity`'s program made a capture request before, `capture.learn` is on, and
+  /// the process is young (at most `launchMatchAge` old when identified, or of unknown age):
+  /// learning pre-empts a tool's *start*. A long-running process that captured once (a
+  /// browser that shared a screen, a test runner reading back its own windows) connecting
+  /// again later is an ordinary client, not one that hides secure windows at each connection.
   public func isLearnedKnown(_ identity: ClientIdentity?) -> Bool {
-    guard policy.learn, let i = identity, i.isKnown else { return false }
+    guard policy.learn, let i = identity, i.isKnown, (i.processAge ?? 0) <= Engine.launchMatchAge else { return false }
     return history.standing(i.programFile) == .captured
   }
 
