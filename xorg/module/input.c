@@ -598,8 +598,7 @@ cs_xkb_sync_slow(Bool force)
         cs_xkb_timer = TimerSet(cs_xkb_timer, 0, CS_XKB_RECHECK_MS, cs_xkb_tick, NULL);
         cs_xkb_timer_on = cs_xkb_timer != NULL;
     }
-    /* the block handler follows (held ones are given back when the focus leaves) or
-     * goes (nothing held) */
+    /* the block handler sets or unsets the raw key handler to match */
     cs_input_want_block();
 }
 
@@ -822,8 +821,11 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
                 rec->status = BadAlloc;
         }
     }
-    if (rec->access_mode & DixSetFocusAccess)
+    if (rec->access_mode & DixSetFocusAccess) {
         cs_period++;            /* the focus may move: a new period for reports */
+        if (cs_nxkb)
+            cs_input_want_block();      /* held selections come back if it left */
+    }
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
         !cs_secure_count())
         return;
@@ -1155,18 +1157,21 @@ cs_devev_follow(void)
  * - cs_avail_armed: the replay hook, dropped once nothing is frozen (absent: it stays,
  *   each key event costs more);
  * - cs_xkb_dirty: an XKB request or a client gone since the last sync; cs_xkb_recheck:
- *   the trust re-check (the timer); cs_nxkb: held-back selections, given back when the
- *   focus leaves. Absent: the raw key handler (set while any selection can matter,
- *   cs_xkb_arm, by the dispatch hook itself before the XKB request runs) and the work
- *   proc queued by that request sync before any key reaches XKB, so no key event is
- *   sent to a client that may not read it; held selections come back at the next key.
+ *   the trust re-check (the timer, every CS_XKB_RECHECK_MS while a secure window has
+ *   the focus); a focus change requested while selections are held back. Absent: the
+ *   raw key handler (set while any selection can matter, cs_xkb_arm, by the dispatch
+ *   hook itself before the XKB request runs) and the work proc queued by that request
+ *   sync before any key reaches XKB, so no key event is sent to a client that may not
+ *   read it. Held selections are given back when the focus leaves: at the next key, the
+ *   next SetInputFocus or XKB request, or the timer's next tick (at most
+ *   CS_XKB_RECHECK_MS later; the client then gets one StateNotify with the state as it
+ *   is), not looked for at every wakeup.
  * - the raw key handler set or unset to match (cs_xkb_arm; absent: it stays set,
  *   each key pays a sync test).
  * So a missed arm costs time or delays a give-back, never lets a key through. The
  * registration is one flag and one entry; RemoveBlockAndWakeupHandlers from inside
  * the handler marks the entry deleted. */
 static Bool cs_block_on;        /* cs_input_block is registered */
-static Bool cs_block_work;      /* cs_input_want_block was called since its last run */
 static Bool cs_input_open;      /* between init and close */
 
 static void cs_input_block(void *data, void *timeout);
@@ -1177,7 +1182,7 @@ cs_input_block_due(void)
 {
     Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty || (cs_grab_seen && !cs_devev_sticky);
 
-    return cs_nhidden || cs_hier_pending || cs_avail_armed || cs_xkb_dirty || cs_nxkb ||
+    return cs_nhidden || cs_hier_pending || cs_avail_armed || cs_xkb_dirty ||
         cs_xkb_recheck || want != cs_mieq_armed ||
         (cs_xkb_keywin && !cs_xkb_timer_on);     /* no timer: look at every wakeup */
 }
@@ -1185,7 +1190,6 @@ cs_input_block_due(void)
 static void
 cs_input_want_block(void)
 {
-    cs_block_work = TRUE;
     if (cs_block_on || !cs_input_open)
         return;
     if (RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
@@ -1202,14 +1206,6 @@ cs_input_block(void *data, void *timeout)
 
     (void) data;
     (void) timeout;
-    /* The usual wakeup while selections are held back (a secure window has the focus):
-     * nothing new, the same tree and the kept focus answer still the one synced: the
-     * sync would find the same (some 150 instructions of it at every wakeup otherwise) */
-    if (!cs_block_work && !cs_avail_armed && cs_xkb_timer_on && cs_gen == cs_xkb_gen &&
-        cs_memo_holds(&cs_fmemo) &&
-        (cs_fmemo.secure && cs_fmemo.win ? cs_fmemo.win->drawable.id : 0) == cs_xkb_keywin)
-        return;
-    cs_block_work = FALSE;
     force = cs_xkb_recheck || (cs_xkb_keywin && !cs_xkb_timer_on);
     if (cs_nhidden)
         cs_restore_grabs();
@@ -1384,7 +1380,6 @@ cs_input_init(void)
     cs_xkb_timer = NULL;
     cs_xkb_timer_on = FALSE;
     cs_block_on = FALSE;
-    cs_block_work = TRUE;
     cs_input_open = FALSE;
     cs_xkb_work_queued = FALSE;
     cs_dispatch_armed = FALSE;
