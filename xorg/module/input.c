@@ -823,8 +823,8 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
     }
     if (rec->access_mode & DixSetFocusAccess) {
         cs_period++;            /* the focus may move: a new period for reports */
-        if (cs_nxkb)
-            cs_input_want_block();      /* held selections come back if it left */
+        if (cs_nxkb || cs_xkb_any)
+            cs_input_want_block();      /* selections held back or given back to match */
     }
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
         !cs_secure_count())
@@ -1158,14 +1158,19 @@ cs_devev_follow(void)
  *   each key event costs more);
  * - cs_xkb_dirty: an XKB request or a client gone since the last sync; cs_xkb_recheck:
  *   the trust re-check (the timer, every CS_XKB_RECHECK_MS while a secure window has
- *   the focus); a focus change requested while selections are held back. Absent: the
+ *   the focus); a focus change requested (SetInputFocus) while a selection exists. Absent: the
  *   raw key handler (set while any selection can matter, cs_xkb_arm, by the dispatch
  *   hook itself before the XKB request runs) and the work proc queued by that request
  *   sync before any key reaches XKB, so no key event is sent to a client that may not
  *   read it. Held selections are given back when the focus leaves: at the next key, the
  *   next SetInputFocus or XKB request, or the timer's next tick (at most
  *   CS_XKB_RECHECK_MS later; the client then gets one StateNotify with the state as it
- *   is), not looked for at every wakeup.
+ *   is), not looked for at every wakeup. Likewise a secure window that gets the focus
+ *   otherwise (the focus window unmapped, the pointer moved under PointerRoot focus, a
+ *   tag set on the focus window): the selections are held back at the next key event,
+ *   before XKB sees it (the block handler did so at the next wakeup before); what XKB
+ *   sends meanwhile from its own timers for a key pressed before (AccessX, repeat) is
+ *   not held back.
  * - the raw key handler set or unset to match (cs_xkb_arm; absent: it stays set,
  *   each key pays a sync test).
  * So a missed arm costs time or delays a give-back, never lets a key through. The
@@ -1217,7 +1222,7 @@ cs_input_block(void *data, void *timeout)
     if (cs_avail_armed && !cs_any_frozen())
         cs_avail_disarm();
     cs_xkb_recheck = FALSE;
-    if (cs_xkb_dirty || cs_nxkb || force)
+    if (cs_xkb_dirty || cs_nxkb || cs_xkb_any || force)
         cs_xkb_sync(force);
     cs_xkb_arm();
     if (!cs_input_block_due()) {
