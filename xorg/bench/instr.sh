@@ -32,9 +32,15 @@
 # the same server). Leaving them out makes the denominator smaller, so the module's share
 # looks larger, never smaller. "own" is the self cost of the module's functions per
 # request (libcaptureshield.so), deterministic. "total" (everything from zeroing to dump)
-# is printed next to it for reference; it is not deterministic. The last ops row gives
-# the wakeups left out on their own: WaitForSomething's cost per call over all runs,
-# the module's block and wakeup handlers in it ("own": their cost per wakeup).
+# is printed next to it for reference; it is not deterministic. The wakeups left out
+# above are then counted in full (wrow): round trips with the client pausing 2 ms after
+# each reply, so that each request wakes the server once; per wakeup, WaitForSomething's
+# inclusive cost (timers, BlockHandler and WakeupHandler with every handler, epoll,
+# flushing), idle (a request the module has no hook in), with a client holding an XKB
+# selection (as every GTK or Qt client does), and with that selection held back (another
+# client's secure window has the focus); and the round-trip rows again with every
+# wakeup counted ("full"). The last ops row: WaitForSomething's cost per call over the
+# rows before it, whose wakeups vary in number.
 #
 # Then the cost as an attack (totals): an untrusted client maps 2,000 shaped secure
 # windows of its own and loops "move one 1 px, read 1 pixel": the server's instructions
@@ -197,6 +203,7 @@ main(int argc, char **argv)
     uint32_t v = 0x00ff00;
     xcb_shm_seg_t seg = 0;
     int xtest;
+    long pause_us = getenv("CS_PAUSE_US") ? atol(getenv("CS_PAUSE_US")) : 0;
 
     c = xcb_connect(NULL, NULL);
     if (xcb_connection_has_error(c))
@@ -253,6 +260,25 @@ main(int argc, char **argv)
         sync_();
         xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, s, XCB_CURRENT_TIME);
         free(r);
+    }
+    if (!strncmp(op, "wakexkb", 7)) {
+        /* what every GTK or Qt client holds: an XKB selection of StateNotify (UseExtension,
+         * then SelectEvents on the core keyboard, all its details) */
+        int xkb = ext("XKEYBOARD");
+        struct { uint8_t major, minor; uint16_t len; uint16_t wmaj, wmin; } ue =
+            { (uint8_t) xkb, 0, 2, 1, 0 };
+        struct { uint8_t major, minor; uint16_t len; uint16_t dev, which, clear, all, amap, map; }
+            se = { (uint8_t) xkb, 1, 4, 0x100, 1 << 2, 0, 1 << 2, 0, 0 };
+        const char *f = getenv("CS_FOCUS");
+        if (xkb > 0) {
+            raw(&ue, sizeof(ue));
+            raw(&se, sizeof(se));
+        }
+        /* wakexkbsec: another client's secure window (the probe's) has the focus, so
+         * this (untrusted) client's selection is held back */
+        if (!strcmp(op, "wakexkbsec") && f)
+            xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, (xcb_window_t) strtoul(f, NULL, 0),
+                                XCB_CURRENT_TIME);
     }
     if (!strcmp(op, "xtestkeygrab"))    /* a window manager's shortcut: Super+F12 on the root */
         xcb_grab_key(c, 0, root, XCB_MOD_MASK_4, 96, XCB_GRAB_MODE_ASYNC, XCB_GRAB_MODE_ASYNC);
@@ -343,6 +369,8 @@ main(int argc, char **argv)
             xcb_unmap_window(c, pop);
         } else if (!strcmp(op, "noop"))
             xcb_no_operation(c);
+        else if (!strncmp(op, "wake", 4))  /* a round trip the module has no hook in */
+            free(xcb_get_atom_name_reply(c, xcb_get_atom_name(c, XCB_ATOM_PRIMARY), NULL));
         else if (!strcmp(op, "getprop"))
             free(xcb_get_property_reply(c, xcb_get_property(c, 0, a, XCB_ATOM_WM_NAME,
                                                             XCB_ATOM_STRING, 0, 10), NULL));
@@ -354,6 +382,8 @@ main(int argc, char **argv)
                     { 0 }, 0, 0, { 0 }, 0 };
             raw(&f, sizeof(f));         /* XTEST FakeInput: key press, then release */
         }
+        if (pause_us)                   /* CS_PAUSE_US: the server goes idle after each */
+            usleep(pause_us);
         if (i % 1000 == 999) {
             xcb_generic_event_t *ev;
 
@@ -429,7 +459,11 @@ counted() {
   exec 8>&-
   wait "$p" 2>/dev/null || true
   f=$(ls -t "$TMP"/cg."$s".* | head -1)
-  dispatched "$f" "$n" | tee -a "$TMP/wake.$s" | cut -d' ' -f1,2
+  if [ -n "${CNT_RAW:-}" ]; then         # wrow: the whole line, kept out of wake.$s
+    dispatched "$f" "$n"
+  else
+    dispatched "$f" "$n" | tee -a "$TMP/wake.$s" | cut -d' ' -f1,2
+  fi
   if [ "$s" = W ]; then own_ir "$f" "$n" >>"$TMP/own.$s"; fi
 }
 # dispatched DUMP N: "COUNTED TOTAL WFS NWFS MWFS": COUNTED and TOTAL instructions per
@@ -562,6 +596,43 @@ row "GetImage 1x1 of the root, 100 in flight" getimage1rootp 5000
 wake() {
   awk '{ w += $3; n += $4; m += $5 } END { if (n) printf "%.0f %d %.0f\n", w / n, n, m / n }' "$TMP/wake.$1"
 }
+# wrow LABEL OP N: the wakeups counted in full. The client waits 2 ms after each reply,
+# so the server goes idle and is woken by each request (wk/rq about 1). Per run: WaitForSomething's inclusive
+# cost per call (the server's wait: its timers, BlockHandler and WakeupHandler with every
+# handler in them, epoll, flushing), and "full": counted plus every WaitForSomething of
+# the run, per request (the module's handlers, in both, once). Without, with, without,
+# with; the means of two. wk/rq: WaitForSomething calls per request (with).
+wrow() {
+  local label=$1 op=$2 n=$(( $3 * SCALE )) a b c d
+  [ -z "$ROWS" ] || case " $ROWS " in *" $op "*) ;; *) return 0 ;; esac
+  a=$(CNT_RAW=1 counted N "$n" env CS_FOCUS="$FOCUS_N" CS_PAUSE_US=2000 "$TMP/w" "$op" "$n" wait)
+  b=$(CNT_RAW=1 counted W "$n" env CS_FOCUS="$FOCUS_W" CS_PAUSE_US=2000 "$TMP/w" "$op" "$n" wait)
+  c=$(CNT_RAW=1 counted N "$n" env CS_FOCUS="$FOCUS_N" CS_PAUSE_US=2000 "$TMP/w" "$op" "$n" wait)
+  d=$(CNT_RAW=1 counted W "$n" env CS_FOCUS="$FOCUS_W" CS_PAUSE_US=2000 "$TMP/w" "$op" "$n" wait)
+  echo "$a $b $c $d" | awk -v l="$label" -v n="$n" '
+    function wk(i) { return $(i + 2) / $(i + 3) }
+    function full(i) { return $i + ($(i + 2) - $(i + 4)) / n }
+    {
+      wo = (wk(1) + wk(11)) / 2; wi = (wk(6) + wk(16)) / 2
+      fo = (full(1) + full(11)) / 2; fi = (full(6) + full(16)) / 2
+      printf "%-40s %6s %5.2f %7.0f %7.0f %6.3f %9.0f %9.0f %6.3f %5.0f\n", l, n,
+        ($9 + $19) / 2 / n, wo, wi, wo / wi, fo, fi, fo / fi, ($10 + $20) / ($9 + $19)
+    }'
+}
+FOCUS_W=$(sed -n 's/.*S=\(0x[0-9a-f]*\).*/\1/p' "$TMP/victim$XDISPLAY_W" | head -1)
+FOCUS_N=$(sed -n 's/.*S=\(0x[0-9a-f]*\).*/\1/p' "$TMP/victim$XDISPLAY_N" | head -1)
+echo
+echo "# the wakeups counted in full (see wrow): wake: WaitForSomething's inclusive cost per"
+echo "# call; full: counted plus every wakeup, per request; mod: the module's block and"
+echo "# wakeup handlers per wakeup (with)"
+printf '%-40s %6s %5s %7s %7s %6s %9s %9s %6s %5s\n' operation N wk/rq wake.wo wake.wi ratio \
+  full.wo full.wi ratio mod
+wrow "GetAtomName round trip (idle wakeup)"   wake 2000
+wrow "the same, a client with an XKB selection" wakexkb 2000
+wrow "the same, its selection held (sec. focus)" wakexkbsec 2000
+wrow "GetImage 1x1 of the root, round trip" getimage1root 2000
+wrow "GetProperty (WM_NAME), round trip" getprop 2000
+echo
 if [ -s "$TMP/wake.N" ] && [ -s "$TMP/wake.W" ]; then
   read -r wwo nwo _ < <(wake N)
   read -r wwi nwi mwi < <(wake W)

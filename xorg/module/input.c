@@ -376,6 +376,13 @@ static Bool cs_xkb_any;         /* at the last sync: some record selects key-rev
  * was made); following the secure focus (another grab was made) */
 static Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
 static void cs_devev_follow(void);
+static unsigned long cs_xkb_gen;  /* cs_gen at the last sync */
+static Bool cs_xkb_recheck;     /* the trust of the selecting clients is due a re-check */
+static OsTimerPtr cs_xkb_timer; /* sets cs_xkb_recheck while a secure window has the focus */
+static Bool cs_xkb_timer_on;
+static void cs_input_want_block(void);
+/* as trust.c's CS_RECHECK_MS: how long a trusted client's identity check holds */
+#define CS_XKB_RECHECK_MS 1000
 
 static int
 cs_xkb_selects_keys(XkbInterestPtr in)
@@ -503,11 +510,28 @@ cs_xkb_any_selects(void)
     return FALSE;
 }
 
+/* while a secure window has the focus: the trust re-check (see the end of cs_xkb_sync_slow) */
+static CARD32
+cs_xkb_tick(OsTimerPtr timer, CARD32 now, void *arg)
+{
+    (void) timer;
+    (void) now;
+    (void) arg;
+    if (!cs_xkb_open || !cs_xkb_keywin) {
+        cs_xkb_timer_on = FALSE;
+        return 0;
+    }
+    cs_xkb_recheck = TRUE;
+    cs_input_want_block();
+    return CS_XKB_RECHECK_MS;
+}
+
 /* Brings the held-back selections up to date with the focus now. Each key pays only for
  * finding the focus (the delivery hook does the same): the selections are looked at when
  * the key window changed, after an XKB request (selections are made by requests only) or
- * a client left, and with `force` (the block handler: once per dispatch round, for trust
- * that changed meanwhile). */
+ * a client left, when the tree changed (cs_gen: owners and tags), and with `force`
+ * (the block handler, once per CS_XKB_RECHECK_MS while a secure window has the focus:
+ * for a trusted client whose trust lapsed meanwhile). */
 static void
 cs_xkb_sync_slow(Bool force)
 {
@@ -527,10 +551,13 @@ cs_xkb_sync_slow(Bool force)
     }
     secure = cs_focus_secure(&keywin);
     kid = secure && keywin ? keywin->drawable.id : 0;
-    if (!force && !cs_xkb_dirty && kid == cs_xkb_keywin)
+    /* the same key window in the same tree (owners, tags) and no XKB request: the same
+     * clients may read its keys, unless a trusted one's trust lapsed (force) */
+    if (!force && !cs_xkb_dirty && kid == cs_xkb_keywin && cs_gen == cs_xkb_gen)
         return;
     cs_xkb_dirty = FALSE;
     cs_xkb_keywin = kid;
+    cs_xkb_gen = cs_gen;
     for (i = cs_nxkb - 1; i >= 0; i--) {
         if (secure && !cs_key_reader_ok(cs_xkb[i].client, keywin)) {
             XkbInterestPtr in = cs_xkb_find(&cs_xkb[i]);
@@ -562,6 +589,17 @@ cs_xkb_sync_slow(Bool force)
         }
     /* selections given back select again; held ones count in cs_nxkb */
     cs_xkb_any = cs_xkb_any_selects();
+    /* A trusted client's trust lapses when its identity re-check fails, which happens
+     * when its trust is asked for (cs_key_reader_ok) and its last check is
+     * CS_XKB_RECHECK_MS old: while a secure window has the focus, the timer has the
+     * selections looked at that often (no wakeup pays for it). Without the timer, every
+     * wakeup looks (cs_input_block_due). */
+    if (kid && !cs_xkb_timer_on) {
+        cs_xkb_timer = TimerSet(cs_xkb_timer, 0, CS_XKB_RECHECK_MS, cs_xkb_tick, NULL);
+        cs_xkb_timer_on = cs_xkb_timer != NULL;
+    }
+    /* the block handler sets or unsets the raw key handler to match */
+    cs_input_want_block();
 }
 
 /* Called for every key event (twice: slave and master, each on its raw and device event):
@@ -639,6 +677,9 @@ cs_xkb_close(void)
     }
     cs_mieq_armed = FALSE;
     cs_xkb_open = FALSE;
+    TimerFree(cs_xkb_timer);
+    cs_xkb_timer = NULL;
+    cs_xkb_timer_on = FALSE;
     while (cs_nxkb)
         cs_xkb_give_back(cs_nxkb - 1);
 }
@@ -757,6 +798,7 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
                              DixUseAccess)) {
         cs_devgen++;
         cs_hier_pending = TRUE;
+        cs_input_want_block();
     }
     /* every grab, active or passive, of any kind, is made after this check
      * (AddPassiveGrabToList, GrabDevice), with DixFreezeAccess when it can freeze a
@@ -765,8 +807,10 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
      * (cs_devev_follow). A grab that cannot be followed is not made. */
     if (rec->access_mode & DixGrabAccess) {
         if (rec->access_mode & DixFreezeAccess) {
-            if (cs_devev_arm())
+            if (cs_devev_arm()) {
                 cs_devev_sticky = TRUE;
+                cs_input_want_block();  /* the raw key handler may go */
+            }
             else if (rec->status == Success)
                 rec->status = BadAlloc;
         } else if (!cs_grab_seen) {
@@ -777,8 +821,11 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
                 rec->status = BadAlloc;
         }
     }
-    if (rec->access_mode & DixSetFocusAccess)
+    if (rec->access_mode & DixSetFocusAccess) {
         cs_period++;            /* the focus may move: a new period for reports */
+        if (cs_nxkb || cs_xkb_any)
+            cs_input_want_block();      /* selections held back or given back to match */
+    }
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
         !cs_secure_count())
         return;
@@ -937,6 +984,7 @@ cs_hide_grabs_on(WindowPtr win, WindowPtr secure, WindowPtr keywin)
         cs_hidden[cs_nhidden].wid = win->drawable.id;
         cs_hidden[cs_nhidden].type = g->type;
         cs_nhidden++;
+        cs_input_want_block();
         g->type = 0;
         cs_input_report(owner, secure->drawable.id);
     }
@@ -1040,9 +1088,10 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
         /* its processInputProc is EnqueueEvent (FreezeThaw): the press is queued, to be
          * replayed later without this callback */
         if (!cs_avail_armed) {
-            if (AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL))
+            if (AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL)) {
                 cs_avail_armed = TRUE;
-            else
+                cs_input_want_block();
+            } else
                 LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key hook for "
                                "replayed key events\n");
         }
@@ -1098,17 +1147,71 @@ cs_devev_follow(void)
         DeleteCallbackList(l);
 }
 
+/* The block handler is registered only while it has work (cs_input_want_block, called
+ * wherever work appears), and removes itself once none is left: a wakeup with nothing
+ * to do costs the server nothing here. Its work, and what its absence would mean:
+ * - cs_nhidden: hidden passive grabs, put back (every request and key event puts them
+ *   back first as well, through the dispatch hooks);
+ * - cs_hier_pending: the request that changed devices is over, answers may be kept
+ *   again (absent: none is kept, every key finds the focus again);
+ * - cs_avail_armed: the replay hook, dropped once nothing is frozen (absent: it stays,
+ *   each key event costs more);
+ * - cs_xkb_dirty: an XKB request or a client gone since the last sync; cs_xkb_recheck:
+ *   the trust re-check (the timer, every CS_XKB_RECHECK_MS while a secure window has
+ *   the focus); a focus change requested (SetInputFocus) while a selection exists. Absent: the
+ *   raw key handler (set while any selection can matter, cs_xkb_arm, by the dispatch
+ *   hook itself before the XKB request runs) and the work proc queued by that request
+ *   sync before any key reaches XKB, so no key event is sent to a client that may not
+ *   read it. Held selections are given back when the focus leaves: at the next key, the
+ *   next SetInputFocus or XKB request, or the timer's next tick (at most
+ *   CS_XKB_RECHECK_MS later; the client then gets one StateNotify with the state as it
+ *   is), not looked for at every wakeup. Likewise a secure window that gets the focus
+ *   otherwise (the focus window unmapped, the pointer moved under PointerRoot focus, a
+ *   tag set on the focus window): the selections are held back at the next key event,
+ *   before XKB sees it (the block handler did so at the next wakeup before); what XKB
+ *   sends meanwhile from its own timers for a key pressed before (AccessX, repeat) is
+ *   not held back.
+ * - the raw key handler set or unset to match (cs_xkb_arm; absent: it stays set,
+ *   each key pays a sync test).
+ * So a missed arm costs time or delays a give-back, never lets a key through. The
+ * registration is one flag and one entry; RemoveBlockAndWakeupHandlers from inside
+ * the handler marks the entry deleted. */
+static Bool cs_block_on;        /* cs_input_block is registered */
+static Bool cs_input_open;      /* between init and close */
+
+static void cs_input_block(void *data, void *timeout);
+static void cs_input_wakeup(void *data, int result);
+
+static inline Bool
+cs_input_block_due(void)
+{
+    Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty || (cs_grab_seen && !cs_devev_sticky);
+
+    return cs_nhidden || cs_hier_pending || cs_avail_armed || cs_xkb_dirty ||
+        cs_xkb_recheck || want != cs_mieq_armed ||
+        (cs_xkb_keywin && !cs_xkb_timer_on);     /* no timer: look at every wakeup */
+}
+
+static void
+cs_input_want_block(void)
+{
+    if (cs_block_on || !cs_input_open)
+        return;
+    if (RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
+        cs_block_on = TRUE;
+    else
+        LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot register the input block "
+                       "handler\n");
+}
+
 static void
 cs_input_block(void *data, void *timeout)
 {
+    Bool force;
+
     (void) data;
     (void) timeout;
-    /* the usual wakeup: nothing hidden, pending or held back, no key-revealing selection,
-     * no grab seen and the raw key handler unset; what follows would do nothing (one test
-     * here instead of some 30 instructions at every wakeup of the server) */
-    if (!(cs_nhidden | cs_hier_pending | cs_avail_armed | cs_nxkb | cs_xkb_any | cs_xkb_dirty |
-          cs_grab_seen | cs_mieq_armed))
-        return;
+    force = cs_xkb_recheck || (cs_xkb_keywin && !cs_xkb_timer_on);
     if (cs_nhidden)
         cs_restore_grabs();
     if (cs_hier_pending) {              /* the request that changed devices is over */
@@ -1118,10 +1221,17 @@ cs_input_block(void *data, void *timeout)
     /* nothing frozen: no key event is queued for a replay */
     if (cs_avail_armed && !cs_any_frozen())
         cs_avail_disarm();
-    cs_xkb_sync(TRUE);
+    cs_xkb_recheck = FALSE;
+    if (cs_xkb_dirty || cs_nxkb || cs_xkb_any || force)
+        cs_xkb_sync(force);
     cs_xkb_arm();
+    if (!cs_input_block_due()) {
+        RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+        cs_block_on = FALSE;
+    }
 }
 
+/* the server calls every wakeup handler it has (no NULL): an empty one */
 static void
 cs_input_wakeup(void *data, int result)
 {
@@ -1139,6 +1249,7 @@ cs_input_client_cb(CallbackListPtr *list, void *data, void *call)
     if (ci && ci->client && ci->client->clientState == ClientStateGone) {
         cs_xkb_forget(ci->client);
         cs_xkb_dirty = TRUE;
+        cs_input_want_block();
     }
     if (cs_nhidden)
         cs_restore_grabs();
@@ -1173,6 +1284,7 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
         if (ext->base == XkbReqCode || ext == cs_ext) {
             cs_xkb_dirty = TRUE;
             cs_xkb_arm();
+            cs_input_want_block();
             if (!cs_xkb_work_queued && cs_secure_count() &&
                 QueueWorkProc(cs_xkb_work, serverClient, NULL))
                 cs_xkb_work_queued = TRUE;
@@ -1244,7 +1356,10 @@ cs_input_send_check(XaceSendAccessRec *rec)
 static void
 cs_input_close(void)
 {
-    RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+    if (cs_block_on)
+        RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
+    cs_block_on = FALSE;
+    cs_input_open = FALSE;
     cs_avail_disarm();
     if (cs_dispatch_armed)
         DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL);
@@ -1265,6 +1380,12 @@ cs_input_init(void)
     cs_xkb_dirty = TRUE;
     cs_xkb_any = FALSE;
     cs_xkb_open = TRUE;
+    cs_xkb_gen = 0;
+    cs_xkb_recheck = FALSE;
+    cs_xkb_timer = NULL;
+    cs_xkb_timer_on = FALSE;
+    cs_block_on = FALSE;
+    cs_input_open = FALSE;
     cs_xkb_work_queued = FALSE;
     cs_dispatch_armed = FALSE;
     cs_avail_armed = FALSE;
@@ -1293,10 +1414,15 @@ cs_input_init(void)
     if (!cs_add_callback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_receive_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_device_hook, NULL) ||
         !cs_add_callback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) ||
-        !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL) ||
-        !RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
+        !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL))
         return FALSE;
-    /* the block handler goes at close down (the server drops it at a reset too, but a
-     * failed init must leave nothing) and the on-demand dispatch hook with it */
+    /* the first sync (cs_xkb_dirty) and the raw key handler once the server runs
+     * (mieqInit clears the handlers after this): the block handler from the start. It
+     * goes at close down (the server drops it at a reset too, but a failed init must
+     * leave nothing) and the on-demand hooks with it. */
+    if (!RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
+        return FALSE;
+    cs_block_on = TRUE;
+    cs_input_open = TRUE;
     return cs_on_close(cs_input_close);
 }
