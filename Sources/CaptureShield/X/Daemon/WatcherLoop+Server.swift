@@ -44,7 +44,7 @@ extension WatcherLoop {
     guard let module else { return }
     let needed = server.enforcement.originsNeeded(engine: engine)
     if !needed.isEmpty {
-      let standing = clientStandings(module: module)
+      let standing = clientStandings()
       for pid in needed {
         server.enforcement.learned(ProcessInfoReader.origin(pid: pid) { standing[$0] ?? .notAClient })
       }
@@ -59,7 +59,7 @@ extension WatcherLoop {
   /// owner of `WM_Sn`), or an ordinary untrusted client. Round trips: one X-Resource
   /// query, one GetSelectionOwner, one GetClientTrust per client; only when a compositor
   /// process is new.
-  func clientStandings(module: ServerModule) -> [Int: CompositorOrigin.Standing] {
+  func clientStandings() -> [Int: CompositorOrigin.Standing] {
     let wmOwner = x.selectionOwner(x.atom("WM_S" + String(x.screenNumber)))
     let wm = wmOwner == 0 ? nil : x.clientBase(of: wmOwner)
     var out: [Int: CompositorOrigin.Standing] = [:]
