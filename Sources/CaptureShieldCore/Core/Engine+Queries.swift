@@ -84,4 +84,11 @@ extension Engine {
   public static func sendsCaptureChanged(_ w: WindowState) -> Bool {
     w.reason.isSecure && w.info.notices.contains(.captureChanged)
   }
+
+  /// Whether some window the engine knows is secure (own reads matter then).
+  public var hasSecureWindow: Bool { windows.values.contains { $0.reason.isSecure } }
+
+  /// Whether `c` is neither connected as far as the engine knows nor gone already: a client
+  /// that connected before the daemon started or whose ClientStarted was missed.
+  public func isUnheardOf(_ c: ClientID) -> Bool { clients[c] == nil && !departed.contains(c) }
 }

@@ -211,11 +211,11 @@ extension WatcherLoop: CaptureHost {
     engine.windows[w]?.reason.isSecure ?? (tracker.isPending(w) || driver.isShield(w))
   }
 
-  var hasSecureWindow: Bool { engine.windows.values.contains { $0.reason.isSecure } }
+  var hasSecureWindow: Bool { engine.hasSecureWindow }
   var sessionsLive: Bool { !engine.sessions.isEmpty }
   var quarantines: Bool { engine.policy.quarantine != nil }
 
-  func unknownClient(_ c: ClientID) -> Bool { engine.clients[c] == nil && !engine.departed.contains(c) }
+  func unknownClient(_ c: ClientID) -> Bool { engine.isUnheardOf(c) }
 
   func countsAsCapture(_ c: ClientID, _ req: CaptureRequest, catalog: ResolvedCaptureCatalog) -> Bool {
     engine.countsAsCapture(
