@@ -79,9 +79,13 @@ demo:
 	@scripts/install-deps.sh xorg && $(MAKE) xorg-module || echo "demo: no Xorg module (its part will be skipped)"
 	@scripts/demo.sh
 
+## The benchmarks (docs/performance.md): shieldbench's rows 1-11, then the module's own
+## (x11perf, instruction counts). Exits non-zero when a row fails (did not run, or its check
+## failed); a target a row misses is printed as NO beside its figure.
 bench:
 	@scripts/install-deps.sh bench
 	$(RELEASE_BUILD)
+	@$(MAKE) xorg-module
 	.build/release/shieldbench
 	@$(MAKE) xorg-bench
 

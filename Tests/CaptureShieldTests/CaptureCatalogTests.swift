@@ -656,6 +656,33 @@ struct CaptureCatalogTests {
     #expect(ResolvedCaptureCatalog.drawableChange(request, bigEndian: bigEndian) == expected)
   }
 
+  @Test(
+    "drawableChange(recorded:): NameWindowPixmap's pixmap is a pixmap, core changes as before, nil without Composite",
+    arguments: [
+      (
+        RequestBytes(142, 6, words: 3).with {
+          $0.put32(4, 0x0080_0001)
+          $0.put32(8, 0x0040_000a)
+        }, false, true, Optional(DrawableChange.createdPixmap(0x0040_000a))
+      ),
+      (
+        RequestBytes(142, 6, words: 3, bigEndian: true).with {
+          $0.put32(4, 0x0080_0001)
+          $0.put32(8, 0x0040_000a)
+        }, true, true, .createdPixmap(0x0040_000a)
+      ),
+      (RequestBytes(53, 24, words: 4).with { $0.put32(4, 0x0040_0008) }, false, true, .createdPixmap(0x0040_0008)),
+      // Composite RedirectWindow names no pixmap
+      (RequestBytes(142, 1, words: 3).with { $0.put32(4, 0x0080_0001) }, false, true, nil),
+      // major 142 is not Composite on this server
+      (RequestBytes(142, 6, words: 3).with { $0.put32(8, 0x0040_000a) }, false, false, nil),
+      (Array(RequestBytes(142, 6, words: 3).bytes.prefix(10)), false, true, nil),  // short
+    ])
+  func drawableChangeRecorded(request: [UInt8], bigEndian: Bool, composite: Bool, expected: DrawableChange?) {
+    let catalog = composite ? Fixture.resolved : CaptureCatalog.standard.resolved(extensions: ["MIT-SHM": 130])
+    #expect(catalog.drawableChange(recorded: request, bigEndian: bigEndian) == expected)
+  }
+
   @Test("sessions: pixel reads and manual redirection start one, indicators do not")
   func sessions() {
     let c = CaptureCatalog.standard

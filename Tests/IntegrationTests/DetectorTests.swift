@@ -318,6 +318,60 @@ struct DetectorTests {
     await server.stop()
   }
 
+  /// NameWindowPixmap names a pixmap holding another client's window (the naming is the
+  /// capture); a GetImage of that pixmap reads a pixmap, not an own window. The detector
+  /// hands the read out as an own read whose pixmap is known as a pixmap from the recorded
+  /// NameWindowPixmap, so the verdict needs no lookup (which, after a FreePixmap, answered
+  /// "gone" and counted the read again as "GetImage(own window)"). Control: a GetImage of an
+  /// own window, known as a window from its recorded CreateWindow.
+  @Test("the pixmap NameWindowPixmap names is known as a pixmap; an own window as a window")
+  func namedPixmap() async throws {
+    let server = try await XvfbServer.start()
+    let detector = try CaptureDetector(display: server.display)
+    detector.watchesOwnWindows = true
+    let victim = try server.connect()
+    let window = victim.generateID()
+    xcb_create_window(
+      victim.raw, 0, window, victim.root, 10, 10, 50, 50, 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), 0, 0, nil)
+    xcb_map_window(victim.raw, window)
+    try victim.sync()
+    let attacker = try server.connect()  // after the detector started: its every request is seen
+    if let r = xcb_composite_query_version_reply(attacker.raw, xcb_composite_query_version(attacker.raw, 0, 4), nil) {
+      free(r)
+    }
+    xcb_composite_redirect_window(attacker.raw, window, UInt8(XCB_COMPOSITE_REDIRECT_AUTOMATIC.rawValue))
+    let pixmap = attacker.generateID()
+    try attacker.check(xcb_composite_name_window_pixmap_checked(attacker.raw, window, pixmap), "NameWindowPixmap")
+    let own = attacker.generateID()
+    xcb_create_window(
+      attacker.raw, 0, own, attacker.root, 10, 10, 50, 50, 0, UInt16(XCB_WINDOW_CLASS_INPUT_OUTPUT.rawValue), 0, 0,
+      nil)
+    xcb_map_window(attacker.raw, own)
+    _ = try attacker.getImage(of: pixmap)
+    _ = try attacker.getImage(of: own)
+    try attacker.check(xcb_free_pixmap_checked(attacker.raw, pixmap), "FreePixmap")
+    attacker.disconnect()
+    let attackerID = ClientID(own & ~detector.resourceMask)
+    let seen = await collect(detector, timeout: .seconds(10)) { seen in
+      seen.contains { if case .clientDied(attackerID) = $0.event { return true } else { return false } }
+    }
+    var requests: [String] = []
+    var ownReads: [UInt32: DrawableFact?] = [:]
+    for s in seen {
+      switch s.event {
+      case .request(attackerID, let r): requests.append(r.kind)
+      case .ownRead(attackerID, let read, let known): ownReads[read.source] = known[read.source]
+      default: break
+      }
+    }
+    print("[detector] named pixmap: requests \(requests); own reads \(ownReads)")
+    #expect(requests.contains("Composite NameWindowPixmap"))
+    #expect(ownReads[pixmap] == .some(.pixmap), "the named pixmap: \(String(describing: ownReads[pixmap]))")
+    #expect(ownReads[own] == .some(.window(nil)), "the own window: \(String(describing: ownReads[own]))")
+    #expect(!detector.hasError)
+    await server.stop()
+  }
+
   @Test("a server without RECORD: init fails clearly")
   func missingRecord() async throws {
     let server = try await XvfbServer.start(extraArguments: ["-extension", "RECORD"])

@@ -75,6 +75,19 @@ struct SessionEndTests {
       return started > 0 && started == ended
     }
     try await daemon.waitShielded(window.id, false)
+    // What the audit names: the naming of the window's pixmap is the capture, and reading the
+    // named pixmap back is no read of an own window; a read of an own window over the secure
+    // window is one.
+    let requests = (daemon.auditEvents("capture-request") + daemon.auditEvents("session-start"))
+      .filter { $0["client"] as? String == client }.compactMap { $0["request"] as? String }
+    print("\(tool.rawValue): audited \(requests)")
+    switch tool {
+    case .namedPixmap:
+      #expect(requests.contains("Composite NameWindowPixmap"))
+      #expect(!requests.contains { $0.hasSuffix("(own window)") })
+    case .ownOverlay:
+      #expect(requests.contains("GetImage(own window)"))
+    }
     #expect(secret > 0, "the attack read the window (the daemon was stopped)")
     #expect(!daemon.isShielded(window.id))
     await daemon.stop()

@@ -367,7 +367,7 @@ public final class CaptureDetector {
       let data = UnsafeRawBufferPointer(rebasing: bytes[rep.data])
       let consumed = RecordedReply.forEachRequest(in: data, bigEndian: big) { request in
         requestsRecorded += 1
-        if let change = ResolvedCaptureCatalog.drawableChange(request, bigEndian: big) {
+        if let change = catalog.drawableChange(recorded: request, bigEndian: big) {
           // (CreateWindow's background pixmap is classified below all the same.)
           drawableKinds.apply(change)
         }

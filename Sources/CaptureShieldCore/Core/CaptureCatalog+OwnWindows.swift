@@ -177,4 +177,21 @@ extension ResolvedCaptureCatalog {
   public static func drawableChange(_ request: [UInt8], bigEndian: Bool = false) -> DrawableChange? {
     request.withUnsafeBytes { drawableChange($0, bigEndian: bigEndian) }
   }
+
+  /// `drawableChange`, plus the pixmaps this catalog's requests name (`namesPixmapAt`:
+  /// Composite NameWindowPixmap), which the detector records as capture requests anyway.
+  /// A named pixmap counts as `createdPixmap`: a GetImage of it afterwards reads a pixmap,
+  /// not an own window (the naming was reported already).
+  public func drawableChange(recorded request: UnsafeRawBufferPointer, bigEndian: Bool = false) -> DrawableChange? {
+    if let change = Self.drawableChange(request, bigEndian: bigEndian) { return change }
+    guard let r = RequestReader(request, bigEndian: bigEndian), r.major >= 128,
+      let candidates = table[UInt16(r.major) << 8 | UInt16(r.minorOrData)],
+      let offset = candidates.lazy.compactMap(\.namesPixmapAt).first, let pixmap = r.u32(offset)
+    else { return nil }
+    return .createdPixmap(pixmap)
+  }
+
+  public func drawableChange(recorded request: [UInt8], bigEndian: Bool = false) -> DrawableChange? {
+    request.withUnsafeBytes { drawableChange(recorded: $0, bigEndian: bigEndian) }
+  }
 }

@@ -99,7 +99,7 @@ extension CaptureCatalog {
       reason: "as RedirectSubwindows(Automatic), for one window (OBS window capture)"),
     .init(
       .extension("Composite", minor: 6), "NameWindowPixmap", kind: "Composite NameWindowPixmap", role: .readsPixels,
-      targets: [.field(offset: 4, name: "window")],
+      targets: [.field(offset: 4, name: "window")], namesPixmapAt: 8,
       reason: "names the redirected window's off-screen pixmap: an own pixmap holding the window's pixels"),
     .init(
       .extension("Composite", minor: 7), "GetOverlayWindow", kind: "Composite GetOverlayWindow", role: .indicator,

@@ -119,6 +119,10 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
   /// new parent: into a window of its own the client can read it; to the root, as a window
   /// manager does at its exit, nothing becomes readable).
   public var ownWindowAt: Int?
+  /// Where the request names a new pixmap of the client's own (Composite NameWindowPixmap's
+  /// `pixmap`): a later read of that pixmap is not a read of an own window (`DrawableKinds`);
+  /// the naming itself is the capture.
+  public var namesPixmapAt: Int?
   /// Why it counts, one line.
   public var reason: String
 
@@ -126,9 +130,10 @@ public struct CaptureCatalogEntry: Sendable, Hashable {
     _ opcode: Opcode, _ requestName: String, kind: String, role: CaptureRole, startsSession: Bool? = nil,
     targets: [TargetSource] = [], condition: ByteCondition? = nil, canBypassShield: Bool = false,
     frequent: Bool = false, readsOwnWindows: Bool = false, destination: TargetSource? = nil,
-    secureTargetsOnly: Bool = false, ownWindowAt: Int? = nil, reason: String
+    secureTargetsOnly: Bool = false, ownWindowAt: Int? = nil, namesPixmapAt: Int? = nil, reason: String
   ) {
     self.ownWindowAt = ownWindowAt
+    self.namesPixmapAt = namesPixmapAt
     self.opcode = opcode
     self.requestName = requestName
     self.kind = kind

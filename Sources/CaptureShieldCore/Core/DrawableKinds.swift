@@ -6,8 +6,9 @@
 // a capture session for nothing.
 //
 // So the recorded requests keep these facts: CreateWindow (opcode 1) makes an id a window,
-// DestroyWindow (4) forgets it, CreatePixmap (53) makes an id a pixmap, FreePixmap (54)
-// forgets it. Only records can be trusted
+// DestroyWindow (4) forgets it, CreatePixmap (53) and Composite NameWindowPixmap make an id
+// a pixmap (the naming is itself a capture request; reading the named pixmap back is not a
+// read of an own window), FreePixmap (54) forgets it. Only records can be trusted
 // this way when every request of the client was seen: a CreatePixmap that names an existing
 // window's id fails (BadIDChoice) but is recorded all the same, so a window created before
 // the recording began would be taken for a pixmap. Creations therefore count only for
