@@ -74,6 +74,7 @@ format:
 ## private Xvfb that writes screenshots and a report to ./demo-out.
 demo:
 	@scripts/install-deps.sh demo
+	@scripts/safe-build-dir.sh
 	$(RELEASE_BUILD)
 	@# server enforcement too where a headless Xorg can run (the demo says so when it cannot)
 	@scripts/install-deps.sh xorg && $(MAKE) xorg-module || echo "demo: no Xorg module (its part will be skipped)"
@@ -84,6 +85,7 @@ demo:
 ## failed); a target a row misses is printed as NO beside its figure.
 bench:
 	@scripts/install-deps.sh bench
+	@scripts/safe-build-dir.sh
 	$(RELEASE_BUILD)
 	@$(MAKE) xorg-module
 	.build/release/shieldbench

@@ -72,41 +72,14 @@ func runLaunchFlickerBenchmark(
       _ = try? daemon.waitUntil(probe, timeout: 5) { s in s.windows.contains { $0.id == secure && !$0.shielded } }
       sleepSeconds(0.4)
       app.discardEvents()
-      var up = 0.0
-      // A shield already up (another process's launch) counts from now.
-      var upSince: Double? = nil
-      let t0 = monotonicNow()
-      if shieldMapped(app, secure) { upSince = t0 }
-      let child = try ChildProcess(kind.executable, kind.arguments, environment: kind.environment)
-      var exitedAt: Double? = nil
-      while true {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        _ = poll(&p, 1, 1)
-        let now = monotonicNow()
-        while let ev = xcb_poll_for_event(app.conn) {
-          switch Int32(ev.pointee.response_type & 0x7f) {
-          case XCB_MAP_NOTIFY:
-            maps += 1
-            if upSince == nil { upSince = now }
-          case XCB_UNMAP_NOTIFY, XCB_DESTROY_NOTIFY:
-            if Int32(ev.pointee.response_type & 0x7f) == XCB_UNMAP_NOTIFY { unmaps += 1 }
-            if let s = upSince { up += now - s }
-            upSince = nil
-          default: break
-          }
-          free(ev)
-        }
-        if exitedAt == nil, child.poll() != nil { exitedAt = now }
-        // Done: the process has been gone for longer than a quarantine (a shield still up then
-        // counts until now).
-        if let e = exitedAt, now - e > 0.4 {
-          if let s = upSince { up += now - s }
-          break
-        }
-        if now - t0 > 30 { throw BenchError("\(kind.name): did not settle within 30 s") }
-      }
-      upSeconds.append(up)
-      runSeconds.append((exitedAt ?? t0) - t0)
+      // A shield already up (another process's launch) counts from the start.
+      let t = try ShieldTime.measure(
+        app, secure, fd: fd, executable: kind.executable, arguments: kind.arguments, environment: kind.environment,
+        upAtStart: shieldMapped(app, secure), name: kind.name)
+      maps += t.maps
+      unmaps += t.unmaps
+      upSeconds.append(t.up)
+      runSeconds.append(t.ran)
     }
     let meanUp = upSeconds.reduce(0, +) / Double(max(1, upSeconds.count)) * 1000
     let maxUp = (upSeconds.max() ?? 0) * 1000

@@ -1,4 +1,4 @@
-// Row 10: learning per program (`capture.learn`, issue 29 point 1), learning off (today's
+// Row 11: learning per program (`capture.learn`, issue 29 point 1), learning off (today's
 // behaviour) and on, in one run, each daemon with a history of its own:
 // - first-shot leaks: each one-shot screenshot tool BENCH_LEARN_USES times in a row (default
 //   5; import, scrot, maim, xwd, gnome-screenshot (GTK), flameshot (Qt)) against a red secure window nobody else captures, waiting between uses until no
@@ -27,7 +27,7 @@ func runLearningBenchmark(
   var table: [TableRow] = []
   var result: [String: Any] = ["uses": uses, "starts": starts]
   print(
-    "\n10. learning per program (capture.learn off = today, on), \(uses) uses per tool, \(starts) starts per program")
+    "\n11. learning per program (capture.learn off = today, on), \(uses) uses per tool, \(starts) starts per program")
   let probe = try XClient(display: server.display)
   let app = try XClient(display: server.display)
   let secure = app.appWindow(
@@ -125,7 +125,10 @@ func runLearningBenchmark(
         _ = try? daemon.waitUntil(probe, timeout: 5) { s in s.windows.contains { $0.id == secure && !$0.shielded } }
         sleepSeconds(0.4)
         app.discardEvents()
-        up.append(try shieldTime(app, secure, fd: fd, executable: p.executable, arguments: p.arguments, here))
+        up.append(
+          try ShieldTime.measure(
+            app, secure, fd: fd, executable: p.executable, arguments: p.arguments, environment: here
+          ).up)
       }
       let ms = up.map { $0 * 1000 }
       let later = Array(ms.dropFirst(CaptureHistory.quietAfter))
@@ -155,40 +158,4 @@ func runLearningBenchmark(
   }
   result["darkened"] = darkened
   return (result, table)
-}
-
-/// How long the shield over `window` was up from starting the program until 400 ms after
-/// it exited (seconds).
-@MainActor
-private func shieldTime(
-  _ app: XClient, _ window: xcb_window_t, fd: Int32, executable: String, arguments: [String],
-  _ environment: [String: String]
-) throws -> Double {
-  var up = 0.0
-  var upSince: Double? = nil
-  let t0 = monotonicNow()
-  let child = try ChildProcess(executable, arguments, environment: environment)
-  var exitedAt: Double? = nil
-  while true {
-    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    _ = poll(&p, 1, 1)
-    let now = monotonicNow()
-    while let ev = xcb_poll_for_event(app.conn) {
-      switch Int32(ev.pointee.response_type & 0x7f) {
-      case XCB_MAP_NOTIFY:
-        if upSince == nil { upSince = now }
-      case XCB_UNMAP_NOTIFY, XCB_DESTROY_NOTIFY:
-        if let s = upSince { up += now - s }
-        upSince = nil
-      default: break
-      }
-      free(ev)
-    }
-    if exitedAt == nil, child.poll() != nil { exitedAt = now }
-    if let e = exitedAt, now - e > 0.4 {
-      if let s = upSince { up += now - s }
-      return up
-    }
-    if now - t0 > 30 { throw BenchError("\(executable): did not settle within 30 s") }
-  }
 }

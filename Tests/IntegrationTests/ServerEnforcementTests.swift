@@ -227,6 +227,38 @@ struct ServerEnforcementTests {
     await server.stop()
   }
 
+  /// The module refuses the daemon's selection (`_CAPTURE_SHIELD_S0`) to a program it does
+  /// not trust (rule "daemon"), so that nobody can pose as the daemon. Such a daemon used to
+  /// exit with "a CaptureShield daemon already runs on this display" (75), which sent the
+  /// admin looking for another daemon (`make bench` from a clone under /tmp). Control: with
+  /// the rule off the same daemon starts, on client-side shields.
+  @Test("a daemon the module does not trust exits 1 and says why; with the daemon rule off it runs client-side")
+  func untrustedDaemonSaysWhy() async throws {
+    let notTheDaemon = ["Option \"Daemon\" \"/usr/bin/xwd\"", "Option \"DaemonUsers\" \"\(getuid())\""]
+    let server = try await XvfbServer.startXorg(moduleDirectory: XorgModule.directory, moduleOptions: notTheDaemon)
+    let policy = try makeTemporaryDirectory(prefix: "captureshield-policy") + "/policy.json5"
+    try "{version: 1}".write(toFile: policy, atomically: true, encoding: .utf8)
+    chmod(policy, 0o644)
+    let refused = try await Shieldctl.run(["watch", "--policy", policy], on: server, timeout: .seconds(20))
+    #expect(refused.status == .exited(1), "\(refused)")
+    #expect(refused.stderrText.contains("does not trust this daemon"), "\(refused.stderrText)")
+    #expect(refused.stderrText.contains("refuses this program the daemon's selection"), "\(refused.stderrText)")
+    #expect(!refused.stderrText.contains("already runs"), "\(refused.stderrText)")
+    await server.stop()
+
+    let control = try await XvfbServer.startXorg(
+      moduleDirectory: XorgModule.directory, moduleOptions: notTheDaemon + ["Option \"DisableRules\" \"daemon\""])
+    let window = try await TestWindow.open(on: control, rect: Self.taggedRect, color: Self.red, secure: true)
+    let daemon = try await DaemonProcess.start(on: control, policy: "{version: 1}")
+    try await waitUntil("the daemon decides the window is secure", timeout: .seconds(10)) {
+      try daemon.state()?.windows.contains { $0.id == window.id && $0.secure } ?? false
+    }
+    #expect(try daemon.state()?.enforcement?.kind == "client")
+    await daemon.stop()
+    window.close()
+    await control.stop()
+  }
+
   @Test("status without the module: the keys typed into secure windows are not protected")
   func statusSaysInputIsUnprotectedWithoutTheModule() async throws {
     let server = try await XvfbServer.start()

@@ -244,7 +244,18 @@ final class WatcherLoop {
     let managerWindow = x.generateID()
     effects.claimManager(
       window: managerWindow, selection: atoms.manager, pidAtom: atoms.netWMPID, pid: UInt32(getpid()))
-    guard x.selectionOwner(atoms.manager) == managerWindow else { throw .alreadyRunning(pid: nil) }
+    guard x.selectionOwner(atoms.manager) == managerWindow else {
+      // Nobody owns it, yet the claim did not take: the Xorg module refuses the selection to
+      // a program it does not trust (rule "daemon"), so that no other client can pose as the
+      // daemon. Say so rather than "already runs".
+      if let m = ServerModule.probe(x), m.callerTrust == .none {
+        throw .failed(
+          Self.untrustedByModule(m)
+            + "; it refuses this program the daemon's selection (_CAPTURE_SHIELD_S\(x.screenNumber)), so it cannot run here"
+        )
+      }
+      throw .alreadyRunning(pid: nil)
+    }
     main = MainSide(x: x, effects: effects, atoms: atoms, managerWindow: managerWindow)
     var commands: CommandServer?
     // Commands come over a socket whose peer the kernel names (ClientMessages can be forged).
@@ -266,9 +277,7 @@ final class WatcherLoop {
     var module: ServerModule?
     if let m = ServerModule.probe(x) {
       if m.callerTrust == .none {
-        log.error(
-          "the CaptureShield Xorg module \(m.versionString) is loaded but does not trust this daemon (\(ProcessInfoReader.readLink("/proc/self/exe") ?? "shieldctl"), uid \(geteuid())): name this program in Option \"Daemon\" of SubSection \"captureshield\" in xorg.conf, with this user in Option \"DaemonUsers\" (default: root and the seat's user), and run it from a clean environment (no LD_PRELOAD, no tracer; docs/install.md); using client-side shields"
-        )
+        log.error(Self.untrustedByModule(m) + "; using client-side shields")
       } else {
         module = m
         engine = Engine(policy: Self.effectivePolicy(policy, serverEnforced: true))
@@ -334,5 +343,12 @@ final class WatcherLoop {
   /// pixmap only through a recorded request of the pixmap's owner.
   static func recordsPixmapReads(_ policy: Policy, trustedCompositor: Bool) -> Bool {
     !policy.captureAllow.isEmpty || trustedCompositor
+  }
+}
+
+extension WatcherLoop {
+  /// Why the loaded Xorg module does not trust this daemon, and what the admin does about it.
+  static func untrustedByModule(_ m: ServerModule) -> String {
+    "the CaptureShield Xorg module \(m.versionString) is loaded but does not trust this daemon (\(ProcessInfoReader.readLink("/proc/self/exe") ?? "shieldctl"), uid \(geteuid())): name this program in Option \"Daemon\" of SubSection \"captureshield\" in xorg.conf, with this user in Option \"DaemonUsers\" (default: root and the seat's user), keep it and every directory above it root's and writable by root alone, and run it from a clean environment (no LD_PRELOAD, no tracer; docs/install.md)"
   }
 }
