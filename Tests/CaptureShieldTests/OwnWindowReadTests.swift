@@ -53,6 +53,20 @@ extension OwnReadCase {
         $0.put32(8, otherOwn)
       }, expected: OwnDrawableRead(kind: "CopyPlane(own window)", source: F.own, destination: otherOwn)),
     OwnReadCase(
+      name: "Composite NameWindowPixmap of an own window: a copy of what it showed into a new pixmap",
+      bytes: RequestBytes(142, 6, words: 3).with {
+        $0.put32(4, F.own)
+        $0.put32(8, F.ownPixmap)
+      },
+      expected: OwnDrawableRead(kind: "Composite NameWindowPixmap(own window)", source: F.own, destination: F.ownPixmap)
+    ),
+    OwnReadCase(
+      name: "Composite NameWindowPixmap of a foreign window (a capture request, not an own read)",
+      bytes: RequestBytes(142, 6, words: 3).with {
+        $0.put32(4, F.foreign)
+        $0.put32(8, F.ownPixmap)
+      }, expected: nil),
+    OwnReadCase(
       name: "CreatePicture on an own drawable (not an own read)",
       bytes: RequestBytes(139, 4, words: 5).with { $0.put32(8, F.own) }, expected: nil),
     OwnReadCase(
@@ -166,6 +180,7 @@ struct OwnWindowReadTests {
     let c = CaptureCatalog.standard
     for kind in [
       "GetImage(own window)", "MIT-SHM ShmGetImage(own window)", "CopyArea(own window)", "CopyPlane(own window)",
+      "Composite NameWindowPixmap(own window)",
     ] {
       #expect(c.entry(forKind: kind)?.readsOwnWindows == true, "\(kind)")
       #expect(c.startsSession(CaptureRequest(kind: kind, target: 1)), "\(kind)")

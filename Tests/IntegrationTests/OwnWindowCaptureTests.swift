@@ -1,6 +1,7 @@
 // Capture through the client's own window (issue 17, finding 1): a client maps a window of
 // its own with background None over a secure window and reads that window (GetImage, or
-// CopyArea into an own pixmap read back later), or reparents the secure window into a
+// CopyArea into an own pixmap read back later, or Composite's pixmap of it, named by
+// NameWindowPixmap), or reparents the secure window into a
 // window of its own and reads the parent. Its requests name only its own drawables. A
 // client-side daemon learns of a request after the server ran it (RECORD), so the first
 // frame may leak; the bound every correct build meets: no later frame leaks, and the
@@ -214,6 +215,44 @@ struct OwnWindowCaptureTests {
     }
     #expect(leaked.dropFirst().allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaked)")
     try Self.expectAudited(daemon, attacker: Self.clientID(attacker), requests: ["CopyArea(own window)"])
+    attacker.disconnect()
+    await daemon.stop()
+    window.close()
+    await server.stop()
+  }
+
+  /// Composite gives a window it redirects a pixmap of its own and fills it with what the
+  /// parent shows there (the screen, with the secure window) when the window has background
+  /// None; NameWindowPixmap names that pixmap, and GetImage of the pixmap reads it. The
+  /// requests name only the attacker's own window and pixmap.
+  @Test(
+    "the same, redirected and named (Composite NameWindowPixmap) and read from the pixmap: at most the first frame leaks"
+  )
+  func namedPixmapOfOwnOverlay() async throws {
+    let (server, window, daemon) = try await Self.setUp()
+    let attacker = try server.connect()
+    if let r = xcb_composite_query_version_reply(attacker.raw, xcb_composite_query_version(attacker.raw, 0, 4), nil) {
+      free(r)
+    }
+    let overlay = try Self.overlay(attacker, Self.rect)
+    let automatic = UInt8(XCB_COMPOSITE_REDIRECT_AUTOMATIC.rawValue)
+    let leaked = try await Self.attack(daemon, window, "NameWindowPixmap of an own overlay") {
+      try attacker.check(xcb_map_window_checked(attacker.raw, overlay), "MapWindow")
+      try attacker.check(xcb_composite_redirect_window_checked(attacker.raw, overlay, automatic), "RedirectWindow")
+      let pixmap = attacker.generateID()
+      try attacker.check(
+        xcb_composite_name_window_pixmap_checked(attacker.raw, overlay, pixmap), "NameWindowPixmap")
+      let image = try attacker.getImage(of: pixmap)
+      try attacker.check(xcb_free_pixmap_checked(attacker.raw, pixmap), "FreePixmap")
+      try attacker.check(
+        xcb_composite_unredirect_window_checked(attacker.raw, overlay, automatic), "UnredirectWindow")
+      try attacker.check(xcb_unmap_window_checked(attacker.raw, overlay), "UnmapWindow")
+      return image
+    }
+    #expect(leaked.first ?? 0 > 0, "the attack reads the secure window before the daemon reacts: \(leaked)")
+    #expect(leaked.dropFirst().allSatisfy { $0 == 0 }, "secret pixels per frame: \(leaked)")
+    try Self.expectAudited(
+      daemon, attacker: Self.clientID(attacker), requests: ["Composite NameWindowPixmap(own window)"])
     attacker.disconnect()
     await daemon.stop()
     window.close()

@@ -99,8 +99,11 @@ extension CaptureCatalog {
       reason: "as RedirectSubwindows(Automatic), for one window (OBS window capture)"),
     .init(
       .extension("Composite", minor: 6), "NameWindowPixmap", kind: "Composite NameWindowPixmap", role: .readsPixels,
-      targets: [.field(offset: 4, name: "window")], namesPixmapAt: 8,
-      reason: "names the redirected window's off-screen pixmap: an own pixmap holding the window's pixels"),
+      targets: [.field(offset: 4, name: "window")], readsOwnWindows: true,
+      destination: .field(offset: 8, name: "pixmap"), namesPixmapAt: 8,
+      reason:
+        "names the redirected window's off-screen pixmap: an own pixmap holding the window's pixels (an own window's: what the screen showed beneath it when it was redirected)"
+    ),
     .init(
       .extension("Composite", minor: 7), "GetOverlayWindow", kind: "Composite GetOverlayWindow", role: .indicator,
       targets: [.field(offset: 4, name: "window")], reason: "a compositor taking over the screen"),
