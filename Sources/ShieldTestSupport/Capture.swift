@@ -189,10 +189,11 @@ public enum Capture {
   }
 
   /// `scrot` (whole screen; scrot does not draw the pointer unless asked with -p).
-  public static func scrot(on server: XvfbServer) async throws -> RGBImage {
+  /// `delay`: `scrot -d delay` (scrot connects first, then waits, then reads).
+  public static func scrot(on server: XvfbServer, delay: Int = 0) async throws -> RGBImage {
     try await inScratchDirectory("scrot") { directory in
       let file = directory + "/screen.png"
-      try await run("scrot", ["--overwrite", file], on: server)
+      try await run("scrot", ["--overwrite"] + (delay > 0 ? ["-d", "\(delay)"] : []) + [file], on: server)
       return try await convertToPPM(file, format: "png", environment: server.environment)
     }
   }

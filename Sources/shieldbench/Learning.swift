@@ -3,7 +3,8 @@
 // - first-shot leaks: each one-shot screenshot tool BENCH_LEARN_USES times in a row (default
 //   5; import, scrot, maim, xwd, gnome-screenshot (GTK), flameshot (Qt)) against a red secure window nobody else captures, waiting between uses until no
 //   session is live and the shield is down; a use leaks when its picture has a secret pixel.
-//   First use and later uses apart.
+//   First use and later uses apart. Then `scrot -d 3` and `scrot -d 6` (a delayed shot: scrot
+//   connects, then waits): hidden or leaked.
 // - darkened ms per ordinary program start: with `capture.quarantine: "300ms"` (on launch,
 //   the default), short X programs that never capture (xdpyinfo, xprop, xwininfo) started
 //   BENCH_LEARN_STARTS times each (default 8); the secure window's shield time per start,
@@ -22,7 +23,7 @@ import ShieldTestSupport
 
 @MainActor
 func runLearningBenchmark(
-  server: XvfbServer, scratch: String, shieldctl: String, uses: Int, starts: Int
+  server: XvfbServer, scratch: String, shieldctl: String, uses: Int, starts: Int, delays: [Int] = [3, 6]
 ) async throws -> (figures: [String: Any], rows: [TableRow]) {
   var table: [TableRow] = []
   var result: [String: Any] = ["uses": uses, "starts": starts]
@@ -80,6 +81,28 @@ func runLearningBenchmark(
         "  learn \(mode): " + tool.name.padding(toLength: 8, withPad: " ", startingAt: 0) + line
           + " (secret px \(leaked))")
       leaks["\(tool.name)_learn_\(mode)"] = ["secret_pixels": leaked, "first_leaked": first, "later_leaked": later]
+    }
+    // A delayed shot of the tool used above (learned, with learning on): scrot connects,
+    // waits, then reads; a learned program's session lasts `Engine.learnedKnownHold` from
+    // its connection.
+    if findExecutable("scrot", environment: server.environment) != nil {
+      var delayed: [String] = []
+      for delay in delays {
+        try daemon.waitUntil(probe, timeout: 20) { s in
+          s.sessions.isEmpty && s.windows.contains { $0.id == secure && !$0.shielded }
+        }
+        let px = try await Capture.scrot(on: server, delay: delay).count(of: .red)
+        delayed.append("-d \(delay) \(px > 0 ? "leaked" : "hidden")")
+        leaks["scrot_d\(delay)_learn_\(mode)"] = ["secret_pixels": px]
+      }
+      let line = delayed.joined(separator: ", ")
+      print("  learn \(mode): scrot after its uses, delayed: " + line)
+      table.append(
+        TableRow(
+          row: "11 learning",
+          figure: "scrot -d N after its uses, learn \(mode)"
+            + (learn ? " (a learned session lasts \(Engine.learnedKnownHold) from the connection)" : ""),
+          value: line, target: "-", met: nil))
     }
   }
   for mode in ["off", "on"] {
