@@ -58,6 +58,12 @@ func runLearningBenchmark(
       logPath: scratch + "/daemon-learn-\(mode).log", stateHome: scratch + "/state-learn-\(mode)")
     defer { daemon.stop() }
     try daemon.waitUntil(probe) { s in s.windows.contains { $0.id == secure && $0.secure } }
+    /// Until no session is live and the secure window's shield is down (between uses).
+    func waitQuiet() throws {
+      try daemon.waitUntil(probe, timeout: 20) { s in
+        s.sessions.isEmpty && s.windows.contains { $0.id == secure && !$0.shielded }
+      }
+    }
     for tool in tools {
       guard findExecutable(tool.executable, environment: server.environment) != nil else {
         print("  \(tool.name): not installed, skipped")
@@ -65,9 +71,7 @@ func runLearningBenchmark(
       }
       var leaked: [Int] = []
       for _ in 0..<uses {
-        try daemon.waitUntil(probe, timeout: 20) { s in
-          s.sessions.isEmpty && s.windows.contains { $0.id == secure && !$0.shielded }
-        }
+        try waitQuiet()
         let image = try await tool.shot(server)
         leaked.append(image.count(of: .red))
       }
@@ -88,9 +92,7 @@ func runLearningBenchmark(
     if findExecutable("scrot", environment: server.environment) != nil {
       var delayed: [String] = []
       for delay in delays {
-        try daemon.waitUntil(probe, timeout: 20) { s in
-          s.sessions.isEmpty && s.windows.contains { $0.id == secure && !$0.shielded }
-        }
+        try waitQuiet()
         let px = try await Capture.scrot(on: server, delay: delay).count(of: .red)
         delayed.append("-d \(delay) \(px > 0 ? "leaked" : "hidden")")
         leaks["scrot_d\(delay)_learn_\(mode)"] = ["secret_pixels": px]
