@@ -19,7 +19,7 @@ desktops=(xfwm4 marco mate-settings-daemon-common mutter kwin-x11 kwin-style-bre
 # the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries,
 # openbox (a real window manager framing a secure window), xinput (tests/t-input.sh)
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
-      libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev
+      libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev libxcb-record0-dev
       x11-apps imagemagick ffmpeg scrot maim openbox xinput)
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core

@@ -22,7 +22,7 @@ g16(ClientPtr c, int off)
 {
     CARD16 v;
     memcpy(&v, (char *) c->requestBuffer + off, 2);
-    return c->swapped ? bswap_16(v) : v;
+    return cs_req_swapped(c) ? bswap_16(v) : v;
 }
 
 static inline CARD32
@@ -30,7 +30,7 @@ g32(ClientPtr c, int off)
 {
     CARD32 v;
     memcpy(&v, (char *) c->requestBuffer + off, 4);
-    return c->swapped ? bswap_32(v) : v;
+    return cs_req_swapped(c) ? bswap_32(v) : v;
 }
 
 static inline int
@@ -363,7 +363,7 @@ p16(ClientPtr c, int off, int v)
 {
     CARD16 u = (CARD16) v;
 
-    if (c->swapped)
+    if (cs_req_swapped(c))
         u = bswap_16(u);
     memcpy((char *) c->requestBuffer + off, &u, 2);
 }
@@ -446,7 +446,7 @@ cs_copy_decode(ClientPtr c, struct cs_copy_args *a)
 {
     const xCopyAreaReq *r = (const xCopyAreaReq *) c->requestBuffer;
 
-    if (!c->swapped) {
+    if (!cs_req_swapped(c)) {
         a->src = r->srcDrawable;
         a->dst = r->dstDrawable;
         a->gc = r->gc;
@@ -592,7 +592,7 @@ cs_ProcCopy(ClientPtr c)
     DrawablePtr s, d;
     int w, h;
 
-    if (c->swapped || c->req_len < 7 || !cs_last_src || r->srcDrawable != cs_last_src_id ||
+    if (cs_req_swapped(c) || c->req_len < 7 || !cs_last_src || r->srcDrawable != cs_last_src_id ||
         cs_last_src_clear != cs_gen)
         return cs_ProcCopy_full(c);
     s = &cs_last_src->drawable;

@@ -36,6 +36,17 @@ extern int cs_client_shift;
 #define CLIENT_ID(id) \
     ((int) (((XID) (id) & ((1U << RESOURCE_AND_CLIENT_COUNT) - 1)) >> cs_client_shift))
 
+/* Are the fields of the request being dispatched still in the client's byte order? Only
+ * for a byte-swapped client's extension request: a core request reaches the module's
+ * wrapper after SProcXxx swapped it, an extension request before the extension's own
+ * swapped dispatcher does (wrap.c, cs_wrap_proc). Hooks and screen procs always see
+ * host order. */
+static inline int
+cs_req_swapped(ClientPtr c)
+{
+    return c->swapped && ((const xReq *) c->requestBuffer)->reqType >= EXTENSION_BASE;
+}
+
 #define CS_NAME "CAPTURESHIELD"
 #define CS_MAJOR_VERSION 1
 #define CS_MINOR_VERSION 2

@@ -20,7 +20,7 @@ r32(ClientPtr c, int off)
 {
     CARD32 v;
     memcpy(&v, (char *) c->requestBuffer + off, 4);
-    return c->swapped ? bswap_32(v) : v;
+    return cs_req_swapped(c) ? bswap_32(v) : v;
 }
 
 /* Is `client` trusted for `win`: trusted outright, or the owner of the secure window

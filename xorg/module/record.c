@@ -118,7 +118,7 @@ cs_ProcRecord(ClientPtr c)
         XID ctx = 0;
         if (c->req_len >= 2) {
             memcpy(&ctx, (char *) c->requestBuffer + 4, 4);
-            if (c->swapped)
+            if (cs_req_swapped(c))
                 ctx = bswap_32(ctx);
         }
         c->errorValue = ctx;

@@ -91,9 +91,26 @@ cs_wrap_begin(void)
     return dixRegisterPrivateKey(&cs_wrap_screen_key, PRIVATE_SCREEN, 0);
 }
 
+/* Wraps request `major` with `fn`; *orig gets the proc a host-order request goes on to,
+ * *sorig the one a byte-swapped client's request goes on to.
+ *
+ * Exactly one wrapper invocation per request, from either byte order:
+ * - a core request (major < EXTENSION_BASE) is wrapped in ProcVector only. The core's
+ *   SProcXxx (dix/swapreq.c) swaps a swapped client's request in place and then calls
+ *   ProcVector[X_Xxx], so the wrapper runs once, after the swap, on host-order fields,
+ *   and goes on to the real ProcXxx (*sorig == *orig). A wrapper in SwappedProcVector too
+ *   would run twice and its call of SProcXxx would swap the request back: the server
+ *   recursed until it crashed (CreateWindow, ChangeProperty, RotateProperties, CopyArea)
+ *   or spun (GetProperty).
+ * - an extension's major is wrapped in both vectors: the extension's swapped dispatcher
+ *   swaps and dispatches to its own procs, never back through ProcVector, so the wrapper
+ *   runs once, before the swap, on the fields as the client sent them.
+ * cs_req_swapped() (cs.h) tells a wrapper which of the two it sees. */
 Bool
 cs_wrap_proc(int major, CsProcPtr fn, CsProcPtr *orig, CsProcPtr *sorig)
 {
+    Bool ext = major >= EXTENSION_BASE;
+
     if (major <= 0 || major > 255 || cs_nprocs == CS_MAX_PROCS || !ProcVector[major])
         return FALSE;
     cs_procs[cs_nprocs].major = major;
@@ -103,9 +120,10 @@ cs_wrap_proc(int major, CsProcPtr fn, CsProcPtr *orig, CsProcPtr *sorig)
     if (orig)
         *orig = ProcVector[major];
     if (sorig)
-        *sorig = SwappedProcVector[major];
+        *sorig = ext ? SwappedProcVector[major] : ProcVector[major];
     ProcVector[major] = fn;
-    SwappedProcVector[major] = fn;
+    if (ext)
+        SwappedProcVector[major] = fn;
     cs_nprocs++;
     return TRUE;
 }
@@ -223,7 +241,8 @@ cs_unwrap_procs(int *nprocs, int *ncbs)
             LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: request %d: a wrapper over the "
                            "module's was not removed; restoring the module's original\n", m);
         ProcVector[m] = cs_procs[i].orig;
-        SwappedProcVector[m] = cs_procs[i].sorig;
+        if (m >= EXTENSION_BASE)
+            SwappedProcVector[m] = cs_procs[i].sorig;
     }
     for (i = cs_ncbs - 1; i >= 0; i--)
         DeleteCallback(cs_cbs[i].list, cs_cbs[i].fn, cs_cbs[i].data);
