@@ -197,6 +197,10 @@ def check(args, exts, rows, errors):
     return errors
 
 
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def md(s):
     return s.replace("|", "\\|")
 
@@ -328,7 +332,8 @@ def render(args, exts, rows):
         f.append("")
         f.append(f"## {ext_label(xname)}")
         f.append("")
-        f.append(f"`{source}`: {c['request']} requests, {c['event']} events; "
+        f.append(f"`{source}`: {plural(c['request'], 'request')}, "
+                 f"{plural(c['event'], 'event')}; "
                  f"{st['guarded']} guarded, {st['not-applicable']} not applicable, "
                  f"{st['GAP']} GAP.")
         f.append("")
