@@ -17,10 +17,12 @@ tools=(ffmpeg xdotool openbox scrot maim xclip picom xfonts-base valgrind strace
 desktops=(xfwm4 marco mate-settings-daemon-common mutter kwin-x11 kwin-style-breeze i3 i3-wm i3status
           picom openbox dbus-daemon dbus-x11)
 # the Xorg module (xorg/): its SDK, a headless Xorg to test it in, the probes' libraries,
-# openbox (a real window manager framing a secure window), xinput (tests/t-input.sh)
+# openbox (a real window manager framing a secure window), xinput (tests/t-input.sh),
+# xcb-proto (the protocol's XML) and x11-utils (xdpyinfo) for tests/t-inventory.sh and
+# scripts/gen-inventory.py
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev libxcb-record0-dev
-      x11-apps imagemagick ffmpeg scrot maim openbox xinput)
+      x11-apps imagemagick ffmpeg scrot maim openbox xinput xcb-proto x11-utils python3)
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core
 deb=(dpkg-dev file binutils lintian xserver-xorg-core)
