@@ -82,4 +82,46 @@ cs_set_dirty(struct cs_screen *cs)
 
 /* the screen's struct cs_screen, in a screen private (freed at CloseScreen) */
 #define SCR(s) ((struct cs_screen *) dixLookupPrivate(&(s)->devPrivates, &cs_screen_key_rec))
+/* Shared between the files of the secret area; each is defined in the file named. */
+
+/* secure.c: which windows are secure */
+extern Atom cs_atom, cs_patom;
+void cs_set_win_secure(WindowPtr win, int on);
+
+/* taint.c: secret pixmaps and DBE back buffers */
+extern DevPrivateKeyRec cs_pixmap_key_rec;
+void cs_taint_dbe(WindowPtr w);
+void cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix);
+void cs_taint_redirected_subtree(WindowPtr w, PixmapPtr screen_pix);
+Bool cs_DestroyPixmap(PixmapPtr pix);
+
+/* area.c: the secret area computed from the window tree, per owner, bounded */
+extern unsigned long cs_bounded;
+extern int cs_nobound;
+void cs_bound(RegionPtr r, int outward);
+Bool cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
+                   BoxPtr within);
+Bool cs_compute_owners(struct cs_screen *cs, WindowPtr root, RegionPtr secret, RegionPtr drawn,
+                       RegionPtr within);
+Bool cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn);
+
+/* trail.c: unrepainted areas, the compositor trail, the residue */
+extern Bool cs_compositing;
+int cs_residue(void);
+int cs_untrusted_manual(WindowPtr win);
+void cs_unpainted_begin(WindowPtr root, RegionPtr unpainted);
+void cs_unpainted_end(void);
+void cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned);
+void cs_trail_add(struct cs_screen *cs, BoxPtr box);
+int cs_unpaint_source(WindowPtr root);
+
+/* refresh.c: the cached area marked dirty and computed again */
+extern unsigned long cs_lazy, cs_refreshes;
+extern int cs_verify;
+void cs_dirty_win(struct cs_screen *cs, WindowPtr w);
+void cs_refresh(struct cs_screen *cs, WindowPtr root);
+
+/* tree.c: the screen wrappers for the window tree */
+void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
+
 #endif

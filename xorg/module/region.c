@@ -9,11 +9,6 @@
  * longer counts. */
 unsigned long cs_gen = 1;
 
-static void cs_refresh(struct cs_screen *cs, WindowPtr root);
-static void cs_bound(RegionPtr r, int outward);
-static int cs_unpaint_source(WindowPtr root);
-static void cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b);
-
 /* The secret area may have changed inside `b` only (as far as this change goes). */
 static void
 cs_dirty_box(struct cs_screen *cs, const BoxRec *b)
@@ -37,22 +32,22 @@ cs_dirty_box(struct cs_screen *cs, const BoxRec *b)
     RegionUninit(&r);
 }
 
-static void
+void
 cs_dirty_win(struct cs_screen *cs, WindowPtr w)
 {
     cs_dirty_box(cs, RegionExtents(&w->borderSize));
 }
 
 DevPrivateKeyRec cs_screen_key_rec;     /* struct cs_screen; its head in cs.h */
-static DevPrivateKeyRec cs_pixmap_key_rec;
+DevPrivateKeyRec cs_pixmap_key_rec;
 _Static_assert(offsetof(struct cs_screen, secret) == offsetof(struct cs_screen_head, secret) &&
                offsetof(struct cs_screen, dirty) == offsetof(struct cs_screen_head, dirty),
                "struct cs_screen begins with struct cs_screen_head");
 DevPrivateKeyRec cs_window_key_rec;     /* struct cs_window; cs_win_secure in cs.h */
-static Atom cs_atom, cs_patom;
+Atom cs_atom, cs_patom;
 int cs_nsecure;                 /* secure windows in existence (cs.h) */
-static unsigned long cs_lazy, cs_refreshes;     /* tree changes left to the next read;
-                                                 * computations of the secret area */
+unsigned long cs_lazy, cs_refreshes;     /* tree changes left to the next read;
+                                          * computations of the secret area */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 
@@ -70,7 +65,7 @@ cs_policy_atom(void)
 
 
 /* The window's DBE back buffer, if it has one, is secret from now on. */
-static void
+void
 cs_taint_dbe(WindowPtr w)
 {
     struct cs_window *cw = dixLookupPrivate(&w->devPrivates, &cs_window_key_rec);
@@ -89,7 +84,7 @@ cs_taint_dbe(WindowPtr w)
 
 /* The pixmap of a redirected window (Composite), which a compositor may have named, and
  * the window's DBE back buffer. */
-static void
+void
 cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix)
 {
     PixmapPtr pix;
@@ -102,7 +97,7 @@ cs_taint_if_redirected(WindowPtr w, PixmapPtr screen_pix)
         cs_taint_pixmap_win(pix, w);
 }
 
-static void
+void
 cs_taint_redirected_subtree(WindowPtr w, PixmapPtr screen_pix)
 {
     WindowPtr c;
@@ -112,7 +107,7 @@ cs_taint_redirected_subtree(WindowPtr w, PixmapPtr screen_pix)
         cs_taint_redirected_subtree(c, screen_pix);
 }
 
-static void
+void
 cs_set_win_secure(WindowPtr win, int on)
 {
     unsigned char *p = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
@@ -154,7 +149,7 @@ cs_set_win_secure(WindowPtr win, int on)
 }
 
 /* A screen still holds secret pixels where no secure window is now: trail or stale. */
-static int
+int
 cs_residue(void)
 {
     int i;
@@ -417,7 +412,7 @@ static Bool cs_unp_comp;
 
 /* `win` was redirected manually by an untrusted client (or is a child of a window whose
  * subwindows one redirected): nothing paints where it is. */
-static int
+int
 cs_untrusted_manual(WindowPtr win)
 {
     struct cs_window *cw, *cp;
@@ -445,7 +440,7 @@ cs_note_manual_redirect(WindowPtr win, int subwindows, int on)
     cs_mark_dirty();
 }
 
-static void
+void
 cs_unpainted_begin(WindowPtr root, RegionPtr unpainted)
 {
     WindowPtr c;
@@ -457,7 +452,7 @@ cs_unpainted_begin(WindowPtr root, RegionPtr unpainted)
             cs_unp_comp = TRUE;
 }
 
-static void
+void
 cs_unpainted_end(void)
 {
     cs_unp = NULL;
@@ -467,7 +462,7 @@ cs_unpainted_end(void)
  * exposure repaints it, the pixels under it stay. The overlay window (the server's
  * window in the root with background None other than the screen saver) is painted by
  * the compositor when a trusted one redirects the root's windows. */
-static void
+void
 cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
 {
     WindowPtr w, c;
@@ -566,8 +561,8 @@ static int cs_oom;
 #define CS_BOUND_TO (CS_MAX_BOXES / 2)
 #define CS_GRID 16
 
-static unsigned long cs_bounded;       /* times a region was bounded (log level 7) */
-static int cs_nobound;                  /* the exact area is being computed (verify mode) */
+unsigned long cs_bounded;       /* times a region was bounded (log level 7) */
+int cs_nobound;                  /* the exact area is being computed (verify mode) */
 
 /* v snapped to a multiple of g (a power of 2) toward -inf (or +inf: `up`), kept within
  * lo..hi (the region's extents: every box lies inside them, so the result still holds
@@ -668,7 +663,7 @@ cs_bound_to(RegionPtr r, int outward, int most, int to)
         RegionEmpty(r);
 }
 
-static void
+void
 cs_bound(RegionPtr r, int outward)
 {
     cs_bound_to(r, outward, CS_MAX_BOXES, CS_BOUND_TO);
@@ -855,7 +850,7 @@ cs_compute_rgn(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr dra
     return TRUE;
 }
 
-static Bool
+Bool
 cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
               BoxPtr within)
 {
@@ -874,7 +869,7 @@ cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr draw
  * (`within` NULL), or only inside `within`, the owners' areas outside it kept as they
  * were. FALSE: out of memory (the caller makes the whole screen secret and computes all
  * of it again next time). */
-static Bool
+Bool
 cs_compute_owners(struct cs_screen *cs, WindowPtr root, RegionPtr secret, RegionPtr drawn,
                   RegionPtr within)
 {
@@ -897,7 +892,7 @@ cs_compute_owners(struct cs_screen *cs, WindowPtr root, RegionPtr secret, Region
     return TRUE;
 }
 
-static Bool
+Bool
 cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
 {
     return cs_compute_in(top, secret, exclude, drawn, NULL);
@@ -914,7 +909,7 @@ cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn)
  * geometry, and the whole screen after a change that starts such an animation (a secure
  * window's WM_STATE or _NET_WM_STATE, the root's _NET_CURRENT_DESKTOP: cs_settle).
  * Where X draws the window itself (no compositor) there is no trail. */
-static Bool cs_compositing;     /* a secure window was seen under manual redirection */
+Bool cs_compositing;     /* a secure window was seen under manual redirection */
 
 static CARD32
 cs_trail_expire(OsTimerPtr timer, CARD32 now, void *arg)
@@ -926,7 +921,7 @@ cs_trail_expire(OsTimerPtr timer, CARD32 now, void *arg)
     return 0;
 }
 
-static void
+void
 cs_trail_add(struct cs_screen *cs, BoxPtr box)
 {
     RegionRec r;
@@ -1030,8 +1025,8 @@ cs_refresh_full(struct cs_screen *cs, WindowPtr root)
 #define CS_FULL_EVERY 64
 
 static unsigned long cs_incr, cs_verified, cs_mismatch;
-static int cs_verify;           /* env CS_VERIFY_REGION=1 (tests): each computation is
-                                 * checked against an exact full one */
+int cs_verify;           /* env CS_VERIFY_REGION=1 (tests): each computation is
+                          * checked against an exact full one */
 
 /* Verify mode: the exact area (no bound, computed in full) must lie inside the cached
  * one; a pixel that does not is logged and made secret (fail closed). */
@@ -1070,7 +1065,7 @@ cs_verify_area(struct cs_screen *cs, WindowPtr root, const char *how)
  * (cs_dirty_box): the owners' areas outside it are kept. A change of a window's place,
  * size, shape, mapping or stacking changes what is visible of any window only where it
  * was or is, and a window's subwindows lie inside it. */
-static void
+void
 cs_refresh(struct cs_screen *cs, WindowPtr root)
 {
     const char *how = "full";
@@ -1323,7 +1318,7 @@ cs_secret_for_read(ClientPtr client, DrawablePtr draw, int x, int y, int w, int 
  * under manual redirection (trusted or not). Then every place a secure window is shown
  * between two reads counts (stale, trail) and the secret area follows each change of
  * the tree. A plain walk, no region operation: a few instructions per realized window. */
-static int
+int
 cs_unpaint_source(WindowPtr root)
 {
     WindowPtr w = root, b;
@@ -1389,7 +1384,7 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
 
 /* The secret area may have changed inside `b`: computed now when a later computation
  * could miss where a secure window was shown (cs_ValidateTree), else marked dirty. */
-static void
+void
 cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b)
 {
     if (RegionNotEmpty(&cs->drawn) || RegionNotEmpty(&cs->trail) ||
@@ -1619,7 +1614,7 @@ cs_ProcReparentWindow(ClientPtr c)
 /* The last reference to a tainted pixmap goes: one reason less to keep the resource hook
  * armed. Every layer frees a pixmap when DestroyPixmap finds refcnt 1 (fb, exa, glamor);
  * the flag is cleared at the same time, so a pixmap never releases the hook twice. */
-static Bool
+Bool
 cs_DestroyPixmap(PixmapPtr pix)
 {
     ScreenPtr s = pix->drawable.pScreen;
