@@ -6,22 +6,7 @@
  * ActionMessage, ControlsNotify, the indicator and extension device notifications, bells)
  * are held back from them. Refusals: CaptureNotify kind 8, once per client per focus
  * period. */
-#include "cs.h"
-#include "inputstr.h"
-#include "dix.h"
-#include "mi.h"
-#include "xkbsrv.h"
-#include <string.h>
-#include <X11/extensions/XI.h>
-#include <X11/extensions/XIproto.h>
-#include <X11/extensions/XI2.h>
-#include <X11/extensions/XI2proto.h>
-
-/* Per X client: the focus period of its last report (at most one report per period). */
-struct cs_input_client {
-    unsigned long reported_period;      /* period + 1; 0: none */
-};
-
+#include "input-int.h"
 static DevPrivateKeyRec cs_input_key_rec;
 static unsigned long cs_period;         /* bumped whenever the secure focus may change */
 static XID cs_last_secure;              /* the secure window that had the focus last time */
