@@ -19,4 +19,66 @@ struct cs_input_client {
     unsigned long reported_period;      /* period + 1; 0: none */
 };
 
+/* Shared between the files of secure input; each is defined in the file named. */
+
+/* focus.c: where the keys go, who may read them, which events carry them */
+extern DevPrivateKeyRec cs_input_key_rec;
+extern unsigned long cs_period;
+extern int cs_xi_major, cs_xi_event;
+extern int cs_xi_known;
+extern unsigned long cs_devgen;
+extern Bool cs_hier_pending;
+struct cs_memo_focus {
+    unsigned long gen, devgen;  /* gen 0: nothing kept */
+    WindowPtr focus, sprite, psprite;   /* the core devices' focus and sprite windows then */
+    WindowPtr secure, win;      /* the answer */
+};
+extern struct cs_memo_focus cs_fmemo, cs_pmemo;
+extern ClientPtr cs_rmemo_client;
+extern WindowPtr cs_rmemo_win;
+extern unsigned long cs_rmemo_gen;
+extern int cs_rmemo_owns;
+void cs_input_ext_slow(void);
+WindowPtr cs_focus_secure_slow(WindowPtr *keywin);
+WindowPtr cs_pointer_secure_slow(WindowPtr *under);
+int cs_key_reader_ok_slow(ClientPtr client, WindowPtr win);
+void cs_input_report(ClientPtr client, XID what);
+int cs_is_key_event(const xEvent *ev);
+int cs_is_input_event(const xEvent *ev);
+void cs_focus_reset(void);
+
+/* xkb.c: the XKB events that tell which key went down, held back */
+extern int cs_nxkb;
+extern Bool cs_mieq_armed;
+extern XID cs_xkb_keywin;
+extern Bool cs_xkb_dirty;
+extern Bool cs_xkb_work_queued;
+extern Bool cs_xkb_any;
+extern Bool cs_xkb_recheck;
+extern Bool cs_xkb_timer_on;
+void cs_xkb_sync_slow(Bool force);
+Bool cs_xkb_work(ClientPtr client, void *closure);
+void cs_xkb_forget(ClientPtr client);
+void cs_xkb_arm(void);
+void cs_xkb_close(void);
+void cs_xkb_reset(void);
+
+/* grabs.c: passive grabs hidden from a key press, the key event hooks */
+extern Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
+extern int cs_nhidden;
+extern Bool cs_dispatch_armed;
+extern Bool cs_avail_armed;
+int cs_in_shortcut_grab(ClientPtr client);
+void cs_restore_grabs(void);
+int cs_any_frozen(void);
+void cs_avail_disarm(void);
+void cs_device_event(CallbackListPtr *list, void *data, void *call);
+Bool cs_devev_arm(void);
+void cs_devev_follow(void);
+void cs_grabs_reset(void);
+
+/* input.c: the hooks and the block handler */
+void cs_input_want_block(void);
+void cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call);
+
 #endif

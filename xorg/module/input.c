@@ -7,17 +7,17 @@
  * are held back from them. Refusals: CaptureNotify kind 8, once per client per focus
  * period. */
 #include "input-int.h"
-static DevPrivateKeyRec cs_input_key_rec;
-static unsigned long cs_period;         /* bumped whenever the secure focus may change */
+DevPrivateKeyRec cs_input_key_rec;
+unsigned long cs_period;         /* bumped whenever the secure focus may change */
 static XID cs_last_secure;              /* the secure window that had the focus last time */
-static int cs_xi_major, cs_xi_event;    /* XInputExtension major opcode, event base (0: none) */
-static int cs_xi_known;
+int cs_xi_major, cs_xi_event;    /* XInputExtension major opcode, event base (0: none) */
+int cs_xi_known;
 static const ExtensionEntry *cs_xtest;  /* XTEST (NULL: absent), once cs_xtest_known */
 static const ExtensionEntry *cs_ext;    /* this module's extension, once cs_xtest_known */
 static int cs_xtest_known;
 
 /* XInputExtension's numbers, once it is initialised (it may come after this module). */
-static void
+void
 cs_input_ext_slow(void)
 {
     ExtensionEntry *ext;
@@ -117,13 +117,9 @@ cs_secure_of_memo(WindowPtr win)
  * handler nothing is kept (cs_hier_pending). A master gains a slave's classes without a
  * check, so the core pointer must have no key class and the core keyboard no button
  * class for an answer to be kept. */
-static unsigned long cs_devgen = 1;
-static Bool cs_hier_pending;
-static struct cs_memo_focus {
-    unsigned long gen, devgen;  /* gen 0: nothing kept */
-    WindowPtr focus, sprite, psprite;   /* the core devices' focus and sprite windows then */
-    WindowPtr secure, win;      /* the answer */
-} cs_fmemo, cs_pmemo;
+unsigned long cs_devgen = 1;
+Bool cs_hier_pending;
+struct cs_memo_focus cs_fmemo, cs_pmemo;
 
 static inline WindowPtr
 cs_sprite_win(DeviceIntPtr d)
@@ -162,7 +158,7 @@ cs_memo_keep(struct cs_memo_focus *m, int nmaster, int core, WindowPtr secure, W
 }
 
 /* cs_focus_secure when no kept answer holds */
-static WindowPtr
+WindowPtr
 cs_focus_secure_slow(WindowPtr *keywin)
 {
     DeviceIntPtr d;
@@ -216,7 +212,7 @@ cs_focus_secure(WindowPtr *keywin)
 }
 
 /* cs_pointer_secure when no kept answer holds */
-static WindowPtr
+WindowPtr
 cs_pointer_secure_slow(WindowPtr *under)
 {
     DeviceIntPtr d;
@@ -268,12 +264,12 @@ cs_owner(WindowPtr win)
  * client cannot make itself the reader by creating (and tagging) a window inside another
  * client's secure window, nor by reparenting that window into a secure window of its own
  * (both make the keys nobody's: they stay in the server). */
-static ClientPtr cs_rmemo_client;     /* the last ownership answer, while cs_gen stays */
-static WindowPtr cs_rmemo_win;          /* (a client that leaves has its windows destroyed, */
-static unsigned long cs_rmemo_gen;      /* which moves cs_gen on) */
-static int cs_rmemo_owns;
+ClientPtr cs_rmemo_client;     /* the last ownership answer, while cs_gen stays */
+WindowPtr cs_rmemo_win;          /* (a client that leaves has its windows destroyed, */
+unsigned long cs_rmemo_gen;      /* which moves cs_gen on) */
+int cs_rmemo_owns;
 
-static int
+int
 cs_key_reader_ok_slow(ClientPtr client, WindowPtr win)
 {
     WindowPtr w;
@@ -308,7 +304,7 @@ cs_key_reader_ok(ClientPtr client, WindowPtr win)
 }
 
 /* One report per client per focus period. */
-static void
+void
 cs_input_report(ClientPtr client, XID what)
 {
     struct cs_input_client *st;
@@ -323,6 +319,24 @@ cs_input_report(ClientPtr client, XID what)
                    client->index, (int) GetClientPid(client), client->majorOp,
                    (unsigned long) what);
     cs_report(client, what, CS_KIND_INPUT);
+}
+
+/* this file's state, at each server generation's init (cs_input_init) */
+void
+cs_focus_reset(void)
+{
+    cs_last_secure = 0;
+    cs_memo_win = cs_memo_secure = NULL;
+    cs_memo_gen = 0;
+    cs_rmemo_client = NULL;
+    cs_rmemo_win = NULL;
+    cs_rmemo_gen = 0;
+    cs_kmemo_focus = cs_kmemo_sprite = cs_kmemo_win = NULL;
+    cs_kmemo_gen = 0;
+    memset(&cs_fmemo, 0, sizeof(cs_fmemo));
+    cs_hier_pending = FALSE;
+    memset(&cs_pmemo, 0, sizeof(cs_pmemo));
+    cs_xi_known = cs_xi_major = cs_xi_event = 0;
 }
 
 /* ---- XKB events that tell which key went down ----
@@ -350,22 +364,20 @@ static struct cs_xkb_hidden {
     CARD32 ctrls, i_state;
     BOOL bell, action;
 } cs_xkb[CS_MAX_XKB];
-static int cs_nxkb;
-static Bool cs_mieq_armed;
-static XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure focus) */
-static Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
+int cs_nxkb;
+Bool cs_mieq_armed;
+XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure focus) */
+Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
 static Bool cs_xkb_open;        /* between init and close (a queued work proc may outlive) */
-static Bool cs_xkb_work_queued;
-static Bool cs_xkb_any;         /* at the last sync: some record selects key-revealing events */
+Bool cs_xkb_work_queued;
+Bool cs_xkb_any;         /* at the last sync: some record selects key-revealing events */
 /* DeviceEventCallback (see cs_devev_follow): on the list; on for good (a freezing grab
  * was made); following the secure focus (another grab was made) */
-static Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
-static void cs_devev_follow(void);
+Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
 static unsigned long cs_xkb_gen;  /* cs_gen at the last sync */
-static Bool cs_xkb_recheck;     /* the trust of the selecting clients is due a re-check */
+Bool cs_xkb_recheck;     /* the trust of the selecting clients is due a re-check */
 static OsTimerPtr cs_xkb_timer; /* sets cs_xkb_recheck while a secure window has the focus */
-static Bool cs_xkb_timer_on;
-static void cs_input_want_block(void);
+Bool cs_xkb_timer_on;
 /* as trust.c's CS_RECHECK_MS: how long a trusted client's identity check holds */
 #define CS_XKB_RECHECK_MS 1000
 
@@ -517,7 +529,7 @@ cs_xkb_tick(OsTimerPtr timer, CARD32 now, void *arg)
  * a client left, when the tree changed (cs_gen: owners and tags), and with `force`
  * (the block handler, once per CS_XKB_RECHECK_MS while a secure window has the focus:
  * for a trusted client whose trust lapsed meanwhile). */
-static void
+void
 cs_xkb_sync_slow(Bool force)
 {
     WindowPtr secure, keywin = NULL;
@@ -599,7 +611,7 @@ cs_xkb_sync(Bool force)
 
 /* After an XKB request, before XKB's timers can send anything (the server runs its work
  * queue first when it waits for input): a selection the request made is held back at once */
-static Bool
+Bool
 cs_xkb_work(ClientPtr client, void *closure)
 {
     (void) client;
@@ -611,7 +623,7 @@ cs_xkb_work(ClientPtr client, void *closure)
 }
 
 /* the clients that are gone keep nothing here (their records are freed with them) */
-static void
+void
 cs_xkb_forget(ClientPtr client)
 {
     int i;
@@ -634,7 +646,7 @@ cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
     dev->public.processInputProc(ev, dev);
 }
 
-static void
+void
 cs_xkb_arm(void)
 {
     /* The handler is set while it can have work: something held back, something to hold
@@ -653,7 +665,7 @@ cs_xkb_arm(void)
     cs_mieq_armed = want;
 }
 
-static void
+void
 cs_xkb_close(void)
 {
     if (cs_mieq_armed) {
@@ -669,9 +681,26 @@ cs_xkb_close(void)
         cs_xkb_give_back(cs_nxkb - 1);
 }
 
+/* this file's state, at each server generation's init (cs_input_init) */
+void
+cs_xkb_reset(void)
+{
+    cs_nxkb = 0;
+    cs_mieq_armed = FALSE;
+    cs_xkb_keywin = 0;
+    cs_xkb_dirty = TRUE;
+    cs_xkb_any = FALSE;
+    cs_xkb_open = TRUE;
+    cs_xkb_gen = 0;
+    cs_xkb_recheck = FALSE;
+    cs_xkb_timer = NULL;
+    cs_xkb_timer_on = FALSE;
+    cs_xkb_work_queued = FALSE;
+}
+
 /* ---- which events carry keys ---- */
 
-static int
+int
 cs_is_key_event(const xEvent *ev)
 {
     int type = ev->u.u.type & 0x7f;
@@ -695,7 +724,7 @@ cs_is_key_event(const xEvent *ev)
 }
 
 /* Events a client may not send into a secure window (SendEvent). */
-static int
+int
 cs_is_input_event(const xEvent *ev)
 {
     int type = ev->u.u.type & 0x7f;
@@ -714,7 +743,7 @@ static int cs_grab_is_shortcut(GrabPtr g);
 
 /* `client` holds a keyboard grab that an allowed shortcut grab activated (the keys
  * pressed while the shortcut's key is down go to it, as without the module). */
-static int
+int
 cs_in_shortcut_grab(ClientPtr client)
 {
     DeviceIntPtr d;
@@ -763,8 +792,6 @@ cs_request_is(ClientPtr client, int major, int minor)
 {
     return client->majorOp == major && (minor < 0 || client->minorOp == minor);
 }
-
-static Bool cs_devev_arm(void);
 
 static void
 cs_device_hook(CallbackListPtr *list, void *data, void *call)
@@ -877,12 +904,11 @@ static struct {
     XID wid;
     CARD8 type;
 } cs_hidden[CS_MAX_HIDDEN];
-static int cs_nhidden;
+int cs_nhidden;
 
-static void cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call);
-static Bool cs_dispatch_armed;  /* cs_core_dispatch_hook is on the list: grabs are hidden */
+Bool cs_dispatch_armed;  /* cs_core_dispatch_hook is on the list: grabs are hidden */
 
-static void
+void
 cs_restore_grabs(void)
 {
     int i;
@@ -1015,9 +1041,9 @@ cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
         cs_key_press(rec->keybd);
 }
 
-static Bool cs_avail_armed;     /* cs_key_avail_hook is on the list */
+Bool cs_avail_armed;     /* cs_key_avail_hook is on the list */
 
-static int
+int
 cs_any_frozen(void)
 {
     DeviceIntPtr d;
@@ -1028,7 +1054,7 @@ cs_any_frozen(void)
     return 0;
 }
 
-static void
+void
 cs_avail_disarm(void)
 {
     CallbackListPtr *l = &XaceHooks[XACE_KEY_AVAIL];
@@ -1054,7 +1080,7 @@ struct cs_internal_head {
 
 /* DeviceEventCallback: every input event, when it is processed (ProcessDeviceEvent, just
  * before CheckDeviceGrabs) or queued because its device is frozen (EnqueueEvent). */
-static void
+void
 cs_device_event(CallbackListPtr *list, void *data, void *call)
 {
     DeviceEventInfoRec *info = call;
@@ -1096,7 +1122,7 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
  *   event, both from mieq; no key is replayed without a freezing grab).
  * The XKB selections follow the focus through the raw key handler in every case. */
 
-static Bool
+Bool
 cs_devev_arm(void)
 {
     if (cs_devev_armed)
@@ -1112,7 +1138,7 @@ cs_devev_arm(void)
 
 /* registered exactly while a secure window has the focus (only after non-freezing grabs;
  * hidden grabs are restored by the dispatch hooks and the block handler either way) */
-static void
+void
 cs_devev_follow(void)
 {
     CallbackListPtr *l = &DeviceEventCallback;
@@ -1130,6 +1156,18 @@ cs_devev_follow(void)
     /* an empty list still costs every input event a call */
     if (*l && !(*l)->list && !(*l)->inCallback)
         DeleteCallbackList(l);
+}
+
+/* this file's state, at each server generation's init (cs_input_init) */
+void
+cs_grabs_reset(void)
+{
+    cs_nhidden = 0;
+    cs_dispatch_armed = FALSE;
+    cs_avail_armed = FALSE;
+    cs_devev_armed = FALSE;
+    cs_devev_sticky = FALSE;
+    cs_grab_seen = FALSE;
 }
 
 /* The block handler is registered only while it has work (cs_input_want_block, called
@@ -1177,7 +1215,7 @@ cs_input_block_due(void)
         (cs_xkb_keywin && !cs_xkb_timer_on);     /* no timer: look at every wakeup */
 }
 
-static void
+void
 cs_input_want_block(void)
 {
     if (cs_block_on || !cs_input_open)
@@ -1303,7 +1341,7 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     cs_input_report(client, secure->drawable.id);
 }
 
-static void
+void
 cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call)
 {
     (void) list;
@@ -1358,37 +1396,11 @@ cs_input_close(void)
 Bool
 cs_input_init(void)
 {
-    cs_nhidden = 0;
-    cs_nxkb = 0;
-    cs_mieq_armed = FALSE;
-    cs_xkb_keywin = 0;
-    cs_xkb_dirty = TRUE;
-    cs_xkb_any = FALSE;
-    cs_xkb_open = TRUE;
-    cs_xkb_gen = 0;
-    cs_xkb_recheck = FALSE;
-    cs_xkb_timer = NULL;
-    cs_xkb_timer_on = FALSE;
+    cs_grabs_reset();
+    cs_xkb_reset();
+    cs_focus_reset();
     cs_block_on = FALSE;
     cs_input_open = FALSE;
-    cs_xkb_work_queued = FALSE;
-    cs_dispatch_armed = FALSE;
-    cs_avail_armed = FALSE;
-    cs_devev_armed = FALSE;
-    cs_devev_sticky = FALSE;
-    cs_grab_seen = FALSE;
-    cs_last_secure = 0;
-    cs_memo_win = cs_memo_secure = NULL;
-    cs_memo_gen = 0;
-    cs_rmemo_client = NULL;
-    cs_rmemo_win = NULL;
-    cs_rmemo_gen = 0;
-    cs_kmemo_focus = cs_kmemo_sprite = cs_kmemo_win = NULL;
-    cs_kmemo_gen = 0;
-    memset(&cs_fmemo, 0, sizeof(cs_fmemo));
-    cs_hier_pending = FALSE;
-    memset(&cs_pmemo, 0, sizeof(cs_pmemo));
-    cs_xi_known = cs_xi_major = cs_xi_event = 0;
     cs_xtest = NULL;
     cs_ext = NULL;
     cs_xtest_known = 0;
