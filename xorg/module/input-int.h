@@ -81,4 +81,89 @@ void cs_grabs_reset(void);
 void cs_input_want_block(void);
 void cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call);
 
+/* Inline, so that the usual answer costs no call; every file of secure input calls them. */
+
+static inline void
+cs_input_ext(void)
+{
+    if (!cs_xi_known)
+        cs_input_ext_slow();
+}
+
+/* The secure window `win` is or lies in (the innermost one), or NULL. */
+static inline WindowPtr
+cs_secure_of(WindowPtr win)
+{
+    for (; win; win = win->parent)
+        if (cs_win_secure(win))
+            return win;
+    return NULL;
+}
+
+static inline WindowPtr
+cs_sprite_win(DeviceIntPtr d)
+{
+    return d->spriteInfo && d->spriteInfo->sprite ? d->spriteInfo->sprite->win : NULL;
+}
+
+/* the kept answer m still holds */
+static inline int
+cs_memo_holds(const struct cs_memo_focus *m)
+{
+    DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
+
+    return m->gen == cs_gen && m->devgen == cs_devgen && k && p && k->focus &&
+        k->focus->win == m->focus && cs_sprite_win(k) == m->sprite &&
+        cs_sprite_win(p) == m->psprite && !p->key && !k->button;
+}
+
+/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
+ * window the keys go to. Inline: the kept answer costs no call. */
+static inline WindowPtr
+cs_focus_secure(WindowPtr *keywin)
+{
+    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
+        return NULL;
+    if (!cs_memo_holds(&cs_fmemo))
+        return cs_focus_secure_slow(keywin);
+    if (cs_fmemo.secure && keywin)
+        *keywin = cs_fmemo.win;
+    return cs_fmemo.secure;     /* cs_last_secure is up to date since it was kept */
+}
+
+/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
+static inline WindowPtr
+cs_pointer_secure(WindowPtr *under)
+{
+    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
+        return NULL;
+    if (!cs_memo_holds(&cs_pmemo))
+        return cs_pointer_secure_slow(under);
+    if (cs_pmemo.secure)
+        *under = cs_pmemo.win;
+    return cs_pmemo.secure;
+}
+
+/* inline: the owner of the focused secure window, reading its keys, costs no call */
+static inline int
+cs_key_reader_ok(ClientPtr client, WindowPtr win)
+{
+    if (!client || client == serverClient)
+        return 1;
+    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen &&
+        cs_rmemo_owns)
+        return 1;
+    return cs_key_reader_ok_slow(client, win);
+}
+
+/* Called for every key event (twice: slave and master, each on its raw and device event):
+ * nothing held back, nothing to hold back and no XKB request since the last sync is the
+ * usual case, and costs a few loads here */
+static inline void
+cs_xkb_sync(Bool force)
+{
+    if (cs_nxkb || cs_xkb_any || cs_xkb_dirty)
+        cs_xkb_sync_slow(force);
+}
+
 #endif

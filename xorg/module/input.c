@@ -30,13 +30,6 @@ cs_input_ext_slow(void)
     cs_xi_known = 1;
 }
 
-static inline void
-cs_input_ext(void)
-{
-    if (!cs_xi_known)
-        cs_input_ext_slow();
-}
-
 /* ---- where the keys go ---- */
 
 static WindowPtr cs_kmemo_focus, cs_kmemo_sprite, cs_kmemo_win;
@@ -71,16 +64,6 @@ cs_key_window(DeviceIntPtr dev)
         cs_kmemo_win = sprite == focus || IsParent(focus, sprite) ? sprite : focus;
     }
     return cs_kmemo_win;
-}
-
-/* The secure window `win` is or lies in (the innermost one), or NULL. */
-static inline WindowPtr
-cs_secure_of(WindowPtr win)
-{
-    for (; win; win = win->parent)
-        if (cs_win_secure(win))
-            return win;
-    return NULL;
 }
 
 /* The same, remembered for the last window asked about while cs_gen stays: cs_gen moves
@@ -120,23 +103,6 @@ cs_secure_of_memo(WindowPtr win)
 unsigned long cs_devgen = 1;
 Bool cs_hier_pending;
 struct cs_memo_focus cs_fmemo, cs_pmemo;
-
-static inline WindowPtr
-cs_sprite_win(DeviceIntPtr d)
-{
-    return d->spriteInfo && d->spriteInfo->sprite ? d->spriteInfo->sprite->win : NULL;
-}
-
-/* the kept answer m still holds */
-static inline int
-cs_memo_holds(const struct cs_memo_focus *m)
-{
-    DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
-
-    return m->gen == cs_gen && m->devgen == cs_devgen && k && p && k->focus &&
-        k->focus->win == m->focus && cs_sprite_win(k) == m->sprite &&
-        cs_sprite_win(p) == m->psprite && !p->key && !k->button;
-}
 
 /* the devices the answer was found from: the two core masters alone (see above) */
 static inline void
@@ -197,20 +163,6 @@ cs_focus_secure_slow(WindowPtr *keywin)
     return NULL;
 }
 
-/* The secure window that has a master keyboard's focus now (NULL: none); *keywin: the
- * window the keys go to. Inline: the kept answer costs no call. */
-static inline WindowPtr
-cs_focus_secure(WindowPtr *keywin)
-{
-    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
-        return NULL;
-    if (!cs_memo_holds(&cs_fmemo))
-        return cs_focus_secure_slow(keywin);
-    if (cs_fmemo.secure && keywin)
-        *keywin = cs_fmemo.win;
-    return cs_fmemo.secure;     /* cs_last_secure is up to date since it was kept */
-}
-
 /* cs_pointer_secure when no kept answer holds */
 WindowPtr
 cs_pointer_secure_slow(WindowPtr *under)
@@ -236,19 +188,6 @@ cs_pointer_secure_slow(WindowPtr *under)
     if (found)
         *under = foundwin;
     return found;
-}
-
-/* The secure window under a master pointer now (NULL: none); *under: the window under it. */
-static inline WindowPtr
-cs_pointer_secure(WindowPtr *under)
-{
-    if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
-        return NULL;
-    if (!cs_memo_holds(&cs_pmemo))
-        return cs_pointer_secure_slow(under);
-    if (cs_pmemo.secure)
-        *under = cs_pmemo.win;
-    return cs_pmemo.secure;
 }
 
 static ClientPtr
@@ -289,18 +228,6 @@ cs_key_reader_ok_slow(ClientPtr client, WindowPtr win)
         cs_rmemo_owns = owns;
     }
     return owns || cs_client_trusted(client);
-}
-
-/* inline: the owner of the focused secure window, reading its keys, costs no call */
-static inline int
-cs_key_reader_ok(ClientPtr client, WindowPtr win)
-{
-    if (!client || client == serverClient)
-        return 1;
-    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen &&
-        cs_rmemo_owns)
-        return 1;
-    return cs_key_reader_ok_slow(client, win);
 }
 
 /* One report per client per focus period. */
@@ -597,16 +524,6 @@ cs_xkb_sync_slow(Bool force)
     }
     /* the block handler sets or unsets the raw key handler to match */
     cs_input_want_block();
-}
-
-/* Called for every key event (twice: slave and master, each on its raw and device event):
- * nothing held back, nothing to hold back and no XKB request since the last sync is the
- * usual case, and costs a few loads here */
-static inline void
-cs_xkb_sync(Bool force)
-{
-    if (cs_nxkb || cs_xkb_any || cs_xkb_dirty)
-        cs_xkb_sync_slow(force);
 }
 
 /* After an XKB request, before XKB's timers can send anything (the server runs its work
