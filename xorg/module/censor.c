@@ -1,12 +1,5 @@
 /* CaptureShield Xorg module: blanks or refuses reads of secure pixels (GetImage, copies, RENDER). */
-#include "cs.h"
-#include "servermd.h"
-#include "picturestr.h"
-#include "registry.h"
-#include <string.h>
-#include <byteswap.h>
-#include <X11/extensions/shmproto.h>
-#include <X11/extensions/renderproto.h>
+#include "censor-int.h"
 
 /* per screen: where wrap.c keeps the screen's previous GetImage */
 static DevPrivateKeyRec cs_getimage_key_rec;
