@@ -2,13 +2,13 @@
 #include "censor-int.h"
 
 /* per screen: where wrap.c keeps the screen's previous GetImage */
-static DevPrivateKeyRec cs_getimage_key_rec;
+DevPrivateKeyRec cs_getimage_key_rec;
 #define CS_ORIG_GETIMAGE(s) \
     (*(GetImageProcPtr *) dixLookupPrivate(&(s)->devPrivates, &cs_getimage_key_rec))
-static int (*cs_orig_proc[256])(ClientPtr);
-static int (*cs_orig_sproc[256])(ClientPtr);
+int (*cs_orig_proc[256])(ClientPtr);
+int (*cs_orig_sproc[256])(ClientPtr);
 static int cs_shm_major = -1, cs_render_major = -1;
-static RESTYPE cs_picture_type;
+RESTYPE cs_picture_type;
 
 static inline CARD16
 g16(ClientPtr c, int off)
@@ -158,9 +158,6 @@ cs_read_clear_quick(DrawablePtr draw, int x, int y, int w, int h)
     return x >= e->x2 || x + w <= e->x1 || y >= e->y2 || y + h <= e->y1;
 }
 
-static void cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
-                        unsigned long planemask, char *out);
-
 static void __attribute__((noinline))
 cs_GetImage_slow(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
                  unsigned long planemask, char *out)
@@ -177,7 +174,7 @@ cs_GetImage_slow(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int fo
     cs_GetImage_censored(draw, sx, sy, w, h, format, planemask, out);
 }
 
-static void
+void
 cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
             unsigned long planemask, char *out)
 {
@@ -256,7 +253,7 @@ cs_deny_read(ClientPtr c, XID id, int x, int y, int w, int h)
     return BadAccess;
 }
 
-static int
+int
 cs_ProcGetImage(ClientPtr c)
 {
     if (c->req_len >= 5 && cs_cfg.mode == CS_MODE_DENY && cs_rule_on(CS_RULE_GETIMAGE) &&
@@ -269,7 +266,7 @@ cs_ProcGetImage(ClientPtr c)
     return cs_call_orig(c);
 }
 
-static int
+int
 cs_ProcShm(ClientPtr c)
 {
     if (g8(c, 1) == X_ShmGetImage && c->req_len >= 8 && cs_cfg.mode == CS_MODE_DENY &&
@@ -383,10 +380,10 @@ cs_clamp_axis(int *s, int *d, int *n, int so, int dorg)
     *n = hi - lo;
 }
 
-static XID cs_last_src_id;
-static WindowPtr cs_last_src;
+XID cs_last_src_id;
+WindowPtr cs_last_src;
 /* cs_gen when cs_last_src was found clear (cs_win_clear), 0: not found clear. */
-static unsigned long cs_last_src_clear;
+unsigned long cs_last_src_clear;
 
 /* The last window a copy went into (cs_clamp_copy), forgotten in the same way. */
 static XID cs_last_dst_id;
@@ -578,7 +575,7 @@ static int cs_ProcCopy_full(ClientPtr c);
  * would leave it as it is), from the last source found clear at this cs_gen. Exactly
  * what cs_ProcCopy_full does then (the real request at once), with no decoding into
  * locals and no stack frame; anything else goes there. */
-static int
+int
 cs_ProcCopy(ClientPtr c)
 {
     const xCopyAreaReq *r = (const xCopyAreaReq *) c->requestBuffer;
@@ -985,7 +982,7 @@ cs_render_composite(ClientPtr c)
     return r;
 }
 
-static int
+int
 cs_ProcRender(ClientPtr c)
 {
     int minor = g8(c, 1), whole;
