@@ -34,4 +34,46 @@ int cs_ProcCopy(ClientPtr c);
 /* render.c: RENDER */
 int cs_ProcRender(ClientPtr c);
 
+/* A request's fields in the server's byte order, and the previous proc. */
+
+static inline CARD16
+g16(ClientPtr c, int off)
+{
+    CARD16 v;
+    memcpy(&v, (char *) c->requestBuffer + off, 2);
+    return cs_req_swapped(c) ? bswap_16(v) : v;
+}
+
+static inline CARD32
+g32(ClientPtr c, int off)
+{
+    CARD32 v;
+    memcpy(&v, (char *) c->requestBuffer + off, 4);
+    return cs_req_swapped(c) ? bswap_32(v) : v;
+}
+
+static inline int
+g8(ClientPtr c, int off)
+{
+    return ((unsigned char *) c->requestBuffer)[off];
+}
+
+static inline int
+cs_call_orig(ClientPtr c)
+{
+    int major = g8(c, 0);
+    return c->swapped ? cs_orig_sproc[major](c) : cs_orig_proc[major](c);
+}
+
+
+static inline void
+p16(ClientPtr c, int off, int v)
+{
+    CARD16 u = (CARD16) v;
+
+    if (cs_req_swapped(c))
+        u = bswap_16(u);
+    memcpy((char *) c->requestBuffer + off, &u, 2);
+}
+
 #endif

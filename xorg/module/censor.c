@@ -10,35 +10,6 @@ int (*cs_orig_sproc[256])(ClientPtr);
 static int cs_shm_major = -1, cs_render_major = -1;
 RESTYPE cs_picture_type;
 
-static inline CARD16
-g16(ClientPtr c, int off)
-{
-    CARD16 v;
-    memcpy(&v, (char *) c->requestBuffer + off, 2);
-    return cs_req_swapped(c) ? bswap_16(v) : v;
-}
-
-static inline CARD32
-g32(ClientPtr c, int off)
-{
-    CARD32 v;
-    memcpy(&v, (char *) c->requestBuffer + off, 4);
-    return cs_req_swapped(c) ? bswap_32(v) : v;
-}
-
-static inline int
-g8(ClientPtr c, int off)
-{
-    return ((unsigned char *) c->requestBuffer)[off];
-}
-
-static inline int
-cs_call_orig(ClientPtr c)
-{
-    int major = g8(c, 0);
-    return c->swapped ? cs_orig_sproc[major](c) : cs_orig_proc[major](c);
-}
-
 /* ---- screen GetImage: the backstop for every path that reads through it ---- */
 
 static void
@@ -346,16 +317,6 @@ cs_blank_finish(struct cs_blank *bl, Bool fill)
     if (bl->scratch)
         FreeGC(bl->scratch, 0);
     free(bl->rects);
-}
-
-static inline void
-p16(ClientPtr c, int off, int v)
-{
-    CARD16 u = (CARD16) v;
-
-    if (cs_req_swapped(c))
-        u = bswap_16(u);
-    memcpy((char *) c->requestBuffer + off, &u, 2);
 }
 
 /* One axis of a copy: the part t in [0, n) for which every coordinate the server derives
