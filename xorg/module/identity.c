@@ -8,23 +8,7 @@
  * executable file mapping is root's and not writable by others (code loaded by other
  * means: a scrubbed LD_PRELOAD, dlopen through a debugger), and no other process holds the
  * client's end of the X connection (a connection handed over by fork or SCM_RIGHTS). */
-#include "cs.h"
-#include "client.h"
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pwd.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
-#include <linux/sock_diag.h>
-#include <linux/unix_diag.h>
+#include "identity-int.h"
 
 struct cs_ident {
     enum cs_role role;
