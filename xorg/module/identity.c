@@ -117,7 +117,7 @@ cs_identity_daemon_users(const char *list)
 /* ---- reading /proc ---- */
 
 /* Reads up to size-1 bytes of a /proc file; returns the length (-1: unreadable). */
-static ssize_t
+ssize_t
 cs_read_file(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -134,7 +134,7 @@ cs_read_file(const char *path, char *buf, size_t size)
 }
 
 /* root's and writable by root only (strict: no group write at all) */
-static int
+int
 cs_root_only(const struct stat *st, int strict)
 {
     if (st->st_uid != 0 || (st->st_mode & S_IWOTH))
@@ -146,7 +146,7 @@ cs_root_only(const struct stat *st, int strict)
 
 /* The file at the canonical path `path` and every directory above it are root's and
  * writable by root only. */
-static int
+int
 cs_path_root_only(const char *path, int strict)
 {
     char p[PATH_MAX], *slash;
@@ -165,7 +165,7 @@ cs_path_root_only(const char *path, int strict)
     }
 }
 
-static int
+int
 cs_same_mntns(pid_t pid)
 {
     char link[64], a[64], b[64];
@@ -178,7 +178,7 @@ cs_same_mntns(pid_t pid)
 }
 
 /* No thread of pid is traced. */
-static int
+int
 cs_untraced(pid_t pid)
 {
     char path[96], buf[4096], *t;
@@ -210,7 +210,7 @@ static int cs_env_entry_clean(const char *e, const char **why);
  * or a directory not root's in the initial environment. A process that scrubbed its
  * environment after the loader ran still shows the strings here (unsetenv moves pointers,
  * not the strings); one that overwrote them has code of its own mapped: cs_maps_clean. */
-static int
+int
 cs_env_clean(pid_t pid, const char **why)
 {
     char path[64], *buf = NULL, *e;
@@ -288,7 +288,7 @@ cs_env_entry_clean(const char *e, const char **why)
  * of a deleted file (memfd included). Anonymous executable memory is not judged (a bound:
  * see README). The file is stat'ed through /proc/PID/map_files, i.e. the mapped inode
  * itself, whatever its path now names. */
-static int
+int
 cs_maps_clean(pid_t pid, const char **why, char *what, size_t whatlen)
 {
     char path[96], line[PATH_MAX + 256];
@@ -415,7 +415,7 @@ cs_proc_holds(const char *pid, const char *target)
 
 /* The client's end of the connection is held by `pid` (its threads share its fds) and by
  * no other process. */
-static int
+int
 cs_sole_holder(ClientPtr client, pid_t pid, const char **why)
 {
     char target[48], me[24];
