@@ -258,7 +258,7 @@ cs_gc_restore(GCPtr gc, RegionPtr saved, DDXPointRec org)
 /* The last window found as a copy source, by id: a client copies from the same window
  * again and again, and the cache spares the resource table walk. An id names the same
  * window until the window is destroyed, and every destroyed window passes through the
- * screen's DestroyWindow first (cs_forget_window, from region.c). */
+ * screen's DestroyWindow first (cs_forget_window, from tree.c). */
 void
 cs_forget_window(WindowPtr win)
 {

@@ -61,7 +61,7 @@ cs_key_window(DeviceIntPtr dev)
 
 /* The same, remembered for the last window asked about while cs_gen stays: cs_gen moves
  * on whenever a window's secure tag changes (cs_set_win_secure), a window is reparented
- * or destroyed (region.c), which is all that can change the answer for a window or free
+ * or destroyed (tree.c), which is all that can change the answer for a window or free
  * it. Every key event asks for the window its keys go to, several times (the XTEST
  * request, the raw and device events of the slave and the master): one walk up the tree
  * per window and tree state instead. */
