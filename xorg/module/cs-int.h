@@ -81,7 +81,56 @@ cs_set_dirty(struct cs_screen *cs)
 }
 
 /* the screen's struct cs_screen, in a screen private (freed at CloseScreen) */
+extern DevPrivateKeyRec cs_screen_key_rec;
 #define SCR(s) ((struct cs_screen *) dixLookupPrivate(&(s)->devPrivates, &cs_screen_key_rec))
+
+/* dixLookupPrivate of a pointer-sized screen private (a key registered with size 0 at
+ * init, which fails without it), without its size test and assertions: 10 instructions
+ * less in GetImage's common case, which looks up two */
+static inline void *
+cs_priv_ptr(PrivatePtr privates, DevPrivateKey key)
+{
+    return *(void **) ((char *) privates + key->offset);
+}
+
+/* The fast path of the read queries, inline and without a call, so that GetImage's
+ * common case (image.c) costs no stack frame and no call but the screen's own GetImage,
+ * and cs_read_clear's (reads.c) none but tail calls:
+ * CS_READ_CLEAR: the box x,y,w,h of `draw` is a window read from the framebuffer (no
+ *   redirected ancestor) while windows are secure, the secret area is computed and the
+ *   box misses it (it is empty, or the box misses its extents): no client gets a secret
+ *   pixel from it;
+ * CS_READ_UNKNOWN: such a read, but the window is in a redirected one or the area is to
+ *   be computed (cs_read_clear: 0);
+ * CS_READ_RECTS: such a read within the area's extents: its rectangles tell;
+ * CS_READ_OTHER: anything else (an empty box, a pause, not a window, no secure window). */
+enum cs_read_fast { CS_READ_UNKNOWN = 0, CS_READ_CLEAR = 1, CS_READ_RECTS, CS_READ_OTHER };
+static inline enum cs_read_fast
+cs_read_clear_fast(DrawablePtr draw, int x, int y, int w, int h)
+{
+    WindowPtr win;
+    struct cs_screen *cs;
+    const BoxRec *e;
+
+    if (w <= 0 || h <= 0 || cs_cfg.paused || draw->type != DRAWABLE_WINDOW || !cs_nsecure)
+        return CS_READ_OTHER;
+    for (win = (WindowPtr) draw; win->parent; win = win->parent)
+        if (win->redirectDraw != RedirectDrawNone)
+            return CS_READ_UNKNOWN;
+    cs = cs_priv_ptr(draw->pScreen->devPrivates, &cs_screen_key_rec);
+    if (cs->dirty)
+        return CS_READ_UNKNOWN;
+    if (!RegionNotEmpty(&cs->secret))
+        return CS_READ_CLEAR;
+    x += draw->x;
+    y += draw->y;
+    /* the box (in int) misses the secret area's extents (which lie in the 16-bit range):
+     * so does the box clamped to that range */
+    e = RegionExtents(&cs->secret);
+    if (x >= e->x2 || x + w <= e->x1 || y >= e->y2 || y + h <= e->y1)
+        return CS_READ_CLEAR;
+    return CS_READ_RECTS;
+}
 /* Shared between the files of the secret area; each is defined in the file named. */
 
 /* secure.c: which windows are secure */

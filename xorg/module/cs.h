@@ -220,14 +220,6 @@ int cs_win_title_secret(WindowPtr win, ClientPtr reader);
 void cs_mark_dirty(void);
 int cs_secure_count_slow(void);
 extern int cs_nsecure;          /* secure windows in existence (secure.c) */
-/* The head of the secret area's per-screen state (its struct cs_screen, cs-int.h, starts
- * with these two, checked in tree.c), in the screen private cs_screen_key_rec: for image.c's
- * GetImage fast path, which reads them without a call. */
-struct cs_screen_head {
-    RegionRec secret;           /* the secret area, screen coordinates */
-    Bool dirty;                 /* `secret` is to be computed again before use */
-};
-extern DevPrivateKeyRec cs_screen_key_rec;
 /* Nonzero while something is secret: a secure window exists or a residue (stale area,
  * trail) remains; 0 while protection is paused. */
 static inline int

@@ -2,6 +2,7 @@
  * black; the backstop of every path that reads through it) and GetImage and ShmGetImage
  * refused in deny mode. */
 #include "censor-int.h"
+#include "cs-int.h"
 
 /* per screen: where wrap.c keeps the screen's previous GetImage */
 DevPrivateKeyRec cs_getimage_key_rec;
@@ -88,44 +89,6 @@ static void
 cs_GetImage_censored(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
                      unsigned long planemask, char *out);
 
-/* dixLookupPrivate of a pointer-sized screen private (a key registered with size 0 at
- * init, which fails without it), without its size test and assertions: 10 instructions
- * less in GetImage's common case, which looks up two */
-static inline void *
-cs_priv_ptr(PrivatePtr privates, DevPrivateKey key)
-{
-    return *(void **) ((char *) privates + key->offset);
-}
-
-/* 1: the box x,y,w,h of `draw` is a window read from the framebuffer (no redirected
- * ancestor) while windows are secure, the secret area is computed and the box misses it
- * (it is empty, or the box misses its extents): no client gets a secret pixel from it (what cs_read_clear answers 1 to first).
- * 0: not known here, ask cs_read_clear. Inline and without a call, so that GetImage's
- * common case costs no stack frame and no call but the screen's own GetImage. */
-static inline int
-cs_read_clear_quick(DrawablePtr draw, int x, int y, int w, int h)
-{
-    WindowPtr win;
-    struct cs_screen_head *cs;
-    const BoxRec *e;
-
-    if (w <= 0 || h <= 0 || cs_cfg.paused || draw->type != DRAWABLE_WINDOW || !cs_nsecure)
-        return 0;
-    for (win = (WindowPtr) draw; win->parent; win = win->parent)
-        if (win->redirectDraw != RedirectDrawNone)
-            return 0;
-    cs = cs_priv_ptr(draw->pScreen->devPrivates, &cs_screen_key_rec);
-    if (cs->dirty)
-        return 0;
-    if (!RegionNotEmpty(&cs->secret))
-        return 1;
-    x += draw->x;
-    y += draw->y;
-    /* in int; the extents lie in the 16-bit range */
-    e = RegionExtents(&cs->secret);
-    return x >= e->x2 || x + w <= e->x1 || y >= e->y2 || y + h <= e->y1;
-}
-
 static void __attribute__((noinline))
 cs_GetImage_slow(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
                  unsigned long planemask, char *out)
@@ -149,7 +112,7 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
     ScreenPtr s = draw->pScreen;
 
     /* the common case (a box clear of the secret area's extents) inline */
-    if (cs_read_clear_quick(draw, sx, sy, w, h)) {
+    if (cs_read_clear_fast(draw, sx, sy, w, h) == CS_READ_CLEAR) {
         s->GetImage = *(GetImageProcPtr *) cs_priv_ptr(s->devPrivates, &cs_getimage_key_rec);
         s->GetImage(draw, sx, sy, w, h, format, planemask, out);
         s->GetImage = cs_GetImage;

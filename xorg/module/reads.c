@@ -87,31 +87,22 @@ cs_read_clear_slow(DrawablePtr draw, int x, int y, int w, int h)
     return cs_read_clear_rects(cs, draw->x + x, draw->y + y, w, h);
 }
 
-/* The common answer first, with no call but tail calls (so no stack frame): a window
- * read from the framebuffer while windows are secure and the secret area is computed. */
+/* The common answer first (cs_read_clear_fast, inline), with no call but tail calls (so
+ * no stack frame): a window read from the framebuffer while windows are secure and the
+ * secret area is computed. */
 int
 cs_read_clear(DrawablePtr draw, int x, int y, int w, int h)
 {
-    WindowPtr dom;
-    struct cs_screen *cs;
-    BoxPtr e;
-
-    if (w <= 0 || h <= 0 || cs_cfg.paused || draw->type != DRAWABLE_WINDOW || !cs_nsecure)
-        return cs_read_clear_slow(draw, x, y, w, h);
-    dom = cs_domain((WindowPtr) draw);
-    cs = SCR(draw->pScreen);
-    if (dom->parent || cs->dirty)
+    switch (cs_read_clear_fast(draw, x, y, w, h)) {
+    case CS_READ_CLEAR:
+        return 1;
+    case CS_READ_UNKNOWN:
         return 0;
-    if (!RegionNotEmpty(&cs->secret))
-        return 1;
-    x += draw->x;
-    y += draw->y;
-    /* the box (in int) misses the secret area's extents (which lie in the 16-bit range):
-     * so does the box clamped to that range */
-    e = RegionExtents(&cs->secret);
-    if (x >= e->x2 || x + w <= e->x1 || y >= e->y2 || y + h <= e->y1)
-        return 1;
-    return cs_read_clear_rects(cs, x, y, w, h);
+    case CS_READ_RECTS:
+        return cs_read_clear_rects(SCR(draw->pScreen), draw->x + x, draw->y + y, w, h);
+    default:
+        return cs_read_clear_slow(draw, x, y, w, h);
+    }
 }
 
 int

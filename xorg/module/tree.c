@@ -5,10 +5,7 @@
 #define CS_SECURE_NAME "_CAPTURE_SHIELD_SECURE"
 #define CS_POLICY_NAME "_CAPTURE_SHIELD_POLICY"
 
-DevPrivateKeyRec cs_screen_key_rec;     /* struct cs_screen; its head in cs.h */
-_Static_assert(offsetof(struct cs_screen, secret) == offsetof(struct cs_screen_head, secret) &&
-               offsetof(struct cs_screen, dirty) == offsetof(struct cs_screen_head, dirty),
-               "struct cs_screen begins with struct cs_screen_head");
+DevPrivateKeyRec cs_screen_key_rec;     /* struct cs_screen (cs-int.h) */
 static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
 static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
 /* ---- window tree changes mark the cache dirty ---- */
