@@ -308,6 +308,16 @@ CsFn *cs_wrap_screen(ScreenPtr s, CsFn *slot, CsFn *saved, CsFn fn);
 #define CS_WRAP_SCREEN_OWN(s, field, fn) \
     ((void) sizeof((s)->field = (fn)), \
      (__typeof__((s)->field) *) cs_wrap_screen((s), (CsFn *) &(s)->field, NULL, (CsFn) (fn)))
+/* A screen wrapper's call of the proc it wraps, in the style of mi's and Xext's
+ * SCREEN_PROLOGUE/EPILOGUE: the prologue puts the previous proc, kept in `saved` (an
+ * lvalue), back into the screen for the call; the epilogue keeps in `saved` what the
+ * screen holds after it (a proc may have wrapped or unwrapped itself meanwhile) and puts
+ * the wrapper back. CS_SCREEN_REWRAP only puts the wrapper back (image.c's GetImage,
+ * whose previous proc wrap.c keeps: CS_WRAP_SCREEN_OWN). */
+#define CS_SCREEN_PROLOGUE(s, field, saved) ((s)->field = (saved))
+#define CS_SCREEN_REWRAP(s, field, wrapper) ((s)->field = (wrapper))
+#define CS_SCREEN_EPILOGUE(s, field, saved, wrapper) \
+    ((saved) = (s)->field, CS_SCREEN_REWRAP(s, field, wrapper))
 /* Cleanups: at close down (or a failed init), and per screen at its CloseScreen after
  * its procs are restored (free per-screen state, timers). */
 Bool cs_on_close(void (*fn)(void));

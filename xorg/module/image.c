@@ -97,9 +97,9 @@ cs_GetImage_slow(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int fo
 
     /* the box misses every secret pixel, whoever reads (no client looked up, no region) */
     if (!cs_rule_on(CS_RULE_GETIMAGE) || cs_read_clear(draw, sx, sy, w, h)) {
-        s->GetImage = CS_ORIG_GETIMAGE(s);
+        CS_SCREEN_PROLOGUE(s, GetImage, CS_ORIG_GETIMAGE(s));
         s->GetImage(draw, sx, sy, w, h, format, planemask, out);
-        s->GetImage = cs_GetImage;
+        CS_SCREEN_REWRAP(s, GetImage, cs_GetImage);
         return;
     }
     cs_GetImage_censored(draw, sx, sy, w, h, format, planemask, out);
@@ -113,9 +113,10 @@ cs_GetImage(DrawablePtr draw, int sx, int sy, int w, int h, unsigned int format,
 
     /* the common case (a box clear of the secret area's extents) inline */
     if (cs_read_clear_fast(draw, sx, sy, w, h) == CS_READ_CLEAR) {
-        s->GetImage = *(GetImageProcPtr *) cs_priv_ptr(s->devPrivates, &cs_getimage_key_rec);
+        CS_SCREEN_PROLOGUE(s, GetImage,
+                           *(GetImageProcPtr *) cs_priv_ptr(s->devPrivates, &cs_getimage_key_rec));
         s->GetImage(draw, sx, sy, w, h, format, planemask, out);
-        s->GetImage = cs_GetImage;
+        CS_SCREEN_REWRAP(s, GetImage, cs_GetImage);
         return;
     }
     cs_GetImage_slow(draw, sx, sy, w, h, format, planemask, out);
@@ -146,9 +147,9 @@ cs_GetImage_censored(DrawablePtr draw, int sx, int sy, int w, int h, unsigned in
         if (buf != out)
             memcpy(buf, out, len);      /* a partial planemask keeps what `out` held */
     }
-    s->GetImage = CS_ORIG_GETIMAGE(s);
+    CS_SCREEN_PROLOGUE(s, GetImage, CS_ORIG_GETIMAGE(s));
     s->GetImage(draw, sx, sy, w, h, format, planemask, buf);
-    s->GetImage = cs_GetImage;
+    CS_SCREEN_REWRAP(s, GetImage, cs_GetImage);
     if (hit) {
         cs_blank_image(draw, sx, sy, w, format, buf, len, plane_len, &secret);
         if (buf != out) {

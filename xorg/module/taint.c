@@ -172,9 +172,8 @@ cs_DestroyPixmap(PixmapPtr pix)
         p->flag = 0;
         p->reader = 0;
     }
-    s->DestroyPixmap = cs->DestroyPixmap;
+    CS_SCREEN_PROLOGUE(s, DestroyPixmap, cs->DestroyPixmap);
     r = s->DestroyPixmap(pix);
-    cs->DestroyPixmap = s->DestroyPixmap;
-    s->DestroyPixmap = cs_DestroyPixmap;
+    CS_SCREEN_EPILOGUE(s, DestroyPixmap, cs->DestroyPixmap, cs_DestroyPixmap);
     return r;
 }

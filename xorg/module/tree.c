@@ -37,10 +37,9 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
     else if (!cs_geom)
         cs_set_dirty(cs);
     cs_in_vt++;
-    s->ValidateTree = cs->ValidateTree;
+    CS_SCREEN_PROLOGUE(s, ValidateTree, cs->ValidateTree);
     r = s->ValidateTree(parent, child, kind);
-    cs->ValidateTree = s->ValidateTree;
-    s->ValidateTree = cs_ValidateTree;
+    CS_SCREEN_EPILOGUE(s, ValidateTree, cs->ValidateTree, cs_ValidateTree);
     cs_in_vt--;
     if (!cs_rule_on(CS_RULE_STALE) || !s->root ||
         !(cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale)))
@@ -83,10 +82,9 @@ cs_ClipNotify(WindowPtr win, int dx, int dy)
     if (!cs_in_vt)
         cs_set_dirty(cs);       /* not from ValidateTree: where is not known */
     if (cs->ClipNotify) {
-        s->ClipNotify = cs->ClipNotify;
+        CS_SCREEN_PROLOGUE(s, ClipNotify, cs->ClipNotify);
         s->ClipNotify(win, dx, dy);
-        cs->ClipNotify = s->ClipNotify;
-        s->ClipNotify = cs_ClipNotify;
+        CS_SCREEN_EPILOGUE(s, ClipNotify, cs->ClipNotify, cs_ClipNotify);
     }
 }
 
@@ -101,10 +99,9 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     /* inside a move or resize: marked by it; an unrealized window shows nothing */
     if (!cs_geom && win->realized)
         cs_set_dirty(cs);
-    s->PositionWindow = cs->PositionWindow;
+    CS_SCREEN_PROLOGUE(s, PositionWindow, cs->PositionWindow);
     r = s->PositionWindow(win, x, y);
-    cs->PositionWindow = s->PositionWindow;
-    s->PositionWindow = cs_PositionWindow;
+    CS_SCREEN_EPILOGUE(s, PositionWindow, cs->PositionWindow, cs_PositionWindow);
     /* DBE (wrapped below) gives a resized window new buffer pixmaps, with the old contents
      * copied in and every buffer id pointed at them: the new back buffer is as secret */
     if (w->dbe_id && w->dbe_secret)
@@ -120,10 +117,9 @@ cs_RealizeWindow(WindowPtr win)
     Bool r;
 
     cs_dirty_win(cs, win);
-    s->RealizeWindow = cs->RealizeWindow;
+    CS_SCREEN_PROLOGUE(s, RealizeWindow, cs->RealizeWindow);
     r = s->RealizeWindow(win);
-    cs->RealizeWindow = s->RealizeWindow;
-    s->RealizeWindow = cs_RealizeWindow;
+    CS_SCREEN_EPILOGUE(s, RealizeWindow, cs->RealizeWindow, cs_RealizeWindow);
     return r;
 }
 
@@ -135,10 +131,9 @@ cs_UnrealizeWindow(WindowPtr win)
     Bool r;
 
     cs_dirty_win(cs, win);
-    s->UnrealizeWindow = cs->UnrealizeWindow;
+    CS_SCREEN_PROLOGUE(s, UnrealizeWindow, cs->UnrealizeWindow);
     r = s->UnrealizeWindow(win);
-    cs->UnrealizeWindow = s->UnrealizeWindow;
-    s->UnrealizeWindow = cs_UnrealizeWindow;
+    CS_SCREEN_EPILOGUE(s, UnrealizeWindow, cs->UnrealizeWindow, cs_UnrealizeWindow);
     return r;
 }
 
@@ -153,10 +148,9 @@ cs_DestroyWindow(WindowPtr win)
     cs_forget_window(win);
     if (win->realized)
         cs_dirty_win(cs, win);
-    s->DestroyWindow = cs->DestroyWindow;
+    CS_SCREEN_PROLOGUE(s, DestroyWindow, cs->DestroyWindow);
     r = s->DestroyWindow(win);
-    cs->DestroyWindow = s->DestroyWindow;
-    s->DestroyWindow = cs_DestroyWindow;
+    CS_SCREEN_EPILOGUE(s, DestroyWindow, cs->DestroyWindow, cs_DestroyWindow);
     return r;
 }
 
@@ -170,10 +164,9 @@ cs_MoveWindow(WindowPtr win, int x, int y, WindowPtr sib, VTKind kind)
 
     cs_dirty_win(cs, win);
     cs_geom++;
-    s->MoveWindow = cs->MoveWindow;
+    CS_SCREEN_PROLOGUE(s, MoveWindow, cs->MoveWindow);
     s->MoveWindow(win, x, y, sib, kind);
-    cs->MoveWindow = s->MoveWindow;
-    s->MoveWindow = cs_MoveWindow;
+    CS_SCREEN_EPILOGUE(s, MoveWindow, cs->MoveWindow, cs_MoveWindow);
     cs_geom--;
     cs_dirty_win(cs, win);
 }
@@ -186,10 +179,9 @@ cs_ResizeWindow(WindowPtr win, int x, int y, unsigned int w, unsigned int h, Win
 
     cs_dirty_win(cs, win);
     cs_geom++;
-    s->ResizeWindow = cs->ResizeWindow;
+    CS_SCREEN_PROLOGUE(s, ResizeWindow, cs->ResizeWindow);
     s->ResizeWindow(win, x, y, w, h, sib);
-    cs->ResizeWindow = s->ResizeWindow;
-    s->ResizeWindow = cs_ResizeWindow;
+    CS_SCREEN_EPILOGUE(s, ResizeWindow, cs->ResizeWindow, cs_ResizeWindow);
     cs_geom--;
     cs_dirty_win(cs, win);
 }
@@ -202,10 +194,9 @@ cs_ChangeBorderWidth(WindowPtr win, unsigned int width)
 
     cs_dirty_win(cs, win);
     cs_geom++;
-    s->ChangeBorderWidth = cs->ChangeBorderWidth;
+    CS_SCREEN_PROLOGUE(s, ChangeBorderWidth, cs->ChangeBorderWidth);
     s->ChangeBorderWidth(win, width);
-    cs->ChangeBorderWidth = s->ChangeBorderWidth;
-    s->ChangeBorderWidth = cs_ChangeBorderWidth;
+    CS_SCREEN_EPILOGUE(s, ChangeBorderWidth, cs->ChangeBorderWidth, cs_ChangeBorderWidth);
     cs_geom--;
     cs_dirty_win(cs, win);
 }
@@ -218,10 +209,9 @@ cs_SetShape(WindowPtr win, int kind)
 
     cs_dirty_win(cs, win);
     cs_geom++;
-    s->SetShape = cs->SetShape;
+    CS_SCREEN_PROLOGUE(s, SetShape, cs->SetShape);
     s->SetShape(win, kind);
-    cs->SetShape = s->SetShape;
-    s->SetShape = cs_SetShape;
+    CS_SCREEN_EPILOGUE(s, SetShape, cs->SetShape, cs_SetShape);
     cs_geom--;
     cs_dirty_win(cs, win);
 }
@@ -250,11 +240,10 @@ cs_ReparentWindow(WindowPtr win, WindowPtr prior)
         else if (cw->framed)
             ct->framed = cw->framed;
     }
-    s->ReparentWindow = cs->ReparentWindow;
+    CS_SCREEN_PROLOGUE(s, ReparentWindow, cs->ReparentWindow);
     if (s->ReparentWindow)
         s->ReparentWindow(win, prior);
-    cs->ReparentWindow = s->ReparentWindow;
-    s->ReparentWindow = cs_ReparentWindow;
+    CS_SCREEN_EPILOGUE(s, ReparentWindow, cs->ReparentWindow, cs_ReparentWindow);
     if (cs_rule_on(CS_RULE_TAINT) && cs_win_has_secure(win)) {
         /* secure pixels moved into (or a window moved into secure pixels under) redirected
          * windows whose pixmaps may have been named before: those pixmaps are secret now,
