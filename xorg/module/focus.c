@@ -4,10 +4,8 @@
 #include "input-int.h"
 
 DevPrivateKeyRec cs_input_key_rec;
-unsigned long cs_period;         /* bumped whenever the secure focus may change */
-static XID cs_last_secure;              /* the secure window that had the focus last time */
-int cs_xi_major, cs_xi_event;    /* XInputExtension major opcode, event base (0: none) */
-int cs_xi_known;
+/* this file's state (input-int.h) */
+struct cs_focus_state cs_focus_st = { .devgen = 1 };
 
 /* XInputExtension's numbers, once it is initialised (it may come after this module). */
 void
@@ -18,15 +16,12 @@ cs_input_ext_slow(void)
     ext = CheckExtension("XInputExtension");
     if (!ext)
         return;
-    cs_xi_major = ext->base;
-    cs_xi_event = ext->eventBase;
-    cs_xi_known = 1;
+    cs_focus_st.xi_major = ext->base;
+    cs_focus_st.xi_event = ext->eventBase;
+    cs_focus_st.xi_known = 1;
 }
 
 /* ---- where the keys go ---- */
-
-static WindowPtr cs_kmemo_focus, cs_kmemo_sprite, cs_kmemo_win;
-static unsigned long cs_kmemo_gen;
 
 /* The window key events from `dev` go to now (NULL: nowhere / unknown). */
 static WindowPtr
@@ -50,13 +45,14 @@ cs_key_window(DeviceIntPtr dev)
      * last answer is kept while cs_gen stays (a reparent or a destroy moves it on) */
     if (!sprite)
         return focus;
-    if (focus != cs_kmemo_focus || sprite != cs_kmemo_sprite || cs_kmemo_gen != cs_gen) {
-        cs_kmemo_focus = focus;
-        cs_kmemo_sprite = sprite;
-        cs_kmemo_gen = cs_gen;
-        cs_kmemo_win = sprite == focus || IsParent(focus, sprite) ? sprite : focus;
+    if (focus != cs_focus_st.kmemo_focus || sprite != cs_focus_st.kmemo_sprite ||
+        cs_focus_st.kmemo_gen != cs_gen) {
+        cs_focus_st.kmemo_focus = focus;
+        cs_focus_st.kmemo_sprite = sprite;
+        cs_focus_st.kmemo_gen = cs_gen;
+        cs_focus_st.kmemo_win = sprite == focus || IsParent(focus, sprite) ? sprite : focus;
     }
-    return cs_kmemo_win;
+    return cs_focus_st.kmemo_win;
 }
 
 /* The same, remembered for the last window asked about while cs_gen stays: cs_gen moves
@@ -64,19 +60,16 @@ cs_key_window(DeviceIntPtr dev)
  * or destroyed (tree.c), which is all that can change the answer for a window or free
  * it. Every key event asks for the window its keys go to, several times (the XTEST
  * request, the raw and device events of the slave and the master): one walk up the tree
- * per window and tree state instead. */
-static WindowPtr cs_memo_win, cs_memo_secure;
-static unsigned long cs_memo_gen;
-
+ * per window and tree state instead (cs_focus_st.memo_*). */
 static inline WindowPtr
 cs_secure_of_memo(WindowPtr win)
 {
-    if (win != cs_memo_win || cs_memo_gen != cs_gen) {
-        cs_memo_secure = cs_secure_of(win);
-        cs_memo_win = win;
-        cs_memo_gen = cs_gen;
+    if (win != cs_focus_st.memo_win || cs_focus_st.memo_gen != cs_gen) {
+        cs_focus_st.memo_secure = cs_secure_of(win);
+        cs_focus_st.memo_win = win;
+        cs_focus_st.memo_gen = cs_gen;
     }
-    return cs_memo_secure;
+    return cs_focus_st.memo_secure;
 }
 
 /* ---- the secure focus and the secure window under the pointer, remembered ----
@@ -84,18 +77,15 @@ cs_secure_of_memo(WindowPtr win)
  * master's focus window and sprite window, and the window tree with its secure tags
  * (cs_gen). In the usual case, the two core masters alone (they live as long as the
  * server generation), each answer is kept with the core devices' focus and sprite
- * windows, cs_gen and cs_devgen: master devices are created (AddInputDevice) and removed
+ * windows, cs_gen and cs_focus_st.devgen: master devices are created (AddInputDevice) and removed
  * (XIChangeHierarchy) only after an XACE_DEVICE_ACCESS check for DixCreateAccess or
  * DixDestroyAccess, and slaves are attached after one for DixManageAccess, which move
- * cs_devgen on (cs_device_hook), as does every other device access check but reads;
+ * cs_focus_st.devgen on (cs_device_hook), as does every other device access check but reads;
  * XIChangeHierarchy, ChangeDeviceControl or a "Device Enabled" property enable or disable
  * devices after such a check within the request, so from the check until the next block
- * handler nothing is kept (cs_hier_pending). A master gains a slave's classes without a
+ * handler nothing is kept (cs_focus_st.hier_pending). A master gains a slave's classes without a
  * check, so the core pointer must have no key class and the core keyboard no button
  * class for an answer to be kept. */
-unsigned long cs_devgen = 1;
-Bool cs_hier_pending;
-struct cs_memo_focus cs_fmemo, cs_pmemo;
 
 /* the devices the answer was found from: the two core masters alone (see above) */
 static inline void
@@ -105,10 +95,10 @@ cs_memo_keep(struct cs_memo_focus *m, int nmaster, int core, WindowPtr secure, W
 
     m->gen = 0;
     if (nmaster != 2 || core != 2 || !k || !p || !k->focus || p->key || k->button ||
-        cs_hier_pending)
+        cs_focus_st.hier_pending)
         return;
     m->gen = cs_gen;
-    m->devgen = cs_devgen;
+    m->devgen = cs_focus_st.devgen;
     m->focus = k->focus->win;
     m->sprite = cs_sprite_win(k);
     m->psprite = cs_sprite_win(p);
@@ -139,19 +129,19 @@ cs_focus_secure_slow(WindowPtr *keywin)
             foundwin = w;
         }
     }
-    cs_memo_keep(&cs_fmemo, nmaster, core, found, foundwin);
+    cs_memo_keep(&cs_focus_st.fmemo, nmaster, core, found, foundwin);
     if (found) {
         if (keywin)
             *keywin = foundwin;
-        if (found->drawable.id != cs_last_secure) {
-            cs_last_secure = found->drawable.id;
-            cs_period++;
+        if (found->drawable.id != cs_focus_st.last_secure) {
+            cs_focus_st.last_secure = found->drawable.id;
+            cs_focus_st.period++;
         }
         return found;
     }
-    if (cs_last_secure) {
-        cs_last_secure = 0;
-        cs_period++;
+    if (cs_focus_st.last_secure) {
+        cs_focus_st.last_secure = 0;
+        cs_focus_st.period++;
     }
     return NULL;
 }
@@ -177,7 +167,7 @@ cs_pointer_secure_slow(WindowPtr *under)
             foundwin = d->spriteInfo->sprite->win;
         }
     }
-    cs_memo_keep(&cs_pmemo, nmaster, core, found, foundwin);
+    cs_memo_keep(&cs_focus_st.pmemo, nmaster, core, found, foundwin);
     if (found)
         *under = foundwin;
     return found;
@@ -196,10 +186,6 @@ cs_owner(WindowPtr win)
  * client cannot make itself the reader by creating (and tagging) a window inside another
  * client's secure window, nor by reparenting that window into a secure window of its own
  * (both make the keys nobody's: they stay in the server). */
-ClientPtr cs_rmemo_client;     /* the last ownership answer, while cs_gen stays */
-WindowPtr cs_rmemo_win;          /* (a client that leaves has its windows destroyed, */
-unsigned long cs_rmemo_gen;      /* which moves cs_gen on) */
-int cs_rmemo_owns;
 
 int
 cs_key_reader_ok_slow(ClientPtr client, WindowPtr win)
@@ -207,18 +193,19 @@ cs_key_reader_ok_slow(ClientPtr client, WindowPtr win)
     WindowPtr w;
     int owns = 1;
 
-    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen)
-        owns = cs_rmemo_owns;
+    if (client == cs_focus_st.rmemo_client && win == cs_focus_st.rmemo_win &&
+        cs_focus_st.rmemo_gen == cs_gen)
+        owns = cs_focus_st.rmemo_owns;
     else {
         for (w = win; w; w = w->parent)
             if (cs_win_secure(w) && cs_owner(w) != client) {
                 owns = 0;
                 break;
             }
-        cs_rmemo_client = client;
-        cs_rmemo_win = win;
-        cs_rmemo_gen = cs_gen;
-        cs_rmemo_owns = owns;
+        cs_focus_st.rmemo_client = client;
+        cs_focus_st.rmemo_win = win;
+        cs_focus_st.rmemo_gen = cs_gen;
+        cs_focus_st.rmemo_owns = owns;
     }
     return owns || cs_client_trusted(client);
 }
@@ -232,9 +219,9 @@ cs_input_report(ClientPtr client, XID what)
     if (!client || client == serverClient)
         return;
     st = dixLookupPrivate(&client->devPrivates, &cs_input_key_rec);
-    if (st->reported_period == cs_period + 1)
+    if (st->reported_period == cs_focus_st.period + 1)
         return;
-    st->reported_period = cs_period + 1;
+    st->reported_period = cs_focus_st.period + 1;
     LogMessageVerb(X_INFO, 1, "CAPTURESHIELD: input refused to client %d (pid %d, request %d), window 0x%lx\n",
                    client->index, (int) GetClientPid(client), client->majorOp,
                    (unsigned long) what);
@@ -245,18 +232,18 @@ cs_input_report(ClientPtr client, XID what)
 void
 cs_focus_reset(void)
 {
-    cs_last_secure = 0;
-    cs_memo_win = cs_memo_secure = NULL;
-    cs_memo_gen = 0;
-    cs_rmemo_client = NULL;
-    cs_rmemo_win = NULL;
-    cs_rmemo_gen = 0;
-    cs_kmemo_focus = cs_kmemo_sprite = cs_kmemo_win = NULL;
-    cs_kmemo_gen = 0;
-    memset(&cs_fmemo, 0, sizeof(cs_fmemo));
-    cs_hier_pending = FALSE;
-    memset(&cs_pmemo, 0, sizeof(cs_pmemo));
-    cs_xi_known = cs_xi_major = cs_xi_event = 0;
+    cs_focus_st.last_secure = 0;
+    cs_focus_st.memo_win = cs_focus_st.memo_secure = NULL;
+    cs_focus_st.memo_gen = 0;
+    cs_focus_st.rmemo_client = NULL;
+    cs_focus_st.rmemo_win = NULL;
+    cs_focus_st.rmemo_gen = 0;
+    cs_focus_st.kmemo_focus = cs_focus_st.kmemo_sprite = cs_focus_st.kmemo_win = NULL;
+    cs_focus_st.kmemo_gen = 0;
+    memset(&cs_focus_st.fmemo, 0, sizeof(cs_focus_st.fmemo));
+    cs_focus_st.hier_pending = FALSE;
+    memset(&cs_focus_st.pmemo, 0, sizeof(cs_focus_st.pmemo));
+    cs_focus_st.xi_known = cs_focus_st.xi_major = cs_focus_st.xi_event = 0;
 }
 
 /* ---- which events carry keys ---- */
@@ -271,12 +258,13 @@ cs_is_key_event(const xEvent *ev)
     if (type == GenericEvent) {
         const xGenericEvent *ge = (const xGenericEvent *) ev;
 
-        return cs_xi_major && ge->extension == cs_xi_major &&
+        return cs_focus_st.xi_major && ge->extension == cs_focus_st.xi_major &&
             (ge->evtype == XI_KeyPress || ge->evtype == XI_KeyRelease ||
              ge->evtype == XI_RawKeyPress || ge->evtype == XI_RawKeyRelease);
     }
-    if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS) {
-        int t = type - cs_xi_event;
+    if (cs_focus_st.xi_event && type >= cs_focus_st.xi_event &&
+        type < cs_focus_st.xi_event + IEVENTS) {
+        int t = type - cs_focus_st.xi_event;
 
         return t == XI_DeviceKeyPress || t == XI_DeviceKeyRelease ||
             t == XI_DeviceStateNotify || t == XI_DeviceKeystateNotify;
@@ -292,8 +280,9 @@ cs_is_input_event(const xEvent *ev)
 
     if (type >= KeyPress && type <= MotionNotify)
         return 1;
-    if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS) {
-        int t = type - cs_xi_event;
+    if (cs_focus_st.xi_event && type >= cs_focus_st.xi_event &&
+        type < cs_focus_st.xi_event + IEVENTS) {
+        int t = type - cs_focus_st.xi_event;
 
         return t >= XI_DeviceKeyPress && t <= XI_DeviceMotionNotify;
     }

@@ -2,9 +2,8 @@
  * they must not take, the key event hooks (DeviceEventCallback, XACE_KEY_AVAIL). */
 #include "input-int.h"
 
-/* DeviceEventCallback (see cs_devev_follow): on the list; on for good (a freezing grab
- * was made); following the secure focus (another grab was made) */
-Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
+/* this file's state (input-int.h) */
+struct cs_grabs_state cs_grabs_st;
 
 static int cs_grab_is_shortcut(GrabPtr g);
 
@@ -42,40 +41,29 @@ cs_in_shortcut_grab(ClientPtr client)
  * were queued, none runs at the replay): a key press queued while a device is frozen
  * arms XACE_KEY_AVAIL (cs_key_avail_hook) until no device is frozen any more (the block
  * handler), which is when the queue is empty again. */
-#define CS_MAX_HIDDEN 64
-static struct {
-    GrabPtr grab;
-    WindowPtr win;
-    XID wid;
-    CARD8 type;
-} cs_hidden[CS_MAX_HIDDEN];
-int cs_nhidden;
-
-Bool cs_dispatch_armed;  /* cs_core_dispatch_hook is on the list: grabs are hidden */
-
 void
 cs_restore_grabs(void)
 {
     int i;
 
-    for (i = 0; i < cs_nhidden; i++) {
+    for (i = 0; i < cs_grabs_st.nhidden; i++) {
         void *p = NULL;
         GrabPtr g;
 
-        if (dixLookupResourceByType(&p, cs_hidden[i].wid, RT_WINDOW, NullClient,
-                                    DixUnknownAccess) != Success || p != cs_hidden[i].win)
+        if (dixLookupResourceByType(&p, cs_grabs_st.hidden[i].wid, RT_WINDOW, NullClient,
+                                    DixUnknownAccess) != Success || p != cs_grabs_st.hidden[i].win)
             continue;
-        for (g = wPassiveGrabs(cs_hidden[i].win); g; g = g->next)
-            if (g == cs_hidden[i].grab && g->type == 0) {
-                g->type = cs_hidden[i].type;
+        for (g = wPassiveGrabs(cs_grabs_st.hidden[i].win); g; g = g->next)
+            if (g == cs_grabs_st.hidden[i].grab && g->type == 0) {
+                g->type = cs_grabs_st.hidden[i].type;
                 break;
             }
     }
-    cs_nhidden = 0;
+    cs_grabs_st.nhidden = 0;
     /* no request pays for the hook while nothing is hidden */
-    if (cs_dispatch_armed && DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH],
+    if (cs_grabs_st.dispatch_armed && DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH],
                                             cs_core_dispatch_hook, NULL))
-        cs_dispatch_armed = FALSE;
+        cs_grabs_st.dispatch_armed = FALSE;
 }
 
 /* A window manager's shortcut: one key with a fixed set of modifiers holding Control,
@@ -101,7 +89,7 @@ cs_grab_is_key(GrabPtr g)
     case XI2:
         return g->type == XI_KeyPress;
     case XI:
-        return cs_xi_event && g->type == cs_xi_event + XI_DeviceKeyPress;
+        return cs_focus_st.xi_event && g->type == cs_focus_st.xi_event + XI_DeviceKeyPress;
     default:
         return 0;
     }
@@ -120,26 +108,26 @@ cs_hide_grabs_on(WindowPtr win, WindowPtr secure, WindowPtr keywin)
         owner = clients[CLIENT_ID(g->resource)];
         if (!owner || cs_key_reader_ok(owner, keywin))
             continue;
-        if (cs_nhidden == CS_MAX_HIDDEN) {
+        if (cs_grabs_st.nhidden == CS_MAX_HIDDEN) {
             /* never leave a grab able to take the key: refuse it for good */
             LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: too many passive grabs to hide; "
                            "grab 0x%lx disabled\n", (unsigned long) g->resource);
             g->type = 0;
             continue;
         }
-        if (!cs_dispatch_armed) {
+        if (!cs_grabs_st.dispatch_armed) {
             /* every request restores hidden grabs first; without the hook, no hiding */
             if (!AddCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL)) {
                 g->type = 0;    /* fail closed: this grab stays off */
                 continue;
             }
-            cs_dispatch_armed = TRUE;
+            cs_grabs_st.dispatch_armed = TRUE;
         }
-        cs_hidden[cs_nhidden].grab = g;
-        cs_hidden[cs_nhidden].win = win;
-        cs_hidden[cs_nhidden].wid = win->drawable.id;
-        cs_hidden[cs_nhidden].type = g->type;
-        cs_nhidden++;
+        cs_grabs_st.hidden[cs_grabs_st.nhidden].grab = g;
+        cs_grabs_st.hidden[cs_grabs_st.nhidden].win = win;
+        cs_grabs_st.hidden[cs_grabs_st.nhidden].wid = win->drawable.id;
+        cs_grabs_st.hidden[cs_grabs_st.nhidden].type = g->type;
+        cs_grabs_st.nhidden++;
         cs_input_want_block();
         g->type = 0;
         cs_input_report(owner, secure->drawable.id);
@@ -180,13 +168,11 @@ cs_key_avail_hook(CallbackListPtr *list, void *data, void *call)
 
     (void) list;
     (void) data;
-    if (cs_nhidden || cs_dispatch_armed)
+    if (cs_grabs_st.nhidden || cs_grabs_st.dispatch_armed)
         cs_restore_grabs();
     if (rec->event && (rec->event->u.u.type & 0x7f) == KeyPress)
         cs_key_press(rec->keybd);
 }
-
-Bool cs_avail_armed;     /* cs_key_avail_hook is on the list */
 
 int
 cs_any_frozen(void)
@@ -204,10 +190,10 @@ cs_avail_disarm(void)
 {
     CallbackListPtr *l = &XaceHooks[XACE_KEY_AVAIL];
 
-    if (!cs_avail_armed)
+    if (!cs_grabs_st.avail_armed)
         return;
     DeleteCallback(l, cs_key_avail_hook, NULL);
-    cs_avail_armed = FALSE;
+    cs_grabs_st.avail_armed = FALSE;
     /* an empty list still makes the server convert each key event (XaceHookIsSet) */
     if (*l && !(*l)->list && !(*l)->inCallback)
         DeleteCallbackList(l);
@@ -233,7 +219,7 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
 
     (void) list;
     (void) data;
-    if (cs_nhidden || cs_dispatch_armed)
+    if (cs_grabs_st.nhidden || cs_grabs_st.dispatch_armed)
         cs_restore_grabs();
     /* a head that is not the one above: handled as a key press (fail closed) */
     if (ev && ev->header == CS_ET_INTERNAL && ev->type != CS_ET_KEYPRESS)
@@ -243,9 +229,9 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
     if (info->device->deviceGrab.sync.frozen) {
         /* its processInputProc is EnqueueEvent (FreezeThaw): the press is queued, to be
          * replayed later without this callback */
-        if (!cs_avail_armed) {
+        if (!cs_grabs_st.avail_armed) {
             if (AddCallback(&XaceHooks[XACE_KEY_AVAIL], cs_key_avail_hook, NULL)) {
-                cs_avail_armed = TRUE;
+                cs_grabs_st.avail_armed = TRUE;
                 cs_input_want_block();
             } else
                 LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key hook for "
@@ -270,14 +256,14 @@ cs_device_event(CallbackListPtr *list, void *data, void *call)
 Bool
 cs_devev_arm(void)
 {
-    if (cs_devev_armed)
+    if (cs_grabs_st.devev_armed)
         return TRUE;
     if (!AddCallback(&DeviceEventCallback, cs_device_event, NULL)) {
         LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot arm the key event hook; grab "
                        "refused\n");
         return FALSE;
     }
-    cs_devev_armed = TRUE;
+    cs_grabs_st.devev_armed = TRUE;
     return TRUE;
 }
 
@@ -289,7 +275,7 @@ cs_devev_follow(void)
     CallbackListPtr *l = &DeviceEventCallback;
     Bool want = cs_focus_secure(NULL) != NULL;
 
-    if (want == cs_devev_armed)
+    if (want == cs_grabs_st.devev_armed)
         return;
     if (want) {
         if (!cs_devev_arm())
@@ -297,7 +283,7 @@ cs_devev_follow(void)
         return;
     }
     DeleteCallback(l, cs_device_event, NULL);
-    cs_devev_armed = FALSE;
+    cs_grabs_st.devev_armed = FALSE;
     /* an empty list still costs every input event a call */
     if (*l && !(*l)->list && !(*l)->inCallback)
         DeleteCallbackList(l);
@@ -307,10 +293,10 @@ cs_devev_follow(void)
 void
 cs_grabs_reset(void)
 {
-    cs_nhidden = 0;
-    cs_dispatch_armed = FALSE;
-    cs_avail_armed = FALSE;
-    cs_devev_armed = FALSE;
-    cs_devev_sticky = FALSE;
-    cs_grab_seen = FALSE;
+    cs_grabs_st.nhidden = 0;
+    cs_grabs_st.dispatch_armed = FALSE;
+    cs_grabs_st.avail_armed = FALSE;
+    cs_grabs_st.devev_armed = FALSE;
+    cs_grabs_st.devev_sticky = FALSE;
+    cs_grabs_st.grab_seen = FALSE;
 }

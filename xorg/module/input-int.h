@@ -23,21 +23,30 @@ struct cs_input_client {
 
 /* focus.c: where the keys go, who may read them, which events carry them */
 extern DevPrivateKeyRec cs_input_key_rec;
-extern unsigned long cs_period;
-extern int cs_xi_major, cs_xi_event;
-extern int cs_xi_known;
-extern unsigned long cs_devgen;
-extern Bool cs_hier_pending;
 struct cs_memo_focus {
     unsigned long gen, devgen;  /* gen 0: nothing kept */
     WindowPtr focus, sprite, psprite;   /* the core devices' focus and sprite windows then */
     WindowPtr secure, win;      /* the answer */
 };
-extern struct cs_memo_focus cs_fmemo, cs_pmemo;
-extern ClientPtr cs_rmemo_client;
-extern WindowPtr cs_rmemo_win;
-extern unsigned long cs_rmemo_gen;
-extern int cs_rmemo_owns;
+/* focus.c's state */
+struct cs_focus_state {
+    unsigned long period;       /* bumped whenever the secure focus may change */
+    XID last_secure;            /* the secure window that had the focus last time */
+    int xi_major, xi_event;     /* XInputExtension major opcode, event base (0: none) */
+    int xi_known;
+    WindowPtr kmemo_focus, kmemo_sprite, kmemo_win;     /* cs_key_window's last answer */
+    unsigned long kmemo_gen;
+    WindowPtr memo_win, memo_secure;    /* cs_secure_of_memo's last answer */
+    unsigned long memo_gen;
+    unsigned long devgen;       /* devices may have changed (focus.c: "remembered") */
+    Bool hier_pending;
+    struct cs_memo_focus fmemo, pmemo;  /* the kept focus and pointer answers */
+    ClientPtr rmemo_client;     /* the last ownership answer, while cs_gen stays */
+    WindowPtr rmemo_win;        /* (a client that leaves has its windows destroyed, */
+    unsigned long rmemo_gen;    /* which moves cs_gen on) */
+    int rmemo_owns;
+};
+extern struct cs_focus_state cs_focus_st;
 void cs_input_ext_slow(void);
 WindowPtr cs_focus_secure_slow(WindowPtr *keywin);
 WindowPtr cs_pointer_secure_slow(WindowPtr *under);
@@ -48,14 +57,31 @@ int cs_is_input_event(const xEvent *ev);
 void cs_focus_reset(void);
 
 /* xkb.c: the XKB events that tell which key went down, held back */
-extern int cs_nxkb;
-extern Bool cs_mieq_armed;
-extern XID cs_xkb_keywin;
-extern Bool cs_xkb_dirty;
-extern Bool cs_xkb_work_queued;
-extern Bool cs_xkb_any;
-extern Bool cs_xkb_recheck;
-extern Bool cs_xkb_timer_on;
+#define CS_MAX_XKB 256
+/* xkb.c's state */
+struct cs_xkb_state {
+    struct cs_xkb_hidden {
+        DeviceIntPtr dev;
+        XkbInterestPtr in;
+        XID resource;
+        ClientPtr client;
+        CARD16 ext_dev, state, access_x;
+        CARD32 ctrls, i_state;
+        BOOL bell, action;
+    } held[CS_MAX_XKB];
+    int n;
+    Bool mieq_armed;
+    XID keywin;                 /* the key window at the last sync (0: no secure focus) */
+    Bool dirty;                 /* an XKB request or a client gone since the last sync */
+    Bool open;                  /* between init and close (a queued work proc may outlive) */
+    Bool work_queued;
+    Bool any;                   /* at the last sync: some record selects key-revealing events */
+    unsigned long gen;          /* cs_gen at the last sync */
+    Bool recheck;               /* the trust of the selecting clients is due a re-check */
+    OsTimerPtr timer;           /* sets recheck while a secure window has the focus */
+    Bool timer_on;
+};
+extern struct cs_xkb_state cs_xkb_st;
 void cs_xkb_sync_slow(Bool force);
 Bool cs_xkb_work(ClientPtr client, void *closure);
 void cs_xkb_forget(ClientPtr client);
@@ -64,10 +90,23 @@ void cs_xkb_close(void);
 void cs_xkb_reset(void);
 
 /* grabs.c: passive grabs hidden from a key press, the key event hooks */
-extern Bool cs_devev_armed, cs_devev_sticky, cs_grab_seen;
-extern int cs_nhidden;
-extern Bool cs_dispatch_armed;
-extern Bool cs_avail_armed;
+#define CS_MAX_HIDDEN 64
+/* grabs.c's state */
+struct cs_grabs_state {
+    /* DeviceEventCallback (see cs_devev_follow): on the list; on for good (a freezing
+     * grab was made); following the secure focus (another grab was made) */
+    Bool devev_armed, devev_sticky, grab_seen;
+    struct {
+        GrabPtr grab;
+        WindowPtr win;
+        XID wid;
+        CARD8 type;
+    } hidden[CS_MAX_HIDDEN];    /* passive grabs hidden from a key press */
+    int nhidden;
+    Bool dispatch_armed;        /* cs_core_dispatch_hook is on the list: grabs are hidden */
+    Bool avail_armed;           /* cs_key_avail_hook is on the list */
+};
+extern struct cs_grabs_state cs_grabs_st;
 int cs_in_shortcut_grab(ClientPtr client);
 void cs_restore_grabs(void);
 int cs_any_frozen(void);
@@ -86,7 +125,7 @@ void cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call);
 static inline void
 cs_input_ext(void)
 {
-    if (!cs_xi_known)
+    if (!cs_focus_st.xi_known)
         cs_input_ext_slow();
 }
 
@@ -112,7 +151,7 @@ cs_memo_holds(const struct cs_memo_focus *m)
 {
     DeviceIntPtr k = inputInfo.keyboard, p = inputInfo.pointer;
 
-    return m->gen == cs_gen && m->devgen == cs_devgen && k && p && k->focus &&
+    return m->gen == cs_gen && m->devgen == cs_focus_st.devgen && k && p && k->focus &&
         k->focus->win == m->focus && cs_sprite_win(k) == m->sprite &&
         cs_sprite_win(p) == m->psprite && !p->key && !k->button;
 }
@@ -124,11 +163,11 @@ cs_focus_secure(WindowPtr *keywin)
 {
     if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
         return NULL;
-    if (!cs_memo_holds(&cs_fmemo))
+    if (!cs_memo_holds(&cs_focus_st.fmemo))
         return cs_focus_secure_slow(keywin);
-    if (cs_fmemo.secure && keywin)
-        *keywin = cs_fmemo.win;
-    return cs_fmemo.secure;     /* cs_last_secure is up to date since it was kept */
+    if (cs_focus_st.fmemo.secure && keywin)
+        *keywin = cs_focus_st.fmemo.win;
+    return cs_focus_st.fmemo.secure;   /* last_secure is up to date since it was kept */
 }
 
 /* The secure window under a master pointer now (NULL: none); *under: the window under it. */
@@ -137,11 +176,11 @@ cs_pointer_secure(WindowPtr *under)
 {
     if (!cs_rule_on(CS_RULE_INPUT) || !cs_secure_count())
         return NULL;
-    if (!cs_memo_holds(&cs_pmemo))
+    if (!cs_memo_holds(&cs_focus_st.pmemo))
         return cs_pointer_secure_slow(under);
-    if (cs_pmemo.secure)
-        *under = cs_pmemo.win;
-    return cs_pmemo.secure;
+    if (cs_focus_st.pmemo.secure)
+        *under = cs_focus_st.pmemo.win;
+    return cs_focus_st.pmemo.secure;
 }
 
 /* inline: the owner of the focused secure window, reading its keys, costs no call */
@@ -150,8 +189,9 @@ cs_key_reader_ok(ClientPtr client, WindowPtr win)
 {
     if (!client || client == serverClient)
         return 1;
-    if (client == cs_rmemo_client && win == cs_rmemo_win && cs_rmemo_gen == cs_gen &&
-        cs_rmemo_owns)
+    if (client == cs_focus_st.rmemo_client && win == cs_focus_st.rmemo_win &&
+        cs_focus_st.rmemo_gen == cs_gen &&
+        cs_focus_st.rmemo_owns)
         return 1;
     return cs_key_reader_ok_slow(client, win);
 }
@@ -162,7 +202,7 @@ cs_key_reader_ok(ClientPtr client, WindowPtr win)
 static inline void
 cs_xkb_sync(Bool force)
 {
-    if (cs_nxkb || cs_xkb_any || cs_xkb_dirty)
+    if (cs_xkb_st.n || cs_xkb_st.any || cs_xkb_st.dirty)
         cs_xkb_sync_slow(force);
 }
 

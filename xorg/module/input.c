@@ -8,9 +8,14 @@
  * period. */
 #include "input-int.h"
 
-static const ExtensionEntry *cs_xtest;  /* XTEST (NULL: absent), once cs_xtest_known */
-static const ExtensionEntry *cs_ext;    /* this module's extension, once cs_xtest_known */
-static int cs_xtest_known;
+/* This file's state. */
+static struct {
+    const ExtensionEntry *xtest;        /* XTEST (NULL: absent), once xtest_known */
+    const ExtensionEntry *ext;          /* this module's extension, once xtest_known */
+    int xtest_known;
+    Bool block_on;              /* cs_input_block is registered */
+    Bool open;                  /* between init and close */
+} cs_input_st;
 
 /* ---- 1. delivery of key events ---- */
 
@@ -62,8 +67,8 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
      * cs_pointer_secure counts any more, and none is kept until the block handler */
     if (rec->access_mode & ~(DixReadAccess | DixGetAttrAccess | DixGetFocusAccess |
                              DixUseAccess)) {
-        cs_devgen++;
-        cs_hier_pending = TRUE;
+        cs_focus_st.devgen++;
+        cs_focus_st.hier_pending = TRUE;
         cs_input_want_block();
     }
     /* every grab, active or passive, of any kind, is made after this check
@@ -74,22 +79,22 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
     if (rec->access_mode & DixGrabAccess) {
         if (rec->access_mode & DixFreezeAccess) {
             if (cs_devev_arm()) {
-                cs_devev_sticky = TRUE;
+                cs_grabs_st.devev_sticky = TRUE;
                 cs_input_want_block();  /* the raw key handler may go */
             }
             else if (rec->status == Success)
                 rec->status = BadAlloc;
-        } else if (!cs_grab_seen) {
-            cs_grab_seen = TRUE;
+        } else if (!cs_grabs_st.grab_seen) {
+            cs_grabs_st.grab_seen = TRUE;
             cs_xkb_arm();               /* the raw key handler follows the focus */
             cs_devev_follow();
-            if (cs_focus_secure(NULL) && !cs_devev_armed && rec->status == Success)
+            if (cs_focus_secure(NULL) && !cs_grabs_st.devev_armed && rec->status == Success)
                 rec->status = BadAlloc;
         }
     }
     if (rec->access_mode & DixSetFocusAccess) {
-        cs_period++;            /* the focus may move: a new period for reports */
-        if (cs_nxkb || cs_xkb_any)
+        cs_focus_st.period++;            /* the focus may move: a new period for reports */
+        if (cs_xkb_st.n || cs_xkb_st.any)
             cs_input_want_block();      /* selections held back or given back to match */
     }
     if (rec->status != Success || !client || client == serverClient || !rec->dev ||
@@ -102,7 +107,7 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
     focus = (rec->access_mode & DixSetFocusAccess) && rec->dev->key;
     warp = (rec->access_mode & DixWriteAccess) &&
         (cs_request_is(client, X_WarpPointer, -1) ||
-         (cs_xi_major && cs_request_is(client, cs_xi_major, X_XIWarpPointer)));
+         (cs_focus_st.xi_major && cs_request_is(client, cs_focus_st.xi_major, X_XIWarpPointer)));
     if (focus || warp) {
         secure = cs_focus_secure(&keywin);
         if (!secure && warp)
@@ -118,13 +123,13 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
     /* active keyboard grabs (core GrabKeyboard, XI GrabDevice, XI2 XIGrabDevice) */
     grab = (rec->access_mode & DixGrabAccess) &&
         (cs_request_is(client, X_GrabKeyboard, -1) ||
-         (cs_xi_major && (cs_request_is(client, cs_xi_major, X_GrabDevice) ||
-                          cs_request_is(client, cs_xi_major, X_XIGrabDevice))));
+         (cs_focus_st.xi_major && (cs_request_is(client, cs_focus_st.xi_major, X_GrabDevice) ||
+                          cs_request_is(client, cs_focus_st.xi_major, X_XIGrabDevice))));
     /* the key state: core QueryKeymap (answered "no key down" on BadAccess), XI
      * QueryDeviceState */
     read = (rec->access_mode & DixReadAccess) &&
         (cs_request_is(client, X_QueryKeymap, -1) ||
-         (cs_xi_major && cs_request_is(client, cs_xi_major, X_QueryDeviceState)));
+         (cs_focus_st.xi_major && cs_request_is(client, cs_focus_st.xi_major, X_QueryDeviceState)));
     if (!grab && !read)
         return;
     secure = cs_focus_secure(&keywin);
@@ -137,13 +142,13 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
 /* The block handler is registered only while it has work (cs_input_want_block, called
  * wherever work appears), and removes itself once none is left: a wakeup with nothing
  * to do costs the server nothing here. Its work, and what its absence would mean:
- * - cs_nhidden: hidden passive grabs, put back (every request and key event puts them
+ * - cs_grabs_st.nhidden: hidden passive grabs, put back (every request and key event puts them
  *   back first as well, through the dispatch hooks);
- * - cs_hier_pending: the request that changed devices is over, answers may be kept
+ * - cs_focus_st.hier_pending: the request that changed devices is over, answers may be kept
  *   again (absent: none is kept, every key finds the focus again);
- * - cs_avail_armed: the replay hook, dropped once nothing is frozen (absent: it stays,
+ * - cs_grabs_st.avail_armed: the replay hook, dropped once nothing is frozen (absent: it stays,
  *   each key event costs more);
- * - cs_xkb_dirty: an XKB request or a client gone since the last sync; cs_xkb_recheck:
+ * - cs_xkb_st.dirty: an XKB request or a client gone since the last sync; cs_xkb_st.recheck:
  *   the trust re-check (the timer, every CS_XKB_RECHECK_MS while a secure window has
  *   the focus); a focus change requested (SetInputFocus) while a selection exists. Absent: the
  *   raw key handler (set while any selection can matter, cs_xkb_arm, by the dispatch
@@ -163,29 +168,27 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
  * So a missed arm costs time or delays a give-back, never lets a key through. The
  * registration is one flag and one entry; RemoveBlockAndWakeupHandlers from inside
  * the handler marks the entry deleted. */
-static Bool cs_block_on;        /* cs_input_block is registered */
-static Bool cs_input_open;      /* between init and close */
-
 static void cs_input_block(void *data, void *timeout);
 static void cs_input_wakeup(void *data, int result);
 
 static inline Bool
 cs_input_block_due(void)
 {
-    Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty || (cs_grab_seen && !cs_devev_sticky);
+    Bool want = cs_xkb_st.n || cs_xkb_st.any || cs_xkb_st.dirty ||
+        (cs_grabs_st.grab_seen && !cs_grabs_st.devev_sticky);
 
-    return cs_nhidden || cs_hier_pending || cs_avail_armed || cs_xkb_dirty ||
-        cs_xkb_recheck || want != cs_mieq_armed ||
-        (cs_xkb_keywin && !cs_xkb_timer_on);     /* no timer: look at every wakeup */
+    return cs_grabs_st.nhidden || cs_focus_st.hier_pending || cs_grabs_st.avail_armed ||
+        cs_xkb_st.dirty || cs_xkb_st.recheck || want != cs_xkb_st.mieq_armed ||
+        (cs_xkb_st.keywin && !cs_xkb_st.timer_on);     /* no timer: look at every wakeup */
 }
 
 void
 cs_input_want_block(void)
 {
-    if (cs_block_on || !cs_input_open)
+    if (cs_input_st.block_on || !cs_input_st.open)
         return;
     if (RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
-        cs_block_on = TRUE;
+        cs_input_st.block_on = TRUE;
     else
         LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: cannot register the input block "
                        "handler\n");
@@ -198,23 +201,23 @@ cs_input_block(void *data, void *timeout)
 
     (void) data;
     (void) timeout;
-    force = cs_xkb_recheck || (cs_xkb_keywin && !cs_xkb_timer_on);
-    if (cs_nhidden)
+    force = cs_xkb_st.recheck || (cs_xkb_st.keywin && !cs_xkb_st.timer_on);
+    if (cs_grabs_st.nhidden)
         cs_restore_grabs();
-    if (cs_hier_pending) {              /* the request that changed devices is over */
-        cs_hier_pending = FALSE;
-        cs_devgen++;
+    if (cs_focus_st.hier_pending) {              /* the request that changed devices is over */
+        cs_focus_st.hier_pending = FALSE;
+        cs_focus_st.devgen++;
     }
     /* nothing frozen: no key event is queued for a replay */
-    if (cs_avail_armed && !cs_any_frozen())
+    if (cs_grabs_st.avail_armed && !cs_any_frozen())
         cs_avail_disarm();
-    cs_xkb_recheck = FALSE;
-    if (cs_xkb_dirty || cs_nxkb || cs_xkb_any || force)
+    cs_xkb_st.recheck = FALSE;
+    if (cs_xkb_st.dirty || cs_xkb_st.n || cs_xkb_st.any || force)
         cs_xkb_sync(force);
     cs_xkb_arm();
     if (!cs_input_block_due()) {
         RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
-        cs_block_on = FALSE;
+        cs_input_st.block_on = FALSE;
     }
 }
 
@@ -235,10 +238,10 @@ cs_input_client_cb(CallbackListPtr *list, void *data, void *call)
     (void) data;
     if (ci && ci->client && ci->client->clientState == ClientStateGone) {
         cs_xkb_forget(ci->client);
-        cs_xkb_dirty = TRUE;
+        cs_xkb_st.dirty = TRUE;
         cs_input_want_block();
     }
-    if (cs_nhidden)
+    if (cs_grabs_st.nhidden)
         cs_restore_grabs();
 }
 
@@ -256,25 +259,25 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
 
     (void) list;
     (void) data;
-    if (cs_nhidden)
+    if (cs_grabs_st.nhidden)
         cs_restore_grabs();
-    if (!cs_xtest_known) {
+    if (!cs_input_st.xtest_known) {
         /* every extension is initialised before the first request is dispatched */
-        cs_xtest = CheckExtension("XTEST");
-        cs_ext = CheckExtension(CS_NAME);
-        cs_xtest_known = 1;
+        cs_input_st.xtest = CheckExtension("XTEST");
+        cs_input_st.ext = CheckExtension(CS_NAME);
+        cs_input_st.xtest_known = 1;
     }
     if (!ext)
         return;
-    if (ext != cs_xtest) {
+    if (ext != cs_input_st.xtest) {
         /* XKB selections change only by XKB requests; trust by the module's own (Grant) */
-        if (ext->base == XkbReqCode || ext == cs_ext) {
-            cs_xkb_dirty = TRUE;
+        if (ext->base == XkbReqCode || ext == cs_input_st.ext) {
+            cs_xkb_st.dirty = TRUE;
             cs_xkb_arm();
             cs_input_want_block();
-            if (!cs_xkb_work_queued && cs_secure_count() &&
+            if (!cs_xkb_st.work_queued && cs_secure_count() &&
                 QueueWorkProc(cs_xkb_work, serverClient, NULL))
-                cs_xkb_work_queued = TRUE;
+                cs_xkb_st.work_queued = TRUE;
         }
         return;
     }
@@ -287,8 +290,9 @@ cs_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     type = ((const xEvent *) (req + 1))->u.u.type & 0x7f;
     if (type >= LASTEvent) {            /* an XI 1.x event (core types come first) */
         cs_input_ext();
-        if (cs_xi_event && type >= cs_xi_event && type < cs_xi_event + IEVENTS)
-            type = type - cs_xi_event - XI_DeviceKeyPress + KeyPress;
+        if (cs_focus_st.xi_event && type >= cs_focus_st.xi_event &&
+            type < cs_focus_st.xi_event + IEVENTS)
+            type = type - cs_focus_st.xi_event - XI_DeviceKeyPress + KeyPress;
     }
     /* presses and motion while a secure window has the focus or is under the pointer
      * (motion would take the pointer, and with it the keys or a click, elsewhere);
@@ -311,7 +315,7 @@ cs_core_dispatch_hook(CallbackListPtr *list, void *data, void *call)
     (void) list;
     (void) data;
     (void) call;
-    if (cs_nhidden)
+    if (cs_grabs_st.nhidden)
         cs_restore_grabs();
 }
 
@@ -343,17 +347,17 @@ cs_input_send_check(XaceSendAccessRec *rec)
 static void
 cs_input_close(void)
 {
-    if (cs_block_on)
+    if (cs_input_st.block_on)
         RemoveBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL);
-    cs_block_on = FALSE;
-    cs_input_open = FALSE;
+    cs_input_st.block_on = FALSE;
+    cs_input_st.open = FALSE;
     cs_avail_disarm();
-    if (cs_dispatch_armed)
+    if (cs_grabs_st.dispatch_armed)
         DeleteCallback(&XaceHooks[XACE_CORE_DISPATCH], cs_core_dispatch_hook, NULL);
-    cs_dispatch_armed = FALSE;
-    if (cs_devev_armed)
+    cs_grabs_st.dispatch_armed = FALSE;
+    if (cs_grabs_st.devev_armed)
         DeleteCallback(&DeviceEventCallback, cs_device_event, NULL);
-    cs_devev_armed = FALSE;
+    cs_grabs_st.devev_armed = FALSE;
     cs_xkb_close();
 }
 
@@ -363,11 +367,11 @@ cs_input_init(void)
     cs_grabs_reset();
     cs_xkb_reset();
     cs_focus_reset();
-    cs_block_on = FALSE;
-    cs_input_open = FALSE;
-    cs_xtest = NULL;
-    cs_ext = NULL;
-    cs_xtest_known = 0;
+    cs_input_st.block_on = FALSE;
+    cs_input_st.open = FALSE;
+    cs_input_st.xtest = NULL;
+    cs_input_st.ext = NULL;
+    cs_input_st.xtest_known = 0;
     cs_input_ext();
     if (!dixRegisterPrivateKey(&cs_input_key_rec, PRIVATE_CLIENT,
                                sizeof(struct cs_input_client)))
@@ -377,13 +381,13 @@ cs_input_init(void)
         !cs_add_callback(&XaceHooks[XACE_EXT_DISPATCH], cs_dispatch_hook, NULL) ||
         !cs_add_callback(&ClientStateCallback, cs_input_client_cb, NULL))
         return FALSE;
-    /* the first sync (cs_xkb_dirty) and the raw key handler once the server runs
+    /* the first sync (cs_xkb_st.dirty) and the raw key handler once the server runs
      * (mieqInit clears the handlers after this): the block handler from the start. It
      * goes at close down (the server drops it at a reset too, but a failed init must
      * leave nothing) and the on-demand hooks with it. */
     if (!RegisterBlockAndWakeupHandlers(cs_input_block, cs_input_wakeup, NULL))
         return FALSE;
-    cs_block_on = TRUE;
-    cs_input_open = TRUE;
+    cs_input_st.block_on = TRUE;
+    cs_input_st.open = TRUE;
     return cs_on_close(cs_input_close);
 }

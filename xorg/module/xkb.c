@@ -15,29 +15,10 @@
  * repeat) are held back too. A record
  * given back is first found again in its device's interest list (never touched when the
  * client, the device or the record is gone). */
-#define CS_MAX_XKB 256
 #define CS_ET_RAW_KEY_PRESS 20          /* enum EventType, the server's eventstr.h (not */
 #define CS_ET_RAW_KEY_RELEASE 21        /* in the SDK): the same from 1.12 to 21.1 */
-static struct cs_xkb_hidden {
-    DeviceIntPtr dev;
-    XkbInterestPtr in;
-    XID resource;
-    ClientPtr client;
-    CARD16 ext_dev, state, access_x;
-    CARD32 ctrls, i_state;
-    BOOL bell, action;
-} cs_xkb[CS_MAX_XKB];
-int cs_nxkb;
-Bool cs_mieq_armed;
-XID cs_xkb_keywin;       /* the key window at the last sync (0: no secure focus) */
-Bool cs_xkb_dirty;       /* an XKB request or a client gone since the last sync */
-static Bool cs_xkb_open;        /* between init and close (a queued work proc may outlive) */
-Bool cs_xkb_work_queued;
-Bool cs_xkb_any;         /* at the last sync: some record selects key-revealing events */
-static unsigned long cs_xkb_gen;  /* cs_gen at the last sync */
-Bool cs_xkb_recheck;     /* the trust of the selecting clients is due a re-check */
-static OsTimerPtr cs_xkb_timer; /* sets cs_xkb_recheck while a secure window has the focus */
-Bool cs_xkb_timer_on;
+/* this file's state (input-int.h) */
+struct cs_xkb_state cs_xkb_st;
 /* as trust.c's CS_RECHECK_MS: how long a trusted client's identity check holds */
 #define CS_XKB_RECHECK_MS 1000
 
@@ -90,7 +71,7 @@ cs_xkb_save(struct cs_xkb_hidden *h, XkbInterestPtr in)
 static DeviceIntPtr
 cs_xkb_give_back(int i)
 {
-    struct cs_xkb_hidden *h = &cs_xkb[i];
+    struct cs_xkb_hidden *h = &cs_xkb_st.held[i];
     XkbInterestPtr in = cs_xkb_find(h);
     DeviceIntPtr dev = NULL;
 
@@ -104,7 +85,7 @@ cs_xkb_give_back(int i)
         in->actionMessageMask |= h->action;
         dev = h->dev;
     }
-    cs_xkb[i] = cs_xkb[--cs_nxkb];
+    cs_xkb_st.held[i] = cs_xkb_st.held[--cs_xkb_st.n];
     return dev;
 }
 
@@ -113,9 +94,9 @@ cs_xkb_held(XkbInterestPtr in)
 {
     int i;
 
-    for (i = 0; i < cs_nxkb; i++)
-        if (cs_xkb[i].in == in && cs_xkb[i].client == in->client &&
-            cs_xkb[i].resource == in->resource)
+    for (i = 0; i < cs_xkb_st.n; i++)
+        if (cs_xkb_st.held[i].in == in && cs_xkb_st.held[i].client == in->client &&
+            cs_xkb_st.held[i].resource == in->resource)
             return 1;
     return 0;
 }
@@ -129,7 +110,7 @@ cs_xkb_hide_on(DeviceIntPtr d, WindowPtr keywin)
         if (!in->client || in->client->clientGone || !cs_xkb_selects_keys(in) ||
             cs_key_reader_ok(in->client, keywin) || cs_xkb_held(in))
             continue;
-        if (cs_nxkb == CS_MAX_XKB) {
+        if (cs_xkb_st.n == CS_MAX_XKB) {
             struct cs_xkb_hidden lost;
 
             /* never let the events through: this client loses them for good */
@@ -140,18 +121,18 @@ cs_xkb_hide_on(DeviceIntPtr d, WindowPtr keywin)
             cs_xkb_save(&lost, in);
             continue;
         }
-        memset(&cs_xkb[cs_nxkb], 0, sizeof(cs_xkb[0]));
-        cs_xkb[cs_nxkb].dev = d;
-        cs_xkb[cs_nxkb].in = in;
-        cs_xkb[cs_nxkb].resource = in->resource;
-        cs_xkb[cs_nxkb].client = in->client;
-        cs_xkb_save(&cs_xkb[cs_nxkb], in);
-        cs_nxkb++;
+        memset(&cs_xkb_st.held[cs_xkb_st.n], 0, sizeof(cs_xkb_st.held[0]));
+        cs_xkb_st.held[cs_xkb_st.n].dev = d;
+        cs_xkb_st.held[cs_xkb_st.n].in = in;
+        cs_xkb_st.held[cs_xkb_st.n].resource = in->resource;
+        cs_xkb_st.held[cs_xkb_st.n].client = in->client;
+        cs_xkb_save(&cs_xkb_st.held[cs_xkb_st.n], in);
+        cs_xkb_st.n++;
     }
 }
 
 /* Does any client (any record on any device) select an event cs_xkb_save would hold
- * back? Selections change by XKB requests alone, which set cs_xkb_dirty. */
+ * back? Selections change by XKB requests alone, which set cs_xkb_st.dirty. */
 static Bool
 cs_xkb_any_selects(void)
 {
@@ -174,11 +155,11 @@ cs_xkb_tick(OsTimerPtr timer, CARD32 now, void *arg)
     (void) timer;
     (void) now;
     (void) arg;
-    if (!cs_xkb_open || !cs_xkb_keywin) {
-        cs_xkb_timer_on = FALSE;
+    if (!cs_xkb_st.open || !cs_xkb_st.keywin) {
+        cs_xkb_st.timer_on = FALSE;
         return 0;
     }
-    cs_xkb_recheck = TRUE;
+    cs_xkb_st.recheck = TRUE;
     cs_input_want_block();
     return CS_XKB_RECHECK_MS;
 }
@@ -198,31 +179,31 @@ cs_xkb_sync_slow(Bool force)
     int i, j, nback = 0, pass;
 
     /* nothing held back and nothing to hold back (no record selects such events, which
-     * stays so until an XKB request sets cs_xkb_dirty): no need to know the focus */
-    if (cs_xkb_dirty)
-        cs_xkb_any = cs_xkb_any_selects();
-    if (!cs_nxkb && (!cs_xkb_any || !cs_secure_count())) {
-        cs_xkb_dirty = FALSE;
-        cs_xkb_keywin = 0;
+     * stays so until an XKB request sets cs_xkb_st.dirty): no need to know the focus */
+    if (cs_xkb_st.dirty)
+        cs_xkb_st.any = cs_xkb_any_selects();
+    if (!cs_xkb_st.n && (!cs_xkb_st.any || !cs_secure_count())) {
+        cs_xkb_st.dirty = FALSE;
+        cs_xkb_st.keywin = 0;
         return;
     }
     secure = cs_focus_secure(&keywin);
     kid = secure && keywin ? keywin->drawable.id : 0;
     /* the same key window in the same tree (owners, tags) and no XKB request: the same
      * clients may read its keys, unless a trusted one's trust lapsed (force) */
-    if (!force && !cs_xkb_dirty && kid == cs_xkb_keywin && cs_gen == cs_xkb_gen)
+    if (!force && !cs_xkb_st.dirty && kid == cs_xkb_st.keywin && cs_gen == cs_xkb_st.gen)
         return;
-    cs_xkb_dirty = FALSE;
-    cs_xkb_keywin = kid;
-    cs_xkb_gen = cs_gen;
-    for (i = cs_nxkb - 1; i >= 0; i--) {
-        if (secure && !cs_key_reader_ok(cs_xkb[i].client, keywin)) {
-            XkbInterestPtr in = cs_xkb_find(&cs_xkb[i]);
+    cs_xkb_st.dirty = FALSE;
+    cs_xkb_st.keywin = kid;
+    cs_xkb_st.gen = cs_gen;
+    for (i = cs_xkb_st.n - 1; i >= 0; i--) {
+        if (secure && !cs_key_reader_ok(cs_xkb_st.held[i].client, keywin)) {
+            XkbInterestPtr in = cs_xkb_find(&cs_xkb_st.held[i]);
 
             if (in)
-                cs_xkb_save(&cs_xkb[i], in);    /* selected again meanwhile: held */
+                cs_xkb_save(&cs_xkb_st.held[i], in);    /* selected again meanwhile: held */
             else
-                cs_xkb[i] = cs_xkb[--cs_nxkb];
+                cs_xkb_st.held[i] = cs_xkb_st.held[--cs_xkb_st.n];
             continue;
         }
         d = cs_xkb_give_back(i);
@@ -244,16 +225,16 @@ cs_xkb_sync_slow(Bool force)
             sn.changed = XkbAllStateComponentsMask;
             XkbSendStateNotify(back[j], &sn);
         }
-    /* selections given back select again; held ones count in cs_nxkb */
-    cs_xkb_any = cs_xkb_any_selects();
+    /* selections given back select again; held ones count in cs_xkb_st.n */
+    cs_xkb_st.any = cs_xkb_any_selects();
     /* A trusted client's trust lapses when its identity re-check fails, which happens
      * when its trust is asked for (cs_key_reader_ok) and its last check is
      * CS_XKB_RECHECK_MS old: while a secure window has the focus, the timer has the
      * selections looked at that often (no wakeup pays for it). Without the timer, every
      * wakeup looks (cs_input_block_due). */
-    if (kid && !cs_xkb_timer_on) {
-        cs_xkb_timer = TimerSet(cs_xkb_timer, 0, CS_XKB_RECHECK_MS, cs_xkb_tick, NULL);
-        cs_xkb_timer_on = cs_xkb_timer != NULL;
+    if (kid && !cs_xkb_st.timer_on) {
+        cs_xkb_st.timer = TimerSet(cs_xkb_st.timer, 0, CS_XKB_RECHECK_MS, cs_xkb_tick, NULL);
+        cs_xkb_st.timer_on = cs_xkb_st.timer != NULL;
     }
     /* the block handler sets or unsets the raw key handler to match */
     cs_input_want_block();
@@ -266,8 +247,8 @@ cs_xkb_work(ClientPtr client, void *closure)
 {
     (void) client;
     (void) closure;
-    cs_xkb_work_queued = FALSE;
-    if (cs_xkb_open)
+    cs_xkb_st.work_queued = FALSE;
+    if (cs_xkb_st.open)
         cs_xkb_sync(FALSE);
     return TRUE;
 }
@@ -278,9 +259,9 @@ cs_xkb_forget(ClientPtr client)
 {
     int i;
 
-    for (i = cs_nxkb - 1; i >= 0; i--)
-        if (cs_xkb[i].client == client)
-            cs_xkb[i] = cs_xkb[--cs_nxkb];
+    for (i = cs_xkb_st.n - 1; i >= 0; i--)
+        if (cs_xkb_st.held[i].client == client)
+            cs_xkb_st.held[i] = cs_xkb_st.held[--cs_xkb_st.n];
 }
 
 /* mieq: every key event is preceded by its raw event; bring the XKB selections up to date
@@ -290,7 +271,7 @@ static void
 cs_raw_key_handler(int screen, InternalEvent *ev, DeviceIntPtr dev)
 {
     (void) screen;
-    if (cs_grab_seen && !cs_devev_sticky)
+    if (cs_grabs_st.grab_seen && !cs_grabs_st.devev_sticky)
         cs_devev_follow();
     cs_xkb_sync(FALSE);
     dev->public.processInputProc(ev, dev);
@@ -306,44 +287,45 @@ cs_xkb_arm(void)
      * XKB request runs, so before any key event the request's selection could see.
      * mieqInit (InitInput, after the extensions) clears the handlers: set them once the
      * server runs (the block handler, the dispatch hook). */
-    Bool want = cs_nxkb || cs_xkb_any || cs_xkb_dirty || (cs_grab_seen && !cs_devev_sticky);
+    Bool want = cs_xkb_st.n || cs_xkb_st.any || cs_xkb_st.dirty ||
+        (cs_grabs_st.grab_seen && !cs_grabs_st.devev_sticky);
 
-    if (want == cs_mieq_armed)
+    if (want == cs_xkb_st.mieq_armed)
         return;
     mieqSetHandler(CS_ET_RAW_KEY_PRESS, want ? cs_raw_key_handler : NULL);
     mieqSetHandler(CS_ET_RAW_KEY_RELEASE, want ? cs_raw_key_handler : NULL);
-    cs_mieq_armed = want;
+    cs_xkb_st.mieq_armed = want;
 }
 
 void
 cs_xkb_close(void)
 {
-    if (cs_mieq_armed) {
+    if (cs_xkb_st.mieq_armed) {
         mieqSetHandler(CS_ET_RAW_KEY_PRESS, NULL);
         mieqSetHandler(CS_ET_RAW_KEY_RELEASE, NULL);
     }
-    cs_mieq_armed = FALSE;
-    cs_xkb_open = FALSE;
-    TimerFree(cs_xkb_timer);
-    cs_xkb_timer = NULL;
-    cs_xkb_timer_on = FALSE;
-    while (cs_nxkb)
-        cs_xkb_give_back(cs_nxkb - 1);
+    cs_xkb_st.mieq_armed = FALSE;
+    cs_xkb_st.open = FALSE;
+    TimerFree(cs_xkb_st.timer);
+    cs_xkb_st.timer = NULL;
+    cs_xkb_st.timer_on = FALSE;
+    while (cs_xkb_st.n)
+        cs_xkb_give_back(cs_xkb_st.n - 1);
 }
 
 /* this file's state, at each server generation's init (cs_input_init) */
 void
 cs_xkb_reset(void)
 {
-    cs_nxkb = 0;
-    cs_mieq_armed = FALSE;
-    cs_xkb_keywin = 0;
-    cs_xkb_dirty = TRUE;
-    cs_xkb_any = FALSE;
-    cs_xkb_open = TRUE;
-    cs_xkb_gen = 0;
-    cs_xkb_recheck = FALSE;
-    cs_xkb_timer = NULL;
-    cs_xkb_timer_on = FALSE;
-    cs_xkb_work_queued = FALSE;
+    cs_xkb_st.n = 0;
+    cs_xkb_st.mieq_armed = FALSE;
+    cs_xkb_st.keywin = 0;
+    cs_xkb_st.dirty = TRUE;
+    cs_xkb_st.any = FALSE;
+    cs_xkb_st.open = TRUE;
+    cs_xkb_st.gen = 0;
+    cs_xkb_st.recheck = FALSE;
+    cs_xkb_st.timer = NULL;
+    cs_xkb_st.timer_on = FALSE;
+    cs_xkb_st.work_queued = FALSE;
 }
