@@ -11,10 +11,9 @@
  * it covers it) and depth-32 windows (translucent under a compositor) cover nothing.
  * Any client may put windows into the overlay window: they then only make more of the
  * screen secret, never less. */
-/* A region operation of the current computation ran out of memory (cs_compute then makes
- * the whole domain secret: fail closed). */
-static int cs_oom;
-#define CS_ROK(call, dst) ((void) (cs_rgn_ok((call), (dst)) || (cs_oom = 1)))
+/* this file's state (cs-int.h) */
+struct cs_area_state cs_area_st;
+#define CS_ROK(call, dst) ((void) (cs_rgn_ok((call), (dst)) || (cs_area_st.oom = 1)))
 
 /* ---- the bound: what another client's secure windows can cost ----
  *
@@ -36,9 +35,6 @@ static int cs_oom;
 #define CS_MAX_BOXES 128
 #define CS_BOUND_TO (CS_MAX_BOXES / 2)
 #define CS_GRID 16
-
-unsigned long cs_bounded;       /* times a region was bounded (log level 7) */
-int cs_nobound;                  /* the exact area is being computed (verify mode) */
 
 /* v snapped to a multiple of g (a power of 2) toward -inf (or +inf: `up`), kept within
  * lo..hi (the region's extents: every box lies inside them, so the result still holds
@@ -86,9 +82,9 @@ cs_bound_to(RegionPtr r, int outward, int most, int to)
     BoxPtr b, nb;
     int grid, i, k, n;
 
-    if (RegionNumRects(r) <= most || RegionBroken(r) || cs_nobound)
+    if (RegionNumRects(r) <= most || RegionBroken(r) || cs_area_st.nobound)
         return;
-    cs_bounded++;
+    cs_area_st.bounded++;
     ext = *RegionExtents(r);
     if (!outward) {
         n = RegionNumRects(r);
@@ -147,10 +143,6 @@ cs_bound(RegionPtr r, int outward)
 
 /* ---- per owner ---- */
 
-/* While the secret area is computed per owner (cs_compute_owners): the screen whose
- * owners' areas get each secure window's visible part. */
-static struct cs_screen *cs_split;
-
 /* The owner's area, created empty when new; NULL: out of memory. */
 static RegionPtr
 cs_owner_region(struct cs_screen *cs, int id)
@@ -200,7 +192,7 @@ cs_union_owners(struct cs_screen *cs, RegionPtr out)
         for (i = 0; i < cs->nown; i++)
             if (!cs_rgn_ok(RegionUnion(out, out, &cs->own[i].r), out))
                 return FALSE;
-        if (RegionNumRects(out) <= CS_MAX_BOXES || cs_nobound)
+        if (RegionNumRects(out) <= CS_MAX_BOXES || cs_area_st.nobound)
             return TRUE;
         for (i = 0, k = -1, most = 1; i < cs->nown; i++)
             if (RegionNumRects(&cs->own[i].r) > most) {
@@ -252,11 +244,11 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
             RegionRec vis;
             RegionNull(&vis);
             CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
-            if (cs_split) {
+            if (cs_area_st.split) {
                 /* its owner's area, bounded on its own (cs_union_owners) */
-                RegionPtr o = cs_owner_region(cs_split, CLIENT_ID(win->drawable.id));
+                RegionPtr o = cs_owner_region(cs_area_st.split, CLIENT_ID(win->drawable.id));
                 if (!o)
-                    cs_oom = 1;
+                    cs_area_st.oom = 1;
                 else {
                     CS_ROK(RegionUnion(o, o, &vis), o);
                     cs_bound(o, 1);
@@ -307,17 +299,17 @@ cs_compute_rgn(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr dra
         RegionEmpty(drawn);
     if (!top->realized)
         return TRUE;
-    cs_oom = 0;
+    cs_area_st.oom = 0;
     RegionNull(&covered);
     RegionNull(&clip);
     CS_ROK(RegionCopy(&clip, &top->borderSize), &clip);
-    if (within && !cs_oom)
+    if (within && !cs_area_st.oom)
         CS_ROK(RegionIntersect(&clip, &clip, within), &clip);
-    if (!cs_oom)
+    if (!cs_area_st.oom)
         cs_visit(top, &clip, &covered, secret, exclude, 0, drawn, 0);
     RegionUninit(&covered);
     RegionUninit(&clip);
-    if (cs_oom) {
+    if (cs_area_st.oom) {
         RegionReset(secret, RegionExtents(&top->borderSize));
         if (drawn)
             RegionEmpty(drawn);
@@ -357,9 +349,9 @@ cs_compute_owners(struct cs_screen *cs, WindowPtr root, RegionPtr secret, Region
             RegionSubtract(&cs->own[i].r, &cs->own[i].r, within);
         else
             RegionEmpty(&cs->own[i].r);
-    cs_split = cs;
+    cs_area_st.split = cs;
     ok = cs_compute_rgn(root, secret, NULL, drawn, within);
-    cs_split = NULL;
+    cs_area_st.split = NULL;
     if (!ok || !cs_union_owners(cs, secret)) {
         RegionReset(secret, RegionExtents(&root->borderSize));
         cs->dfull = TRUE;

@@ -14,9 +14,13 @@
 /* Shared between the files of the read censor; each is defined in the file named. */
 
 /* censor.c: the requests' previous procs, the RENDER picture type */
-extern int (*cs_orig_proc[256])(ClientPtr);
-extern int (*cs_orig_sproc[256])(ClientPtr);
-extern RESTYPE cs_picture_type;
+struct cs_censor_state {
+    int (*orig_proc[256])(ClientPtr);   /* the requests' previous procs */
+    int (*orig_sproc[256])(ClientPtr);  /* the same for byte-swapped clients */
+    int shm_major, render_major;
+    RESTYPE picture_type;       /* RENDER's picture resource type (0: not found) */
+};
+extern struct cs_censor_state cs_censor_st;
 
 /* image.c: the screen's GetImage; GetImage and ShmGetImage in deny mode */
 extern DevPrivateKeyRec cs_getimage_key_rec;
@@ -26,9 +30,16 @@ int cs_ProcGetImage(ClientPtr c);
 int cs_ProcShm(ClientPtr c);
 
 /* copy.c: CopyArea and CopyPlane */
-extern XID cs_last_src_id;
-extern WindowPtr cs_last_src;
-extern unsigned long cs_last_src_clear;
+struct cs_copy_state {
+    XID last_src_id;            /* the last window found as a copy source (cs_copy_drawable) */
+    WindowPtr last_src;
+    unsigned long last_src_clear;       /* cs_gen when last_src was found clear
+                                         * (cs_win_clear), 0: not found clear */
+    XID last_dst_id;            /* the last window a copy went into (cs_clamp_copy),
+                                 * forgotten in the same way (cs_forget_window) */
+    WindowPtr last_dst;
+};
+extern struct cs_copy_state cs_copy_st;
 int cs_ProcCopy(ClientPtr c);
 
 /* render.c: RENDER */
@@ -62,7 +73,7 @@ static inline int
 cs_call_orig(ClientPtr c)
 {
     int major = g8(c, 0);
-    return c->swapped ? cs_orig_sproc[major](c) : cs_orig_proc[major](c);
+    return c->swapped ? cs_censor_st.orig_sproc[major](c) : cs_censor_st.orig_proc[major](c);
 }
 
 

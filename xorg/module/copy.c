@@ -93,14 +93,8 @@ cs_clamp_axis(int *s, int *d, int *n, int so, int dorg)
     *n = hi - lo;
 }
 
-XID cs_last_src_id;
-WindowPtr cs_last_src;
-/* cs_gen when cs_last_src was found clear (cs_win_clear), 0: not found clear. */
-unsigned long cs_last_src_clear;
-
-/* The last window a copy went into (cs_clamp_copy), forgotten in the same way. */
-static XID cs_last_dst_id;
-static WindowPtr cs_last_dst;
+/* this file's state (censor-int.h) */
+struct cs_copy_state cs_copy_st;
 
 /* The drawable `id` of a copy, from the last source or destination window when it is one
  * of them (a client copying within or between its windows again and again: no resource
@@ -110,10 +104,10 @@ static DrawablePtr cs_copy_lookup(XID id, int is_src);
 static inline DrawablePtr
 cs_copy_drawable(XID id, int is_src)
 {
-    if (id == cs_last_src_id && cs_last_src)
-        return &cs_last_src->drawable;
-    if (id == cs_last_dst_id && cs_last_dst)
-        return &cs_last_dst->drawable;
+    if (id == cs_copy_st.last_src_id && cs_copy_st.last_src)
+        return &cs_copy_st.last_src->drawable;
+    if (id == cs_copy_st.last_dst_id && cs_copy_st.last_dst)
+        return &cs_copy_st.last_dst->drawable;
     return cs_copy_lookup(id, is_src);
 }
 
@@ -126,12 +120,12 @@ cs_copy_lookup(XID id, int is_src)
         return NULL;
     if (((DrawablePtr) p)->type == DRAWABLE_WINDOW) {
         if (is_src) {
-            cs_last_src_id = id;
-            cs_last_src = p;
-            cs_last_src_clear = 0;
+            cs_copy_st.last_src_id = id;
+            cs_copy_st.last_src = p;
+            cs_copy_st.last_src_clear = 0;
         } else {
-            cs_last_dst_id = id;
-            cs_last_dst = p;
+            cs_copy_st.last_dst_id = id;
+            cs_copy_st.last_dst = p;
         }
     }
     return p;
@@ -262,14 +256,14 @@ cs_gc_restore(GCPtr gc, RegionPtr saved, DDXPointRec org)
 void
 cs_forget_window(WindowPtr win)
 {
-    if (win == cs_last_src) {
-        cs_last_src = NULL;
-        cs_last_src_id = 0;
-        cs_last_src_clear = 0;
+    if (win == cs_copy_st.last_src) {
+        cs_copy_st.last_src = NULL;
+        cs_copy_st.last_src_id = 0;
+        cs_copy_st.last_src_clear = 0;
     }
-    if (win == cs_last_dst) {
-        cs_last_dst = NULL;
-        cs_last_dst_id = 0;
+    if (win == cs_copy_st.last_dst) {
+        cs_copy_st.last_dst = NULL;
+        cs_copy_st.last_dst_id = 0;
     }
 }
 
@@ -295,14 +289,14 @@ cs_ProcCopy(ClientPtr c)
     DrawablePtr s, d;
     int w, h;
 
-    if (cs_req_swapped(c) || c->req_len < 7 || !cs_last_src || r->srcDrawable != cs_last_src_id ||
-        cs_last_src_clear != cs_gen)
+    if (cs_req_swapped(c) || c->req_len < 7 || !cs_copy_st.last_src ||
+        r->srcDrawable != cs_copy_st.last_src_id || cs_copy_st.last_src_clear != cs_gen)
         return cs_ProcCopy_full(c);
-    s = &cs_last_src->drawable;
-    if (r->dstDrawable == cs_last_src_id)
+    s = &cs_copy_st.last_src->drawable;
+    if (r->dstDrawable == cs_copy_st.last_src_id)
         d = s;
-    else if (r->dstDrawable == cs_last_dst_id && cs_last_dst)
-        d = &cs_last_dst->drawable;
+    else if (r->dstDrawable == cs_copy_st.last_dst_id && cs_copy_st.last_dst)
+        d = &cs_copy_st.last_dst->drawable;
     else
         return cs_ProcCopy_full(c);
     w = r->width;
@@ -313,7 +307,7 @@ cs_ProcCopy(ClientPtr c)
           CS_SPAN_OK(s->x + r->srcX, w) && CS_SPAN_OK(d->x + r->dstX, w) &&
           CS_SPAN_OK(s->y + r->srcY, h) && CS_SPAN_OK(d->y + r->dstY, h)))
         return cs_ProcCopy_full(c);
-    return cs_orig_proc[r->reqType](c);
+    return cs_censor_st.orig_proc[r->reqType](c);
 }
 
 static int __attribute__((noinline))
@@ -336,23 +330,24 @@ cs_ProcCopy_full(ClientPtr c)
     /* the same source again, and nothing moved since it was found clear: the copy can
      * read nothing secret, whoever asks (the common case: a client copying inside its own
      * window, a terminal scrolling) */
-    if (src_id == cs_last_src_id && cs_last_src && cs_last_src_clear == cs_gen)
+    if (src_id == cs_copy_st.last_src_id && cs_copy_st.last_src &&
+        cs_copy_st.last_src_clear == cs_gen)
         return cs_call_orig(c);
     if (!cs_secure_count() || !cs_rule_on(CS_RULE_COPYAREA) || cs_client_trusted(c))
         return cs_call_orig(c);
-    if (src_id == cs_last_src_id && cs_last_src) {
-        src = &cs_last_src->drawable;
+    if (src_id == cs_copy_st.last_src_id && cs_copy_st.last_src) {
+        src = &cs_copy_st.last_src->drawable;
     } else {
         if (dixLookupResourceByType(&p, src_id, RT_WINDOW, NullClient, DixReadAccess) !=
             Success || ((DrawablePtr) p)->type != DRAWABLE_WINDOW)
             return cs_call_orig(c);
-        cs_last_src_id = src_id;
-        cs_last_src = p;
-        cs_last_src_clear = 0;
+        cs_copy_st.last_src_id = src_id;
+        cs_copy_st.last_src = p;
+        cs_copy_st.last_src_clear = 0;
         src = p;
     }
-    if (cs_win_clear(cs_last_src)) {
-        cs_last_src_clear = cs_gen;
+    if (cs_win_clear(cs_copy_st.last_src)) {
+        cs_copy_st.last_src_clear = cs_gen;
         return cs_call_orig(c);
     }
     dst_id = a.dst;

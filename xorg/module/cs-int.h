@@ -145,8 +145,17 @@ void cs_taint_redirected_subtree(WindowPtr w, PixmapPtr screen_pix);
 Bool cs_DestroyPixmap(PixmapPtr pix);
 
 /* area.c: the secret area computed from the window tree, per owner, bounded */
-extern unsigned long cs_bounded;
-extern int cs_nobound;
+struct cs_area_state {
+    int oom;                    /* a region operation of the current computation ran out of
+                                 * memory (cs_compute then makes the whole domain secret:
+                                 * fail closed) */
+    unsigned long bounded;      /* times a region was bounded (log level 7) */
+    int nobound;                /* the exact area is being computed (verify mode) */
+    struct cs_screen *split;    /* while the secret area is computed per owner
+                                 * (cs_compute_owners): the screen whose owners' areas get
+                                 * each secure window's visible part */
+};
+extern struct cs_area_state cs_area_st;
 void cs_bound(RegionPtr r, int outward);
 Bool cs_compute_in(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn,
                    BoxPtr within);
@@ -155,7 +164,14 @@ Bool cs_compute_owners(struct cs_screen *cs, WindowPtr root, RegionPtr secret, R
 Bool cs_compute(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr drawn);
 
 /* trail.c: unrepainted areas, the compositor trail, the residue */
-extern Bool cs_compositing;
+struct cs_trail_state {
+    RegionPtr unp;              /* while the screen's secret area is computed: the part of
+                                 * the screen no one repaints (NULL otherwise) */
+    Bool unp_comp;              /* ... and whether a trusted compositor paints the overlay
+                                 * window */
+    Bool compositing;           /* a secure window was seen under manual redirection */
+};
+extern struct cs_trail_state cs_trail_st;
 int cs_residue(void);
 int cs_untrusted_manual(WindowPtr win);
 void cs_unpainted_begin(WindowPtr root, RegionPtr unpainted);
@@ -165,8 +181,15 @@ void cs_trail_add(struct cs_screen *cs, BoxPtr box);
 int cs_unpaint_source(WindowPtr root);
 
 /* refresh.c: the cached area marked dirty and computed again */
-extern unsigned long cs_lazy, cs_refreshes;
-extern int cs_verify;
+struct cs_refresh_state {
+    unsigned long lazy, refreshes;      /* tree changes left to the next read;
+                                         * computations of the secret area */
+    unsigned long incr, verified, mismatch;     /* incremental computations; verify mode's
+                                                 * checks and misses */
+    int verify;                 /* env CS_VERIFY_REGION=1 (tests): each computation is
+                                 * checked against an exact full one */
+};
+extern struct cs_refresh_state cs_refresh_st;
 void cs_dirty_win(struct cs_screen *cs, WindowPtr w);
 void cs_refresh(struct cs_screen *cs, WindowPtr root);
 

@@ -36,8 +36,9 @@ cs_dirty_win(struct cs_screen *cs, WindowPtr w)
     cs_dirty_box(cs, RegionExtents(&w->borderSize));
 }
 
-unsigned long cs_lazy, cs_refreshes;     /* tree changes left to the next read;
-                                          * computations of the secret area */
+/* this file's state (cs-int.h) */
+struct cs_refresh_state cs_refresh_st;
+
 void
 cs_mark_dirty(void)
 {
@@ -64,7 +65,7 @@ cs_refresh_full(struct cs_screen *cs, WindowPtr root)
     ok = cs_compute_owners(cs, root, &cs->secret, &cs->drawn, NULL) && ok;
     cs_unpainted_end();
     if (RegionNotEmpty(&cs->drawn))
-        cs_compositing = TRUE;
+        cs_trail_st.compositing = TRUE;
     if (RegionNotEmpty(&old) && !RegionEqual(&old, &cs->drawn)) {
         RegionUnion(&old, &old, &cs->drawn);
         cs_trail_add(cs, RegionExtents(&old));
@@ -83,10 +84,10 @@ cs_refresh_full(struct cs_screen *cs, WindowPtr root)
         RegionUninit(&sw);
     }
     cs->lazy = FALSE;
-    cs_refreshes++;
+    cs_refresh_st.refreshes++;
     LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed (%lu computations, %lu "
-                   "tree changes left to a read, %lu regions bounded)\n", cs_refreshes,
-                   cs_lazy, cs_bounded);
+                   "tree changes left to a read, %lu regions bounded)\n", cs_refresh_st.refreshes,
+                   cs_refresh_st.lazy, cs_area_st.bounded);
     if (cs_rule_on(CS_RULE_STALE)) {
         RegionUnion(&cs->stale, &cs->stale, &cs->vis);
         RegionIntersect(&cs->stale, &cs->stale, &unpainted);
@@ -118,10 +119,6 @@ cs_refresh_full(struct cs_screen *cs, WindowPtr root)
  * changed; a full one every CS_FULL_EVERY of them gives the coarsening back. */
 #define CS_FULL_EVERY 64
 
-static unsigned long cs_incr, cs_verified, cs_mismatch;
-int cs_verify;           /* env CS_VERIFY_REGION=1 (tests): each computation is
-                          * checked against an exact full one */
-
 /* Verify mode: the exact area (no bound, computed in full) must lie inside the cached
  * one; a pixel that does not is logged and made secret (fail closed). */
 static void
@@ -131,14 +128,14 @@ cs_verify_area(struct cs_screen *cs, WindowPtr root, const char *how)
 
     RegionNull(&exact);
     RegionNull(&miss);
-    cs_nobound = 1;
+    cs_area_st.nobound = 1;
     cs_compute(root, &exact, NULL, NULL);
-    cs_nobound = 0;
+    cs_area_st.nobound = 0;
     RegionSubtract(&miss, &exact, &cs->secret);
-    cs_verified++;
+    cs_refresh_st.verified++;
     if (RegionNotEmpty(&miss)) {
         BoxPtr e = RegionExtents(&miss);
-        cs_mismatch++;
+        cs_refresh_st.mismatch++;
         LogMessageVerb(X_ERROR, 0, "CAPTURESHIELD: verify: the %s secret area misses %d "
                        "rectangles of the exact one (within %d,%d-%d,%d); made secret\n",
                        how, (int) RegionNumRects(&miss), e->x1, e->y1, e->x2, e->y2);
@@ -146,8 +143,8 @@ cs_verify_area(struct cs_screen *cs, WindowPtr root, const char *how)
     }
     LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: verify: %lu checks (%lu incremental), %lu "
                    "mismatches (last: %s, %d owners, %d rectangles, exact %d)\n",
-                   cs_verified, cs_incr, cs_mismatch, how, cs->nown,
-                   (int) RegionNumRects(&cs->secret), (int) RegionNumRects(&exact));
+                   cs_refresh_st.verified, cs_refresh_st.incr, cs_refresh_st.mismatch, how,
+                   cs->nown, (int) RegionNumRects(&cs->secret), (int) RegionNumRects(&exact));
     RegionUninit(&exact);
     RegionUninit(&miss);
 }
@@ -178,12 +175,12 @@ cs_refresh(struct cs_screen *cs, WindowPtr root)
         cs->lazy = FALSE;
         cs->dirty = FALSE;
         cs->incs++;
-        cs_incr++;
+        cs_refresh_st.incr++;
         RegionEmpty(&cs->dreg);
         LogMessageVerb(X_INFO, 7, "CAPTURESHIELD: secret area computed incrementally (%lu "
-                       "times, %lu computations in full, %lu regions bounded)\n", cs_incr,
-                       cs_refreshes, cs_bounded);
+                       "times, %lu computations in full, %lu regions bounded)\n",
+                       cs_refresh_st.incr, cs_refresh_st.refreshes, cs_area_st.bounded);
     }
-    if (cs_verify && !cs->dirty)
+    if (cs_refresh_st.verify && !cs->dirty)
         cs_verify_area(cs, root, how);
 }

@@ -9,8 +9,9 @@ cs_picture(ClientPtr c, XID id)
 {
     void *p = NULL;
 
-    if (!id || !cs_picture_type ||
-        dixLookupResourceByType(&p, id, cs_picture_type, serverClient, DixReadAccess) != Success)
+    if (!id || !cs_censor_st.picture_type ||
+        dixLookupResourceByType(&p, id, cs_censor_st.picture_type, serverClient,
+                                DixReadAccess) != Success)
         return NULL;
     return p;
 }

@@ -25,10 +25,8 @@ cs_secure_count_slow(void)
 
 /* ---- what the server does not repaint (secret.c describes the rule) ---- */
 
-/* While the screen's secret area is computed: the part of the screen no one repaints
- * (NULL otherwise), and whether a trusted compositor paints the overlay window. */
-static RegionPtr cs_unp;
-static Bool cs_unp_comp;
+/* this file's state (cs-int.h) */
+struct cs_trail_state cs_trail_st;
 
 /* `win` was redirected manually by an untrusted client (or is a child of a window whose
  * subwindows one redirected): nothing paints where it is. */
@@ -65,17 +63,17 @@ cs_unpainted_begin(WindowPtr root, RegionPtr unpainted)
 {
     WindowPtr c;
 
-    cs_unp = unpainted;
-    cs_unp_comp = FALSE;
-    for (c = root->firstChild; c && !cs_unp_comp; c = c->nextSib)
+    cs_trail_st.unp = unpainted;
+    cs_trail_st.unp_comp = FALSE;
+    for (c = root->firstChild; c && !cs_trail_st.unp_comp; c = c->nextSib)
         if (c->redirectDraw == RedirectDrawManual && !cs_untrusted_manual(c))
-            cs_unp_comp = TRUE;
+            cs_trail_st.unp_comp = TRUE;
 }
 
 void
 cs_unpainted_end(void)
 {
-    cs_unp = NULL;
+    cs_trail_st.unp = NULL;
 }
 
 /* `win` (its visible part `mine`, drawn into the framebuffer) has background None: no
@@ -88,13 +86,13 @@ cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
     WindowPtr w, c;
     RegionRec r;
 
-    if (!cs_unp)
+    if (!cs_trail_st.unp)
         return;
     for (w = win; w->backgroundState == ParentRelative && w->parent; w = w->parent)
         ;
     if (w->backgroundState != None)
         return;
-    if (server_owned && win->parent && !win->parent->parent && cs_unp_comp &&
+    if (server_owned && win->parent && !win->parent->parent && cs_trail_st.unp_comp &&
         win != win->drawable.pScreen->screensaver.pWindow)
         return;
     RegionNull(&r);
@@ -102,8 +100,8 @@ cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             RegionSubtract(&r, &r, &c->borderSize);
-    RegionUnion(cs_unp, cs_unp, &r);
-    cs_bound(cs_unp, 1);
+    RegionUnion(cs_trail_st.unp, cs_trail_st.unp, &r);
+    cs_bound(cs_trail_st.unp, 1);
     RegionUninit(&r);
 }
 
@@ -118,8 +116,6 @@ cs_note_unpainted(WindowPtr win, RegionPtr mine, int server_owned)
  * geometry, and the whole screen after a change that starts such an animation (a secure
  * window's WM_STATE or _NET_WM_STATE, the root's _NET_CURRENT_DESKTOP: cs_settle).
  * Where X draws the window itself (no compositor) there is no trail. */
-Bool cs_compositing;     /* a secure window was seen under manual redirection */
-
 static CARD32
 cs_trail_expire(OsTimerPtr timer, CARD32 now, void *arg)
 {
@@ -153,7 +149,7 @@ cs_settle(void)
 {
     int i;
 
-    if (!cs_compositing || !cs_nsecure)
+    if (!cs_trail_st.compositing || !cs_nsecure)
         return;
     for (i = 0; i < screenInfo.numScreens; i++)
         if (SCR(screenInfo.screens[i])) {

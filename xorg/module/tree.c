@@ -6,8 +6,16 @@
 #define CS_POLICY_NAME "_CAPTURE_SHIELD_POLICY"
 
 DevPrivateKeyRec cs_screen_key_rec;     /* struct cs_screen (cs-int.h) */
-static int (*cs_orig_reparent)(ClientPtr), (*cs_orig_sreparent)(ClientPtr);
-static ClientPtr cs_reparenting;        /* the client whose ReparentWindow request runs */
+/* This file's state. */
+static struct {
+    int (*orig_reparent)(ClientPtr), (*orig_sreparent)(ClientPtr);
+    ClientPtr reparenting;      /* the client whose ReparentWindow request runs */
+    /* inside one of the geometry wrappers below (they mark the window's old and new
+     * place) and inside ValidateTree (the clip changes it makes lie in the place it was
+     * given) */
+    int geom, in_vt;
+} cs_tree_st;
+
 /* ---- window tree changes mark the cache dirty ---- */
 
 /* The window tree changed (its clip lists are final here). The secret area is computed
@@ -18,10 +26,6 @@ static ClientPtr cs_reparenting;        /* the client whose ReparentWindow reque
  * at the next read, however many changes came in between (a popup mapped and unmapped
  * costs a walk of the tree, no region computation; a client moving its own secure
  * windows again and again costs nothing until someone reads). */
-/* Inside one of the geometry wrappers below (they mark the window's old and new place)
- * and inside ValidateTree (the clip changes it makes lie in the place it was given). */
-static int cs_geom, cs_in_vt;
-
 static int
 cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
 {
@@ -30,17 +34,17 @@ cs_ValidateTree(WindowPtr parent, WindowPtr child, VTKind kind)
     int r;
 
     /* what changed: the window mapped, unmapped or restacked (`child`; its subwindows lie
-     * inside it); without one, a move, resize or reshape marks its own places (cs_geom),
+     * inside it); without one, a move, resize or reshape marks its own places (cs_tree_st.geom),
      * anything else may be anywhere */
     if (child)
         cs_dirty_win(cs, child);
-    else if (!cs_geom)
+    else if (!cs_tree_st.geom)
         cs_set_dirty(cs);
-    cs_in_vt++;
+    cs_tree_st.in_vt++;
     CS_SCREEN_PROLOGUE(s, ValidateTree, cs->ValidateTree);
     r = s->ValidateTree(parent, child, kind);
     CS_SCREEN_EPILOGUE(s, ValidateTree, cs->ValidateTree, cs_ValidateTree);
-    cs_in_vt--;
+    cs_tree_st.in_vt--;
     if (!cs_rule_on(CS_RULE_STALE) || !s->root ||
         !(cs_nsecure || RegionNotEmpty(&cs->vis) || RegionNotEmpty(&cs->stale)))
         return r;
@@ -69,7 +73,7 @@ cs_tree_changed(struct cs_screen *cs, WindowPtr root, BoxPtr b)
         cs->lazy = TRUE;
         cs->dirty = TRUE;       /* where: marked by the caller */
         cs_gen++;
-        cs_lazy++;
+        cs_refresh_st.lazy++;
     }
 }
 
@@ -79,7 +83,7 @@ cs_ClipNotify(WindowPtr win, int dx, int dy)
     ScreenPtr s = win->drawable.pScreen;
     struct cs_screen *cs = SCR(s);
 
-    if (!cs_in_vt)
+    if (!cs_tree_st.in_vt)
         cs_set_dirty(cs);       /* not from ValidateTree: where is not known */
     if (cs->ClipNotify) {
         CS_SCREEN_PROLOGUE(s, ClipNotify, cs->ClipNotify);
@@ -97,7 +101,7 @@ cs_PositionWindow(WindowPtr win, int x, int y)
     Bool r;
 
     /* inside a move or resize: marked by it; an unrealized window shows nothing */
-    if (!cs_geom && win->realized)
+    if (!cs_tree_st.geom && win->realized)
         cs_set_dirty(cs);
     CS_SCREEN_PROLOGUE(s, PositionWindow, cs->PositionWindow);
     r = s->PositionWindow(win, x, y);
@@ -163,11 +167,11 @@ cs_MoveWindow(WindowPtr win, int x, int y, WindowPtr sib, VTKind kind)
     struct cs_screen *cs = SCR(s);
 
     cs_dirty_win(cs, win);
-    cs_geom++;
+    cs_tree_st.geom++;
     CS_SCREEN_PROLOGUE(s, MoveWindow, cs->MoveWindow);
     s->MoveWindow(win, x, y, sib, kind);
     CS_SCREEN_EPILOGUE(s, MoveWindow, cs->MoveWindow, cs_MoveWindow);
-    cs_geom--;
+    cs_tree_st.geom--;
     cs_dirty_win(cs, win);
 }
 
@@ -178,11 +182,11 @@ cs_ResizeWindow(WindowPtr win, int x, int y, unsigned int w, unsigned int h, Win
     struct cs_screen *cs = SCR(s);
 
     cs_dirty_win(cs, win);
-    cs_geom++;
+    cs_tree_st.geom++;
     CS_SCREEN_PROLOGUE(s, ResizeWindow, cs->ResizeWindow);
     s->ResizeWindow(win, x, y, w, h, sib);
     CS_SCREEN_EPILOGUE(s, ResizeWindow, cs->ResizeWindow, cs_ResizeWindow);
-    cs_geom--;
+    cs_tree_st.geom--;
     cs_dirty_win(cs, win);
 }
 
@@ -193,11 +197,11 @@ cs_ChangeBorderWidth(WindowPtr win, unsigned int width)
     struct cs_screen *cs = SCR(s);
 
     cs_dirty_win(cs, win);
-    cs_geom++;
+    cs_tree_st.geom++;
     CS_SCREEN_PROLOGUE(s, ChangeBorderWidth, cs->ChangeBorderWidth);
     s->ChangeBorderWidth(win, width);
     CS_SCREEN_EPILOGUE(s, ChangeBorderWidth, cs->ChangeBorderWidth, cs_ChangeBorderWidth);
-    cs_geom--;
+    cs_tree_st.geom--;
     cs_dirty_win(cs, win);
 }
 
@@ -208,11 +212,11 @@ cs_SetShape(WindowPtr win, int kind)
     struct cs_screen *cs = SCR(s);
 
     cs_dirty_win(cs, win);
-    cs_geom++;
+    cs_tree_st.geom++;
     CS_SCREEN_PROLOGUE(s, SetShape, cs->SetShape);
     s->SetShape(win, kind);
     CS_SCREEN_EPILOGUE(s, SetShape, cs->SetShape, cs_SetShape);
-    cs_geom--;
+    cs_tree_st.geom--;
     cs_dirty_win(cs, win);
 }
 
@@ -229,13 +233,14 @@ cs_ReparentWindow(WindowPtr win, WindowPtr prior)
     cs_set_dirty(cs);
     while (top->parent && top->parent->parent)
         top = top->parent;
-    if (top != win && top->parent && cs_reparenting && cs_client_is_wm(cs_reparenting)) {
+    if (top != win && top->parent && cs_tree_st.reparenting &&
+        cs_client_is_wm(cs_tree_st.reparenting)) {
         struct cs_window *ct = dixLookupPrivate(&top->devPrivates, &cs_window_key_rec);
         struct cs_window *cw = dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
         /* a window of another client is framed here; a window manager's own window (a
          * wrapper it reparented the client into while the wrapper was a top-level) brings
          * the window it frames along */
-        if (CLIENT_ID(win->drawable.id) != cs_reparenting->index)
+        if (CLIENT_ID(win->drawable.id) != cs_tree_st.reparenting->index)
             ct->framed = win->drawable.id;
         else if (cw->framed)
             ct->framed = cw->framed;
@@ -258,12 +263,12 @@ cs_ReparentWindow(WindowPtr win, WindowPtr prior)
 static int
 cs_ProcReparentWindow(ClientPtr c)
 {
-    ClientPtr prev = cs_reparenting;
+    ClientPtr prev = cs_tree_st.reparenting;
     int r;
 
-    cs_reparenting = c;
-    r = c->swapped ? cs_orig_sreparent(c) : cs_orig_reparent(c);
-    cs_reparenting = prev;
+    cs_tree_st.reparenting = c;
+    r = c->swapped ? cs_tree_st.orig_sreparent(c) : cs_tree_st.orig_reparent(c);
+    cs_tree_st.reparenting = prev;
     return r;
 }
 
@@ -302,10 +307,10 @@ cs_region_init(void)
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
     cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
     cs_nsecure = 0;
-    cs_compositing = FALSE;
-    cs_geom = cs_in_vt = 0;
-    cs_verify = getenv("CS_VERIFY_REGION") && !strcmp(getenv("CS_VERIFY_REGION"), "1");
-    if (cs_verify)
+    cs_trail_st.compositing = FALSE;
+    cs_tree_st.geom = cs_tree_st.in_vt = 0;
+    cs_refresh_st.verify = getenv("CS_VERIFY_REGION") && !strcmp(getenv("CS_VERIFY_REGION"), "1");
+    if (cs_refresh_st.verify)
         LogMessageVerb(X_WARNING, 0, "CAPTURESHIELD: CS_VERIFY_REGION=1: each secret area "
                        "computed is checked against an exact one (slow; tests only)\n");
     if (!cs_on_close_screen(cs_close_screen))
@@ -337,7 +342,7 @@ cs_region_init(void)
             !CS_WRAP_SCREEN(s, SetShape, cs->SetShape, cs_SetShape))
             return FALSE;
     }
-    cs_reparenting = NULL;
-    return cs_wrap_proc(X_ReparentWindow, cs_ProcReparentWindow, &cs_orig_reparent,
-                        &cs_orig_sreparent);
+    cs_tree_st.reparenting = NULL;
+    return cs_wrap_proc(X_ReparentWindow, cs_ProcReparentWindow, &cs_tree_st.orig_reparent,
+                        &cs_tree_st.orig_sreparent);
 }
