@@ -17,12 +17,15 @@ struct cs_ident {
     char *path;                 /* as configured, resolved (path-only trust, logs) */
 };
 
-static struct cs_ident *cs_idents;
-static int cs_nidents;
-static uid_t *cs_daemon_uids;
-static int cs_ndaemon_uids;
-static int cs_daemon_seat = 1;  /* DaemonUsers holds "seat" (default "0,seat") */
-static int cs_daemon_root = 1;
+/* This file's state: the Trust and Daemon entries, DaemonUsers. */
+static struct {
+    struct cs_ident *idents;
+    int nidents;
+    uid_t *daemon_uids;
+    int ndaemon_uids;
+    int daemon_seat;            /* DaemonUsers holds "seat" (default "0,seat") */
+    int daemon_root;
+} cs_identity_st = { .daemon_seat = 1, .daemon_root = 1 };
 
 const char *
 cs_reason_name(enum cs_reason r)
@@ -53,11 +56,11 @@ cs_identity_add(enum cs_role role, const char *path)
     struct cs_ident *n;
     struct stat st;
 
-    n = realloc(cs_idents, sizeof(*n) * (cs_nidents + 1));
+    n = realloc(cs_identity_st.idents, sizeof(*n) * (cs_identity_st.nidents + 1));
     if (!n)
         return;
-    cs_idents = n;
-    n = &cs_idents[cs_nidents];
+    cs_identity_st.idents = n;
+    n = &cs_identity_st.idents[cs_identity_st.nidents];
     memset(n, 0, sizeof(*n));
     n->role = role;
     n->path = strdup(path);
@@ -76,7 +79,7 @@ cs_identity_add(enum cs_role role, const char *path)
                        role == CS_ROLE_DAEMON ? "daemon" : "trusted", path,
                        (unsigned long) st.st_dev, (unsigned long) st.st_ino);
     }
-    cs_nidents++;
+    cs_identity_st.nidents++;
 }
 
 void
@@ -86,14 +89,14 @@ cs_identity_daemon_users(const char *list)
 
     if (!copy)
         return;
-    cs_daemon_seat = 0;
-    cs_daemon_root = 0;
+    cs_identity_st.daemon_seat = 0;
+    cs_identity_st.daemon_root = 0;
     for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
         uid_t *n;
         char *end;
         unsigned long u = strtoul(tok, &end, 10);
         if (!strcmp(tok, "seat")) {
-            cs_daemon_seat = 1;
+            cs_identity_st.daemon_seat = 1;
             continue;
         }
         if (*tok && *end) {
@@ -105,11 +108,11 @@ cs_identity_daemon_users(const char *list)
             }
             u = pw->pw_uid;
         }
-        n = realloc(cs_daemon_uids, sizeof(*n) * (cs_ndaemon_uids + 1));
+        n = realloc(cs_identity_st.daemon_uids, sizeof(*n) * (cs_identity_st.ndaemon_uids + 1));
         if (!n)
             break;
-        cs_daemon_uids = n;
-        cs_daemon_uids[cs_ndaemon_uids++] = (uid_t) u;
+        cs_identity_st.daemon_uids = n;
+        cs_identity_st.daemon_uids[cs_identity_st.ndaemon_uids++] = (uid_t) u;
     }
     free(copy);
 }
@@ -148,12 +151,12 @@ cs_daemon_user(uid_t uid)
     uid_t seat;
     int i;
 
-    if (cs_daemon_root && uid == 0)
+    if (cs_identity_st.daemon_root && uid == 0)
         return 1;
-    for (i = 0; i < cs_ndaemon_uids; i++)
-        if (cs_daemon_uids[i] == uid)
+    for (i = 0; i < cs_identity_st.ndaemon_uids; i++)
+        if (cs_identity_st.daemon_uids[i] == uid)
             return 1;
-    return cs_daemon_seat && cs_seat_uid(&seat) && seat == uid;
+    return cs_identity_st.daemon_seat && cs_seat_uid(&seat) && seat == uid;
 }
 
 /* argv[1] of pid is exactly "watch" */
@@ -208,31 +211,31 @@ cs_identity_check(ClientPtr client, struct cs_verdict *v)
         return 0;
     }
     if (v->role == CS_ROLE_NONE) {
-        for (i = 0; i < cs_nidents; i++) {
+        for (i = 0; i < cs_identity_st.nidents; i++) {
             struct stat now;
-            if (cs_idents[i].ino && cs_idents[i].dev == st.st_dev &&
-                cs_idents[i].ino == st.st_ino)
+            if (cs_identity_st.idents[i].ino && cs_identity_st.idents[i].dev == st.st_dev &&
+                cs_identity_st.idents[i].ino == st.st_ino)
                 break;
             /* the entry's path names this file now, in the server's namespace (the program
                was upgraded since the server started); the path's owners are checked below */
-            if (stat(cs_idents[i].path, &now) == 0 && now.st_dev == st.st_dev &&
-                now.st_ino == st.st_ino && !strcmp(v->exe, cs_idents[i].path))
+            if (stat(cs_identity_st.idents[i].path, &now) == 0 && now.st_dev == st.st_dev &&
+                now.st_ino == st.st_ino && !strcmp(v->exe, cs_identity_st.idents[i].path))
                 break;
         }
-        if (i == cs_nidents) {
+        if (i == cs_identity_st.nidents) {
             /* not a trusted program; one that only bears a Trust path's name is reported */
-            for (i = 0; i < cs_nidents; i++)
-                if (!strcmp(v->exe, cs_idents[i].path)) {
-                    v->role = cs_idents[i].role;
+            for (i = 0; i < cs_identity_st.nidents; i++)
+                if (!strcmp(v->exe, cs_identity_st.idents[i].path)) {
+                    v->role = cs_identity_st.idents[i].role;
                     v->reason = cs_same_mntns(pid) ? CS_REASON_EXE_CHANGED
                         : CS_REASON_NAMESPACE;
                     snprintf(v->why, sizeof(v->why), "bears the name %s but is another file",
-                             cs_idents[i].path);
+                             cs_identity_st.idents[i].path);
                     break;
                 }
             return 0;
         }
-        v->role = cs_idents[i].role;
+        v->role = cs_identity_st.idents[i].role;
         v->dev = st.st_dev;
         v->ino = st.st_ino;
     } else if (v->role == CS_ROLE_GRANT && !v->ino) {
@@ -319,9 +322,9 @@ cs_identity_path_only(ClientPtr client, struct cs_verdict *v)
     if (n <= 0)
         return 0;
     v->exe[n] = '\0';
-    for (i = 0; i < cs_nidents; i++)
-        if (!strcmp(v->exe, cs_idents[i].path)) {
-            v->role = cs_idents[i].role;
+    for (i = 0; i < cs_identity_st.nidents; i++)
+        if (!strcmp(v->exe, cs_identity_st.idents[i].path)) {
+            v->role = cs_identity_st.idents[i].role;
             return 1;
         }
     return 0;
