@@ -1,5 +1,5 @@
 /* CaptureShield Xorg module: declarations internal to the module, shared by the files of
- * the secret area per screen (not part of cs.h). */
+ * the secret area per screen and by image.c's GetImage fast path (not part of cs.h). */
 #ifndef CAPTURESHIELD_CS_INT_H
 #define CAPTURESHIELD_CS_INT_H
 
@@ -131,6 +131,7 @@ cs_read_clear_fast(DrawablePtr draw, int x, int y, int w, int h)
         return CS_READ_CLEAR;
     return CS_READ_RECTS;
 }
+
 /* Shared between the files of the secret area; each is defined in the file named. */
 
 /* secure.c: which windows are secure */
