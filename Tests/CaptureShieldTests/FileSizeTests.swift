@@ -1,16 +1,24 @@
-// No file under Sources is over 600 lines: a file that grows past it holds more than one
-// concern, and is split by concern (an extension in a second file, named for what it holds)
-// before it grows further. Like SingleWriterTests, it reads the sources.
+// No file under Sources is over 600 lines, nor any C source or header of the Xorg module
+// (xorg/module/*.c, *.h): a file that grows past it holds more than one concern, and is
+// split by concern (an extension in a second file, named for what it holds; in the module, a
+// file per concern with an internal header) before it grows further. Like
+// SingleWriterTests, it reads the sources.
 
 import Foundation
 import Testing
 
-/// Every target's sources (this file is Tests/CaptureShieldTests/FileSizeTests.swift).
-private let sourcesRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-  .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+/// The repository (this file is Tests/CaptureShieldTests/FileSizeTests.swift).
+private let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+  .deletingLastPathComponent().deletingLastPathComponent()
+
+/// Every target's sources.
+private let sourcesRoot = repositoryRoot.appendingPathComponent("Sources")
+
+/// The Xorg module's C sources and headers.
+private let xorgModuleRoot = repositoryRoot.appendingPathComponent("xorg/module")
 
 enum FileSize {
-  /// The most lines a file under Sources may have.
+  /// The most lines a file under Sources, or a C file of the Xorg module, may have.
   static let maxLines = 600
 
   /// The lines of `text`: a last line without a newline counts too.
@@ -60,6 +68,22 @@ struct FileSizeTests {
     #expect(
       over.isEmpty,
       "over \(FileSize.maxLines) lines (split by concern): \(over.map { "\($0.path) \($0.lines)" }.joined(separator: ", "))"
+    )
+  }
+
+  @Test("no C source or header of the Xorg module is over 600 lines")
+  func noXorgModuleFileIsOverTheLimit() {
+    let files = FileSize.files(under: xorgModuleRoot).filter {
+      $0.path.hasSuffix(".c") || $0.path.hasSuffix(".h")
+    }
+    // The walk saw the module (not an empty or wrong folder): its entry, its header.
+    #expect(files.contains { $0.path == "module.c" })
+    #expect(files.contains { $0.path == "cs.h" })
+    #expect(files.count > 20)
+    let over = files.filter { $0.lines > FileSize.maxLines }
+    #expect(
+      over.isEmpty,
+      "over \(FileSize.maxLines) lines (split by concern): \(over.map { "xorg/module/\($0.path) \($0.lines)" }.joined(separator: ", "))"
     )
   }
 }

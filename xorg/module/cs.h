@@ -109,7 +109,7 @@ struct cs_config {
     int ntrust;
     int paused;                 /* SetProtection 0: reads of secure windows are not censored */
     int trail_ms;               /* how long a compositor may still show a secure window
-                                 * where it was (Option "TrailMs", region.c) */
+                                 * where it was (Option "TrailMs", trail.c) */
 };
 
 extern struct cs_config cs_cfg;
@@ -202,9 +202,9 @@ int cs_identity_check(ClientPtr client, struct cs_verdict *v);
 int cs_identity_path_only(ClientPtr client, struct cs_verdict *v);
 const char *cs_reason_name(enum cs_reason r);
 
-/* region.c */
+/* the secret area per screen (secure.c, taint.c, area.c, trail.c, refresh.c, reads.c, tree.c) */
 Bool cs_region_init(void);
-/* the window's tag: the first byte of its window private (region.c, struct cs_window) */
+/* the window's tag: the first byte of its window private (secure.c, struct cs_window) */
 extern DevPrivateKeyRec cs_window_key_rec;
 static inline int
 cs_win_secure(WindowPtr win)
@@ -219,15 +219,7 @@ int cs_win_frames_secure(WindowPtr top, ClientPtr reader);
 int cs_win_title_secret(WindowPtr win, ClientPtr reader);
 void cs_mark_dirty(void);
 int cs_secure_count_slow(void);
-extern int cs_nsecure;          /* secure windows in existence (region.c) */
-/* The head of region.c's per-screen state (its struct cs_screen starts with these two,
- * checked there), in the screen private cs_screen_key_rec: for censor.c's GetImage fast
- * path, which reads them without a call. */
-struct cs_screen_head {
-    RegionRec secret;           /* the secret area, screen coordinates */
-    Bool dirty;                 /* `secret` is to be computed again before use */
-};
-extern DevPrivateKeyRec cs_screen_key_rec;
+extern int cs_nsecure;          /* secure windows in existence (secure.c) */
 /* Nonzero while something is secret: a secure window exists or a residue (stale area,
  * trail) remains; 0 while protection is paused. */
 static inline int
@@ -238,12 +230,12 @@ cs_secure_count(void)
     return cs_secure_count_slow();
 }
 /* A secure window's state changed in a way a compositor animates: the whole screen is
- * secret for TrailMs (region.c, "the trail"). */
+ * secret for TrailMs (trail.c, "the trail"). */
 void cs_settle(void);
 /* The secret part of the box (x,y,w,h) in drawable coordinates of a read by client.
  * Returns 0 (out left empty) when nothing secret; 1 when out holds the secret part in
  * drawable coordinates. */
-/* Bumped whenever the secret area may have changed (region.c). */
+/* Bumped whenever the secret area may have changed (refresh.c). */
 extern unsigned long cs_gen;
 /* 1: no read from win returns a secret pixel to anyone while cs_gen stays the same. */
 int cs_win_clear(WindowPtr win);
@@ -258,7 +250,7 @@ void cs_taint_pixmap(PixmapPtr pix);    /* holds the resource hook while the pix
 void cs_note_dbe_buffer(WindowPtr win, XID id, RESTYPE type, PixmapPtr pix, int secret);
 Atom cs_secure_atom(void);
 Atom cs_policy_atom(void);
-/* secret.c, region.c: one definition of what is secret */
+/* secret.c, secure.c, taint.c: one definition of what is secret */
 void cs_taint_pixmap_win(PixmapPtr pix, WindowPtr win);    /* secret but to win's owner */
 int cs_pixmap_reader(PixmapPtr pix, ClientPtr client, XID id);
 int cs_win_foreign_secure(WindowPtr win, ClientPtr client);
@@ -267,7 +259,7 @@ void cs_note_manual_redirect(WindowPtr win, int subwindows, int on);
 void cs_secure_changed(int on, int nsecure);
 int cs_foreign_resource_refused(XaceResourceAccessRec *rec);
 
-/* censor.c */
+/* censor.c (init), copy.c (cs_forget_window) */
 Bool cs_censor_init(void);
 void cs_forget_window(WindowPtr win);    /* a window is being destroyed */
 
@@ -316,6 +308,16 @@ CsFn *cs_wrap_screen(ScreenPtr s, CsFn *slot, CsFn *saved, CsFn fn);
 #define CS_WRAP_SCREEN_OWN(s, field, fn) \
     ((void) sizeof((s)->field = (fn)), \
      (__typeof__((s)->field) *) cs_wrap_screen((s), (CsFn *) &(s)->field, NULL, (CsFn) (fn)))
+/* A screen wrapper's call of the proc it wraps, in the style of mi's and Xext's
+ * SCREEN_PROLOGUE/EPILOGUE: the prologue puts the previous proc, kept in `saved` (an
+ * lvalue), back into the screen for the call; the epilogue keeps in `saved` what the
+ * screen holds after it (a proc may have wrapped or unwrapped itself meanwhile) and puts
+ * the wrapper back. CS_SCREEN_REWRAP only puts the wrapper back (image.c's GetImage,
+ * whose previous proc wrap.c keeps: CS_WRAP_SCREEN_OWN). */
+#define CS_SCREEN_PROLOGUE(s, field, saved) ((s)->field = (saved))
+#define CS_SCREEN_REWRAP(s, field, wrapper) ((s)->field = (wrapper))
+#define CS_SCREEN_EPILOGUE(s, field, saved, wrapper) \
+    ((saved) = (s)->field, CS_SCREEN_REWRAP(s, field, wrapper))
 /* Cleanups: at close down (or a failed init), and per screen at its CloseScreen after
  * its procs are restored (free per-screen state, timers). */
 Bool cs_on_close(void (*fn)(void));

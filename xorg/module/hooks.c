@@ -98,7 +98,7 @@ cs_resource_check(XaceResourceAccessRec *rec)
         rec->res && ((DrawablePtr) rec->res)->type == DRAWABLE_PIXMAP) {
         /* a DOUBLE-BUFFER back buffer (created as the server, inside a DBE request): secret
          * like the window, also after DBE reallocates it or when the window is tagged
-         * later (region.c) */
+         * later (taint.c) */
         cs_note_dbe_buffer(rec->parent, rec->id, rec->rtype, rec->res,
                            cs_win_has_secure(rec->parent));
         return;
@@ -182,7 +182,7 @@ cs_resource_check(XaceResourceAccessRec *rec)
  * what remains saved is this callback's call per lookup). So the hook is registered only
  * while it can have work: cs_hook_hold/cs_hook_release count the reasons (a wrapped
  * Composite, DRI2, DRI3 or DOUBLE-BUFFER request in flight; each tainted pixmap, from
- * cs_taint_pixmap until the pixmap is destroyed, region.c). When the count drops to zero
+ * cs_taint_pixmap until the pixmap is destroyed, taint.c). When the count drops to zero
  * the callback is deleted, and the list itself when nobody else (SECURITY, SELinux) has a
  * callback on it, since an empty list still costs the marshalling. */
 Bool
@@ -375,7 +375,7 @@ cs_property_hook_slow(CallbackListPtr *list, void *data, void *call)
         (((prop->propertyName == cs_wm_state || prop->propertyName == cs_net_wm_state) &&
           cs_win_title_secret(rec->pWin, serverClient)) ||
          (prop->propertyName == cs_net_current_desktop && !rec->pWin->parent)))
-        cs_settle();            /* the compositor may animate it: region.c, "the trail" */
+        cs_settle();            /* the compositor may animate it: trail.c, "the trail" */
     if (cs_root_property_refused(rec->client, rec->pWin, prop->propertyName,
                                  rec->access_mode)) {
         rec->client->errorValue = prop->propertyName;

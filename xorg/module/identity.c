@@ -8,23 +8,7 @@
  * executable file mapping is root's and not writable by others (code loaded by other
  * means: a scrubbed LD_PRELOAD, dlopen through a debugger), and no other process holds the
  * client's end of the X connection (a connection handed over by fork or SCM_RIGHTS). */
-#include "cs.h"
-#include "client.h"
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pwd.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
-#include <linux/sock_diag.h>
-#include <linux/unix_diag.h>
+#include "identity-int.h"
 
 struct cs_ident {
     enum cs_role role;
@@ -33,12 +17,15 @@ struct cs_ident {
     char *path;                 /* as configured, resolved (path-only trust, logs) */
 };
 
-static struct cs_ident *cs_idents;
-static int cs_nidents;
-static uid_t *cs_daemon_uids;
-static int cs_ndaemon_uids;
-static int cs_daemon_seat = 1;  /* DaemonUsers holds "seat" (default "0,seat") */
-static int cs_daemon_root = 1;
+/* This file's state: the Trust and Daemon entries, DaemonUsers. */
+static struct {
+    struct cs_ident *idents;
+    int nidents;
+    uid_t *daemon_uids;
+    int ndaemon_uids;
+    int daemon_seat;            /* DaemonUsers holds "seat" (default "0,seat") */
+    int daemon_root;
+} cs_identity_st = { .daemon_seat = 1, .daemon_root = 1 };
 
 const char *
 cs_reason_name(enum cs_reason r)
@@ -69,11 +56,11 @@ cs_identity_add(enum cs_role role, const char *path)
     struct cs_ident *n;
     struct stat st;
 
-    n = realloc(cs_idents, sizeof(*n) * (cs_nidents + 1));
+    n = realloc(cs_identity_st.idents, sizeof(*n) * (cs_identity_st.nidents + 1));
     if (!n)
         return;
-    cs_idents = n;
-    n = &cs_idents[cs_nidents];
+    cs_identity_st.idents = n;
+    n = &cs_identity_st.idents[cs_identity_st.nidents];
     memset(n, 0, sizeof(*n));
     n->role = role;
     n->path = strdup(path);
@@ -92,7 +79,7 @@ cs_identity_add(enum cs_role role, const char *path)
                        role == CS_ROLE_DAEMON ? "daemon" : "trusted", path,
                        (unsigned long) st.st_dev, (unsigned long) st.st_ino);
     }
-    cs_nidents++;
+    cs_identity_st.nidents++;
 }
 
 void
@@ -102,14 +89,14 @@ cs_identity_daemon_users(const char *list)
 
     if (!copy)
         return;
-    cs_daemon_seat = 0;
-    cs_daemon_root = 0;
+    cs_identity_st.daemon_seat = 0;
+    cs_identity_st.daemon_root = 0;
     for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
         uid_t *n;
         char *end;
         unsigned long u = strtoul(tok, &end, 10);
         if (!strcmp(tok, "seat")) {
-            cs_daemon_seat = 1;
+            cs_identity_st.daemon_seat = 1;
             continue;
         }
         if (*tok && *end) {
@@ -121,356 +108,13 @@ cs_identity_daemon_users(const char *list)
             }
             u = pw->pw_uid;
         }
-        n = realloc(cs_daemon_uids, sizeof(*n) * (cs_ndaemon_uids + 1));
+        n = realloc(cs_identity_st.daemon_uids, sizeof(*n) * (cs_identity_st.ndaemon_uids + 1));
         if (!n)
             break;
-        cs_daemon_uids = n;
-        cs_daemon_uids[cs_ndaemon_uids++] = (uid_t) u;
+        cs_identity_st.daemon_uids = n;
+        cs_identity_st.daemon_uids[cs_identity_st.ndaemon_uids++] = (uid_t) u;
     }
     free(copy);
-}
-
-/* ---- reading /proc ---- */
-
-/* Reads up to size-1 bytes of a /proc file; returns the length (-1: unreadable). */
-static ssize_t
-cs_read_file(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t got = 0;
-    ssize_t n;
-
-    if (fd < 0)
-        return -1;
-    while (got < size - 1 && (n = read(fd, buf + got, size - 1 - got)) > 0)
-        got += n;
-    close(fd);
-    buf[got] = '\0';
-    return (ssize_t) got;
-}
-
-/* root's and writable by root only (strict: no group write at all) */
-static int
-cs_root_only(const struct stat *st, int strict)
-{
-    if (st->st_uid != 0 || (st->st_mode & S_IWOTH))
-        return 0;
-    if (st->st_mode & S_IWGRP)
-        return !strict && st->st_gid == 0;
-    return 1;
-}
-
-/* The file at the canonical path `path` and every directory above it are root's and
- * writable by root only. */
-static int
-cs_path_root_only(const char *path, int strict)
-{
-    char p[PATH_MAX], *slash;
-    struct stat st;
-
-    if (strlen(path) >= sizeof(p) || path[0] != '/')
-        return 0;
-    strcpy(p, path);
-    for (;;) {
-        if (stat(p[0] ? p : "/", &st) < 0 || !cs_root_only(&st, strict))
-            return 0;
-        if (!p[0])
-            return 1;
-        slash = strrchr(p, '/');
-        *slash = '\0';
-    }
-}
-
-static int
-cs_same_mntns(pid_t pid)
-{
-    char link[64], a[64], b[64];
-    ssize_t na, nb;
-
-    snprintf(link, sizeof(link), "/proc/%d/ns/mnt", (int) pid);
-    na = readlink(link, a, sizeof(a) - 1);
-    nb = readlink("/proc/self/ns/mnt", b, sizeof(b) - 1);
-    return na > 0 && nb > 0 && na == nb && !memcmp(a, b, na);
-}
-
-/* No thread of pid is traced. */
-static int
-cs_untraced(pid_t pid)
-{
-    char path[96], buf[4096], *t;
-    struct dirent *de;
-    DIR *d;
-    int ok = 1, seen = 0;
-
-    snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
-    if (!(d = opendir(path)))
-        return 0;
-    while (ok && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%d/task/%.20s/status", (int) pid, de->d_name);
-        if (cs_read_file(path, buf, sizeof(buf)) <= 0)
-            continue;           /* the thread ended */
-        seen++;
-        t = strstr(buf, "\nTracerPid:");
-        if (!t || atoi(t + 11) != 0)
-            ok = 0;
-    }
-    closedir(d);
-    return ok && seen;
-}
-
-static int cs_env_entry_clean(const char *e, const char **why);
-
-/* LD_PRELOAD, LD_AUDIT (any value) or an LD_LIBRARY_PATH with an empty or relative entry
- * or a directory not root's in the initial environment. A process that scrubbed its
- * environment after the loader ran still shows the strings here (unsetenv moves pointers,
- * not the strings); one that overwrote them has code of its own mapped: cs_maps_clean. */
-static int
-cs_env_clean(pid_t pid, const char **why)
-{
-    char path[64], *buf = NULL, *e;
-    size_t size = 0, n = 0;
-    ssize_t r;
-    int fd, ok = 1;
-
-    /* all of it: a variable after megabytes of padding counts as much as the first */
-    snprintf(path, sizeof(path), "/proc/%d/environ", (int) pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-        *why = "environ unreadable";
-        return 0;
-    }
-    do {
-        if (n + 1 >= size) {
-            char *nb = size < (64u << 20) ? realloc(buf, size ? size * 2 : 65536) : NULL;
-            if (!nb) {
-                free(buf);
-                close(fd);
-                *why = "environ too large";
-                return 0;
-            }
-            buf = nb;
-            size = size ? size * 2 : 65536;
-        }
-        r = read(fd, buf + n, size - 1 - n);
-        if (r > 0)
-            n += r;
-    } while (r > 0);
-    close(fd);
-    buf[n] = '\0';
-    for (e = buf; ok && e < buf + n; e += strlen(e) + 1)
-        ok = cs_env_entry_clean(e, why);
-    free(buf);
-    return ok;
-}
-
-/* One NAME=VALUE entry of the environment. */
-static int
-cs_env_entry_clean(const char *e, const char **why)
-{
-    if (!strncmp(e, "LD_PRELOAD=", 11) && e[11]) {
-        *why = "LD_PRELOAD";
-        return 0;
-    }
-    if (!strncmp(e, "LD_AUDIT=", 9) && e[9]) {
-        *why = "LD_AUDIT";
-        return 0;
-    }
-    if (!strncmp(e, "LD_LIBRARY_PATH=", 16) && e[16]) {    /* "" is ignored by ld.so */
-        const char *p = e + 16, *q;
-        do {
-            char dir[PATH_MAX], real[PATH_MAX];
-            size_t len;
-            q = strchr(p, ':');
-            len = q ? (size_t) (q - p) : strlen(p);
-            if (len == 0 || p[0] != '/' || len >= sizeof(dir)) {
-                *why = "LD_LIBRARY_PATH (empty or relative entry)";
-                return 0;
-            }
-            memcpy(dir, p, len);
-            dir[len] = '\0';
-            /* a missing directory may be created later by whoever may write its parent */
-            if (!realpath(dir, real) || !cs_path_root_only(real, 0)) {
-                *why = "LD_LIBRARY_PATH (directory not root's)";
-                return 0;
-            }
-            p = q + 1;
-        } while (q);
-    }
-    return 1;
-}
-
-/* Every file-backed executable mapping is root's and not writable by others, and none is
- * of a deleted file (memfd included). Anonymous executable memory is not judged (a bound:
- * see README). The file is stat'ed through /proc/PID/map_files, i.e. the mapped inode
- * itself, whatever its path now names. */
-static int
-cs_maps_clean(pid_t pid, const char **why, char *what, size_t whatlen)
-{
-    char path[96], line[PATH_MAX + 256];
-    FILE *f;
-    int ok = 1;
-
-    snprintf(path, sizeof(path), "/proc/%d/maps", (int) pid);
-    if (!(f = fopen(path, "re"))) {
-        *why = "maps unreadable";
-        return 0;
-    }
-    while (ok && fgets(line, sizeof(line), f)) {
-        unsigned long lo, hi, ino;
-        char perms[8], *file, *nl;
-        struct stat st;
-        int off = 0;
-
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %n", &lo, &hi, perms, &ino, &off) < 4 ||
-            !off || perms[2] != 'x')
-            continue;
-        file = line + off;
-        if ((nl = strchr(file, '\n')))
-            *nl = '\0';
-        if (file[0] != '/')
-            continue;           /* [vdso], [vsyscall], anonymous */
-        snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int) pid, lo, hi);
-        if (stat(path, &st) < 0 && (errno != EPERM && errno != EACCES ? 1 : stat(file, &st) < 0))
-            st.st_ino = 0;      /* map_files needs CAP_SYS_ADMIN (a rootless server): the
-                                   path in our namespace, checked to be the mapped inode */
-        if (strstr(file, " (deleted)") || st.st_ino != ino || !cs_root_only(&st, 0)) {
-            *why = "executable mapping not root's";
-            snprintf(what, whatlen, "%s", file);
-            ok = 0;
-        }
-    }
-    fclose(f);
-    return ok;
-}
-
-/* The inode of the peer of the unix socket with inode `ino` (sock_diag). */
-static int
-cs_peer_inode(unsigned long ino, unsigned long *peer)
-{
-    struct {
-        struct nlmsghdr nlh;
-        struct unix_diag_req r;
-    } req;
-    union {
-        struct nlmsghdr nlh;
-        char buf[8192];
-    } rep;
-    struct sockaddr_nl sa;
-    struct nlmsghdr *h;
-    ssize_t n;
-    int s, found = 0;
-
-    s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (s < 0)
-        return 0;
-    memset(&req, 0, sizeof(req));
-    req.nlh.nlmsg_len = sizeof(req);
-    req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    req.nlh.nlmsg_flags = NLM_F_REQUEST;
-    req.r.sdiag_family = AF_UNIX;
-    req.r.udiag_states = ~0U;
-    req.r.udiag_ino = ino;
-    req.r.udiag_show = UDIAG_SHOW_PEER;
-    req.r.udiag_cookie[0] = req.r.udiag_cookie[1] = ~0U;
-    memset(&sa, 0, sizeof(sa));
-    sa.nl_family = AF_NETLINK;
-    /* the kernel answers inside sendto: the receive never waits */
-    if (sendto(s, &req, sizeof(req), 0, (struct sockaddr *) &sa, sizeof(sa)) != sizeof(req) ||
-        (n = recv(s, &rep, sizeof(rep), MSG_DONTWAIT)) <= 0) {
-        close(s);
-        return 0;
-    }
-    for (h = &rep.nlh; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
-        struct unix_diag_msg *m;
-        struct rtattr *a;
-        int len;
-        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
-            break;
-        m = NLMSG_DATA(h);
-        if (m->udiag_ino != ino)
-            continue;
-        len = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
-        for (a = (struct rtattr *) (m + 1); RTA_OK(a, len); a = RTA_NEXT(a, len))
-            if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= sizeof(uint32_t)) {
-                *peer = *(uint32_t *) RTA_DATA(a);
-                found = *peer != 0;
-            }
-    }
-    close(s);
-    return found;
-}
-
-/* Does process `pid` hold an fd naming `target` ("socket:[N]")? */
-static int
-cs_proc_holds(const char *pid, const char *target)
-{
-    char path[64], link[64];
-    struct dirent *de;
-    ssize_t n;
-    size_t tl = strlen(target);
-    DIR *d;
-    int fd, held = 0;
-
-    snprintf(path, sizeof(path), "/proc/%.20s/fd", pid);
-    if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return 0;
-    if (!(d = fdopendir(fd))) {
-        close(fd);
-        return 0;
-    }
-    while (!held && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        n = readlinkat(fd, de->d_name, link, sizeof(link) - 1);
-        held = n == (ssize_t) tl && !memcmp(link, target, tl);
-    }
-    closedir(d);
-    return held;
-}
-
-/* The client's end of the connection is held by `pid` (its threads share its fds) and by
- * no other process. */
-static int
-cs_sole_holder(ClientPtr client, pid_t pid, const char **why)
-{
-    char target[48], me[24];
-    unsigned long peer = 0;
-    struct stat st;
-    struct dirent *de;
-    int fd = GetClientFd(client), other = 0;
-    DIR *d;
-
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
-        !cs_peer_inode((unsigned long) st.st_ino, &peer)) {
-        *why = "connection's peer socket unknown";
-        return 0;
-    }
-    snprintf(target, sizeof(target), "socket:[%lu]", peer);
-    snprintf(me, sizeof(me), "%d", (int) pid);
-    if (!cs_proc_holds(me, target)) {
-        *why = "the connecting process no longer holds the connection";
-        return 0;
-    }
-    if (!(d = opendir("/proc"))) {
-        *why = "/proc unreadable";
-        return 0;
-    }
-    while (!other && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9' || !strcmp(de->d_name, me))
-            continue;
-        other = cs_proc_holds(de->d_name, target);
-        if (other)
-            snprintf(target, sizeof(target), "pid %.20s holds it too", de->d_name);
-    }
-    closedir(d);
-    if (other) {
-        static char msg[64];
-        snprintf(msg, sizeof(msg), "%s", target);
-        *why = msg;
-        return 0;
-    }
-    return 1;
 }
 
 static int
@@ -507,12 +151,12 @@ cs_daemon_user(uid_t uid)
     uid_t seat;
     int i;
 
-    if (cs_daemon_root && uid == 0)
+    if (cs_identity_st.daemon_root && uid == 0)
         return 1;
-    for (i = 0; i < cs_ndaemon_uids; i++)
-        if (cs_daemon_uids[i] == uid)
+    for (i = 0; i < cs_identity_st.ndaemon_uids; i++)
+        if (cs_identity_st.daemon_uids[i] == uid)
             return 1;
-    return cs_daemon_seat && cs_seat_uid(&seat) && seat == uid;
+    return cs_identity_st.daemon_seat && cs_seat_uid(&seat) && seat == uid;
 }
 
 /* argv[1] of pid is exactly "watch" */
@@ -567,31 +211,31 @@ cs_identity_check(ClientPtr client, struct cs_verdict *v)
         return 0;
     }
     if (v->role == CS_ROLE_NONE) {
-        for (i = 0; i < cs_nidents; i++) {
+        for (i = 0; i < cs_identity_st.nidents; i++) {
             struct stat now;
-            if (cs_idents[i].ino && cs_idents[i].dev == st.st_dev &&
-                cs_idents[i].ino == st.st_ino)
+            if (cs_identity_st.idents[i].ino && cs_identity_st.idents[i].dev == st.st_dev &&
+                cs_identity_st.idents[i].ino == st.st_ino)
                 break;
             /* the entry's path names this file now, in the server's namespace (the program
                was upgraded since the server started); the path's owners are checked below */
-            if (stat(cs_idents[i].path, &now) == 0 && now.st_dev == st.st_dev &&
-                now.st_ino == st.st_ino && !strcmp(v->exe, cs_idents[i].path))
+            if (stat(cs_identity_st.idents[i].path, &now) == 0 && now.st_dev == st.st_dev &&
+                now.st_ino == st.st_ino && !strcmp(v->exe, cs_identity_st.idents[i].path))
                 break;
         }
-        if (i == cs_nidents) {
+        if (i == cs_identity_st.nidents) {
             /* not a trusted program; one that only bears a Trust path's name is reported */
-            for (i = 0; i < cs_nidents; i++)
-                if (!strcmp(v->exe, cs_idents[i].path)) {
-                    v->role = cs_idents[i].role;
+            for (i = 0; i < cs_identity_st.nidents; i++)
+                if (!strcmp(v->exe, cs_identity_st.idents[i].path)) {
+                    v->role = cs_identity_st.idents[i].role;
                     v->reason = cs_same_mntns(pid) ? CS_REASON_EXE_CHANGED
                         : CS_REASON_NAMESPACE;
                     snprintf(v->why, sizeof(v->why), "bears the name %s but is another file",
-                             cs_idents[i].path);
+                             cs_identity_st.idents[i].path);
                     break;
                 }
             return 0;
         }
-        v->role = cs_idents[i].role;
+        v->role = cs_identity_st.idents[i].role;
         v->dev = st.st_dev;
         v->ino = st.st_ino;
     } else if (v->role == CS_ROLE_GRANT && !v->ino) {
@@ -678,9 +322,9 @@ cs_identity_path_only(ClientPtr client, struct cs_verdict *v)
     if (n <= 0)
         return 0;
     v->exe[n] = '\0';
-    for (i = 0; i < cs_nidents; i++)
-        if (!strcmp(v->exe, cs_idents[i].path)) {
-            v->role = cs_idents[i].role;
+    for (i = 0; i < cs_identity_st.nidents; i++)
+        if (!strcmp(v->exe, cs_identity_st.idents[i].path)) {
+            v->role = cs_identity_st.idents[i].role;
             return 1;
         }
     return 0;

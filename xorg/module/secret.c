@@ -1,10 +1,10 @@
-/* CaptureShield Xorg module: one definition of what is secret (with region.c) and the
+/* CaptureShield Xorg module: one definition of what is secret (with secure.c, area.c) and the
  * rule on the resources of a secure window's owner.
  *
  * Secret are the pixels of secure windows, of their descendants and of the window
  * manager's frame around them, wherever they are or were shown, for as long as they can
  * still be read:
- * - on the screen where X shows them (region.c, cs_visit). "Own" exempts only what the
+ * - on the screen where X shows them (area.c, cs_visit). "Own" exempts only what the
  *   reader owns: a secure window of another client inside the reader's own window,
  *   secure or not, stays secret to it (rule ownsecure).
  * - where they were shown and nothing repainted since (rule stale): under a window with

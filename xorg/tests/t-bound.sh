@@ -2,7 +2,7 @@
 # CaptureShield Xorg tests: the cost bound (issue 25 point 10). An attacker (uid nobody)
 # maps 2,000 shaped (an L of two rectangles) secure windows of its own over a victim's
 # red secure window and moves 20 of them (each move a tree change the module computes
-# again); the module bounds the secret region it accumulates (region.c, CS_MAX_BOXES:
+# again); the module bounds the secret region it accumulates (area.c, CS_MAX_BOXES:
 # snapped outward to a grid past that, what covers what snapped inward). The bound must
 # fail closed: another untrusted client (uid nobody) still gets 0 red pixels of the root
 # and of the victim (censor and deny mode), while a trusted reader sees exactly the red
@@ -14,7 +14,7 @@
 # The servers log at verbosity 7, so the test also checks the bound was applied. The cost
 # is measured, not asserted: xorg/bench/instr.sh (CS_INSTR_PARTS=attack).
 # The secret area is kept per owner and computed again only where windows changed
-# (region.c): the censor and deny servers run in verify mode (CS_VERIFY_REGION=1: each
+# (area.c, refresh.c): the censor and deny servers run in verify mode (CS_VERIFY_REGION=1: each
 # computation checked against an exact full one, a miss logged and made secret), and
 # another client moves, raises, lowers, unmaps, resizes the attacker's windows and makes
 # them jump onto the victim, reading after each change (incremental computations), and a
@@ -220,7 +220,7 @@ for s in A D; do
   fi
 done
 
-# the bound was applied (else this suite would not test it): region.c logs the count
+# the bound was applied (else this suite would not test it): refresh.c logs the count
 for s in A D; do
   l=LOG_$s
   n=$(grep -o "[0-9]* regions bounded" "${!l}" | tail -1 | cut -d' ' -f1 || true)

@@ -39,7 +39,7 @@ write_conf "$TMP/D.conf" 1 'Option "Mode" "deny"'
 write_conf "$TMP/C.conf" 1 "Option \"DisableRules\" \"$ALL_RULES\""
 write_conf "$TMP/B.conf" 0
 # the censor and deny servers check each computation of the secret area (incremental or
-# full, region.c) against an exact full one (CS_VERIFY_REGION=1; checked at the end)
+# full, refresh.c) against an exact full one (CS_VERIFY_REGION=1; checked at the end)
 CS_VERIFY_REGION=1 start_xorg A "$TMP/A.conf" -logverbose 7
 CS_VERIFY_REGION=1 start_xorg D "$TMP/D.conf" -logverbose 7
 start_xorg C "$TMP/C.conf"

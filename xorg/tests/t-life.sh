@@ -167,7 +167,7 @@ for k in getimage copyarea render; do ref+="$k:$("$ATK" $k) "; done
 ref+="untag:$("$ATK" untag "$L_S")"
 stop_victim_atk
 expect "control: without the module the attacks get the secret" "$(echo "$ref" | sed 's/.*getimage://')" red_max -eq $VIS
-for step in trust region hooks censor defences ext; do
+for step in trust region hooks censor defences input ext; do
   write_conf "$TMP/F$step.conf" 1 "$TRUST" "Option \"FailInit\" \"$step\""
   XORG_NORESET=0 start_xorg "F$step" "$TMP/F$step.conf"
   n="F$step"; log=LOG_$n; log=${!log}; d=XDISPLAY_$n; export DISPLAY=${!d}; pid=$(xpid)
