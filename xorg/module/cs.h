@@ -81,6 +81,8 @@ enum cs_rule {
     CS_RULE_PROPS = 1 << 21,           /* secure windows: only allow-listed properties readable */
     CS_RULE_WMTITLE = 1 << 22,         /* a window manager reads titles only when trusted */
     CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
+    CS_RULE_TRUSTUSER = 1 << 24,       /* Trust programs: trusted only when run by DaemonUsers */
+    CS_RULE_OPACITY = 1 << 25,         /* under a compositor no untrusted window covers */
     CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
     CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
     CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
@@ -185,7 +187,7 @@ enum cs_role { CS_ROLE_NONE = 0, CS_ROLE_TRUST, CS_ROLE_DAEMON, CS_ROLE_GRANT };
 enum cs_reason {
     CS_REASON_NONE = 0, CS_REASON_INJECTED, CS_REASON_HANDOVER, CS_REASON_NAMESPACE,
     CS_REASON_TRACER, CS_REASON_PATH_OWNER, CS_REASON_DAEMON_ARGV, CS_REASON_DAEMON_UID,
-    CS_REASON_GONE, CS_REASON_EXE_CHANGED,
+    CS_REASON_GONE, CS_REASON_EXE_CHANGED, CS_REASON_TRUST_UID,
 };
 struct cs_verdict {
     enum cs_role role;          /* in: NONE (look up), GRANT, or the role to re-check */

@@ -41,6 +41,7 @@ cs_reason_name(enum cs_reason r)
         [CS_REASON_DAEMON_UID] = "daemon uid",
         [CS_REASON_GONE] = "process gone or unreadable",
         [CS_REASON_EXE_CHANGED] = "exe changed",
+        [CS_REASON_TRUST_UID] = "trust uid",
     };
 
     if ((unsigned) r < sizeof(names) / sizeof(names[0]) && names[r])
@@ -294,6 +295,19 @@ cs_identity_check(ClientPtr client, struct cs_verdict *v)
         v->reason = CS_REASON_HANDOVER;
         snprintf(v->why, sizeof(v->why), "%s", why);
         return 0;
+    }
+    /* a Trust program is the session's, not another user's: run by another uid (its own
+     * copy of the compositor, with that program's own logging and debugging features) it
+     * is an ordinary client. Checked after the others, so a refusal names what was
+     * tampered with first. */
+    if (v->role == CS_ROLE_TRUST && cs_rule_on(CS_RULE_TRUSTUSER)) {
+        uid_t uid;
+        if (!cs_uid_of(pid, &uid) || !cs_daemon_user(uid)) {
+            v->reason = CS_REASON_TRUST_UID;
+            snprintf(v->why, sizeof(v->why), "the trusted program runs as a uid not in "
+                     "DaemonUsers (another user's copy)");
+            return 0;
+        }
     }
     /* the process did not exec something else meanwhile */
     if (stat(link, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {

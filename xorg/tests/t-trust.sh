@@ -55,8 +55,11 @@ if [ -n "$BEFORE" ]; then
   TRUST="Option \"Trust\" \"$TDIR/trusted:$TPROBE:$TDIR/notinstalled/compiz:$TDIR/shieldctl\""
 fi
 declare -A XPID
-declare -A SERVERS=([C]="" [CI]=identity [CH]=handover [CR]=daemonrole
-                    [D]="" [DI]=identity [DH]=handover [DR]=daemonrole)
+# (the controls also switch trustuser off: their attacks run the Trust program as nobody)
+declare -A SERVERS=([C]="" [CI]=identity,trustuser [CH]=handover,trustuser
+                    [CR]=daemonrole,trustuser
+                    [D]="" [DI]=identity,trustuser [DH]=handover,trustuser
+                    [DR]=daemonrole,trustuser)
 for s in C CI CH CR D DI DH DR; do
   opts=("$TRUST" "$DAEMON")
   [ "${s:0:1}" = D ] && opts+=('Option "Mode" "deny"')
@@ -116,7 +119,13 @@ for M in C D; do
   v=XDISPLAY_$M; export DISPLAY=${!v}
   # honest clients: the trusted program (root and nobody), a daemon "watch" as root
   out=$("$TDIR/trusted" read); expect "$M: the trusted program (root) reads the secure window" "$out" red -eq $SECRET trust -eq 2
-  out=$(as_nobody "$TDIR/trusted" read); expect "$M: the trusted program run by nobody is trusted too (Trust: any user)" "$out" red -eq $SECRET trust -eq 2
+  # another user's copy of a Trust program (its own compositor, with that program's own
+  # logging) is an ordinary client: rule trustuser; control: the same on ${M}R
+  run_pid "$TMP/o" "${NOBODY[@]}" "$TDIR/trusted" read
+  verdict "the Trust program run by nobody (another uid)" "$M" "$RUN_PID" "$(cat "$TMP/o")" red "trust uid"
+  v=XDISPLAY_${M}R
+  out=$(DISPLAY=${!v} as_nobody "$TDIR/trusted" read)
+  expect "${M}R (control, trustuser off): the Trust program run by nobody is trusted" "$out" red -eq $SECRET trust -eq 2
   out=$("$TDIR/shieldctl" watch)
   if [ -z "$BEFORE" ]; then
     expect "$M: the daemon program as root, argv[1] watch: trusted" "$out" red -eq $SECRET trust -eq 2
@@ -173,10 +182,11 @@ for M in C D; do
     verdict "gdb: dlopen of the attacker's library in the trusted program" "$S" "$gp" "$(cat "$TMP/g")" red "tracer"
     # a trusted connection that reads, then gets foreign code mapped (gdb dlopen of a library
     # that only sits there, the debugger gone): the next read re-checks and loses trust
-    coproc TS { exec "${NOBODY[@]}" "$TPROBE" session; }
+    # (as root, the session's user here: another uid's copy is never trusted, rule trustuser)
+    coproc TS { exec "$TPROBE" session; }
     tp=$TS_PID; BG_PIDS+=("$tp")
     echo cap >&"${TS[1]}"; read -r -t 10 l1 <&"${TS[0]}" || l1=none
-    "${NOBODY[@]}" gdb -q -p "$tp" -batch -ex "call (void*)dlopen(\"$NOB/noop.so\", 2)" >"$TMP/gdb.out" 2>&1 || true
+    gdb -q -p "$tp" -batch -ex "call (void*)dlopen(\"$NOB/noop.so\", 2)" >"$TMP/gdb.out" 2>&1 || true
     sleep 1.1   # older than the re-check interval (1000 ms)
     echo cap >&"${TS[1]}"; read -r -t 10 l2 <&"${TS[0]}" || l2=none
     echo quit >&"${TS[1]}"; wait "$tp" 2>/dev/null || true
@@ -260,7 +270,8 @@ for M in C D; do
     # (within the re-check interval): its first read re-checks.
     rm -f "$TMP/go" "$TMP/h"
     kill -STOP "${XPID[$S]}"
-    ATK_GO=$TMP/go "${NOBODY[@]}" "$ATK" handover inflight "$TDIR/trusted" idle >"$TMP/h" 2>&1 &
+    # (as root, the session's user: another uid's copy is never trusted, rule trustuser)
+    ATK_GO=$TMP/go "$ATK" handover inflight "$TDIR/trusted" idle >"$TMP/h" 2>&1 &
     hp=$!; BG_PIDS+=("$hp")
     for i in $(seq 100); do grep -q exec_done "$TMP/h" && break; sleep 0.1; done
     kill -CONT "${XPID[$S]}"
