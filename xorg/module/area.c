@@ -208,6 +208,41 @@ cs_union_owners(struct cs_screen *cs, RegionPtr out)
     }
 }
 
+/* What the screen shows is what counts (rule opacity). Under a compositor a window is
+ * drawn as the compositor likes: translucent by _NET_WM_WINDOW_OPACITY or its own
+ * inactive-opacity, with shadows, fading or blur, none of which the server sees. So while
+ * a trusted compositor paints the screen, a window covers a secure window only when its
+ * owner is trusted (the server, a Trust program, the daemon, a granted client): an
+ * untrusted reader gets black wherever an untrusted window, its own included, lies over
+ * a secure one. Read without side effects (no identification, no re-check): a client not
+ * identified yet counts as untrusted, which only makes more of the screen secret; a
+ * change of trust marks the area dirty (trust.c). */
+static int
+cs_covers_composited(WindowPtr win)
+{
+    ClientPtr c;
+    const struct cs_client *st;
+
+    if (!cs_area_st.composited || !cs_rule_on(CS_RULE_OPACITY))
+        return 1;
+    c = clients[CLIENT_ID(win->drawable.id)];
+    if (!c || c == serverClient || c->index == 0)
+        return 1;
+    st = cs_client_state(c);
+    return st->identity_known && (st->exe_trusted || st->granted);
+}
+
+static Bool
+cs_compositor_paints(ScreenPtr s)
+{
+    WindowPtr c;
+
+    for (c = s->root ? s->root->firstChild : NULL; c; c = c->nextSib)
+        if (c->redirectDraw == RedirectDrawManual && !cs_untrusted_manual(c))
+            return TRUE;
+    return FALSE;
+}
+
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
          int inert, RegionPtr drawn, int manual)
@@ -223,7 +258,7 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
         return;
     }
     server_owned = CLIENT_ID(win->drawable.id) == 0;
-    occludes = !inert && !server_owned && win->drawable.depth != 32;
+    occludes = !inert && !server_owned && win->drawable.depth != 32 && cs_covers_composited(win);
     secure = cs_win_secure(win);
     hide = secure && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index);
     if (!secure && cs_win_frames_secure(win, exclude))
@@ -300,6 +335,7 @@ cs_compute_rgn(WindowPtr top, RegionPtr secret, ClientPtr exclude, RegionPtr dra
     if (!top->realized)
         return TRUE;
     cs_area_st.oom = 0;
+    cs_area_st.composited = cs_compositor_paints(top->drawable.pScreen);
     RegionNull(&covered);
     RegionNull(&clip);
     CS_ROK(RegionCopy(&clip, &top->borderSize), &clip);

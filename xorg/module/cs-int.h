@@ -155,6 +155,8 @@ struct cs_area_state {
     struct cs_screen *split;    /* while the secret area is computed per owner
                                  * (cs_compute_owners): the screen whose owners' areas get
                                  * each secure window's visible part */
+    Bool composited;            /* during a computation: a trusted compositor paints the
+                                 * screen (rule opacity, area.c) */
 };
 extern struct cs_area_state cs_area_st;
 void cs_bound(RegionPtr r, int outward);

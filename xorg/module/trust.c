@@ -38,9 +38,11 @@ cs_refuse(ClientPtr client, struct cs_client *st, const struct cs_verdict *v, co
 
     st->exe_trusted = 0;
     st->granted = 0;
-    if (was)    /* its RECORD contexts end too, outside this request (the sweep re-checks
-                   trust itself) */
+    if (was) {  /* its RECORD contexts end too, outside this request (the sweep re-checks
+                   trust itself); its windows stop covering under a compositor */
         cs_sweep_timer = TimerSet(cs_sweep_timer, 0, 1, cs_sweep_later, NULL);
+        cs_mark_dirty();
+    }
     if (st->refused)
         return;
     st->refused = 1;
@@ -75,6 +77,7 @@ cs_identify(ClientPtr client, struct cs_client *st)
         st->ino = v.ino;
         st->checked_ms = GetTimeInMillis();
         st->first_use = 1;
+        cs_mark_dirty();        /* its windows cover under a compositor (region.c) */
         LogMessageVerb(X_INFO, 0,
                        "CAPTURESHIELD: client %d (pid %d, %s) is trusted (%s)\n",
                        client->index, (int) v.pid, v.exe,
@@ -183,6 +186,8 @@ cs_grant(ClientPtr target, Bool on)
         }
         st->checked_ms = GetTimeInMillis();
     }
+    if (st->granted != (on ? 1 : 0))
+        cs_mark_dirty();        /* its windows cover, or stop covering, under a compositor */
     st->granted = on ? 1 : 0;
     if (!on)
         cs_record_sweep();      /* its RECORD contexts end if a window is secure */
