@@ -22,7 +22,8 @@ desktops=(xfwm4 marco mate-settings-daemon-common mutter kwin-x11 kwin-style-bre
 # scripts/gen-inventory.py
 xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xorg-dev
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev libxcb-record0-dev
-      x11-apps imagemagick ffmpeg scrot maim openbox xinput xcb-proto x11-utils python3)
+      x11-apps imagemagick ffmpeg scrot maim openbox xinput xcb-proto x11-utils python3
+      picom xkbset x11-xkb-utils x11-xserver-utils)   # t-compositor, t-keymap
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core
 deb=(dpkg-dev file binutils lintian xserver-xorg-core)

@@ -83,6 +83,7 @@ enum cs_rule {
     CS_RULE_INPUT = 1 << 23,           /* keys, grabs, XTEST, SendEvent of a focused secure window */
     CS_RULE_TRUSTUSER = 1 << 24,       /* Trust programs: trusted only when run by DaemonUsers */
     CS_RULE_OPACITY = 1 << 25,         /* under a compositor no untrusted window covers */
+    CS_RULE_KEYMAP = 1 << 26,          /* no untrusted keymap/device change at a secure focus */
     CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
     CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
     CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */

@@ -206,4 +206,8 @@ cs_xkb_sync(Bool force)
         cs_xkb_sync_slow(force);
 }
 
+/* keymap.c: no untrusted keymap or device change while a secure window has the focus
+ * (rule keymap); registered by cs_input_init */
+Bool cs_keymap_init(void);
+
 #endif

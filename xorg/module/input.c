@@ -389,5 +389,5 @@ cs_input_init(void)
         return FALSE;
     cs_input_st.block_on = TRUE;
     cs_input_st.open = TRUE;
-    return cs_on_close(cs_input_close);
+    return cs_on_close(cs_input_close) && cs_keymap_init();
 }

@@ -77,7 +77,7 @@ cs_identify(ClientPtr client, struct cs_client *st)
         st->ino = v.ino;
         st->checked_ms = GetTimeInMillis();
         st->first_use = 1;
-        cs_mark_dirty();        /* its windows cover under a compositor (region.c) */
+        cs_mark_dirty();        /* its windows cover under a compositor (area.c) */
         LogMessageVerb(X_INFO, 0,
                        "CAPTURESHIELD: client %d (pid %d, %s) is trusted (%s)\n",
                        client->index, (int) v.pid, v.exe,

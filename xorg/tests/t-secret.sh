@@ -20,7 +20,7 @@ conf() {
 }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
-conf "$TMP/C.conf" 'Option "DisableRules" "ownsecure,resources,stale,taint,blankfirst"'
+conf "$TMP/C.conf" 'Option "DisableRules" "ownsecure,resources,stale,taint,blankfirst,opacity"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
