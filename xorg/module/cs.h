@@ -87,6 +87,7 @@ enum cs_rule {
     CS_RULE_IDENTITY = 1 << 27,        /* trust by kernel identity (off: the exe path string) */
     CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
     CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
+    CS_RULE_WMFOCUS = 1 << 30,         /* the WM moves a secure focus only at the user's input */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */

@@ -210,4 +210,9 @@ cs_xkb_sync(Bool force)
  * (rule keymap); registered by cs_input_init */
 Bool cs_keymap_init(void);
 
+/* wmfocus.c: may the window manager move the focus away from a secure window now (it is
+ * the WM, and the user's own click came within the bound; rule wmfocus) */
+Bool cs_wmfocus_init(void);
+int cs_wmfocus_allowed(ClientPtr client);
+
 #endif

@@ -112,7 +112,7 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
         secure = cs_focus_secure(&keywin);
         if (!secure && warp)
             secure = cs_pointer_secure(&keywin);
-        if (!secure || cs_key_reader_ok(client, keywin) || cs_client_is_wm(client))
+        if (!secure || cs_key_reader_ok(client, keywin) || cs_wmfocus_allowed(client))
             return;
         rec->status = BadAccess;
         cs_input_report(client, secure->drawable.id);
@@ -389,5 +389,5 @@ cs_input_init(void)
         return FALSE;
     cs_input_st.block_on = TRUE;
     cs_input_st.open = TRUE;
-    return cs_on_close(cs_input_close) && cs_keymap_init();
+    return cs_on_close(cs_input_close) && cs_keymap_init() && cs_wmfocus_init();
 }

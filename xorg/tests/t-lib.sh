@@ -21,7 +21,7 @@ cleanup() {
   local p
   for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   stop_all_xorg
-  rm -rf "$TMP" "$SAFE"
+  [ -n "${CS_KEEP_TMP:-}" ] || rm -rf "$TMP" "$SAFE"   # CS_KEEP_TMP=1: keep the logs
 }
 trap cleanup EXIT
 start=$(date +%s)
