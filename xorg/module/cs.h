@@ -88,6 +88,7 @@ enum cs_rule {
     CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
     CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
     CS_RULE_WMFOCUS = 1 << 30,         /* the WM moves a secure focus only at the user's input */
+    CS_RULE_POINTER = 1u << 31,        /* no pointer position or event over a secure window */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */

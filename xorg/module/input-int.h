@@ -215,4 +215,8 @@ Bool cs_keymap_init(void);
 Bool cs_wmfocus_init(void);
 int cs_wmfocus_allowed(ClientPtr client);
 
+/* pointer.c: no pointer position or event over a secure window for untrusted clients
+ * (rule pointer); registered by cs_input_init */
+Bool cs_pointer_init(void);
+
 #endif

@@ -99,12 +99,12 @@ control "a row naming test file t-nosuch.sh" "no file t-nosuch.sh" --classes "$T
 set_col core request GetImage 8 "run.sh: no such case here" <"$CLASSES" >"$TMP/case.tsv"
 control "a row naming a case run.sh does not contain" "run.sh does not contain" --classes "$TMP/case.tsv"
 # a changed classification: the docs written from it differ from the committed ones
-set_col core request QueryPointer 7 guarded <"$CLASSES" | set_col core request QueryPointer 6 input \
+set_col core request GrabPointer 7 guarded <"$CLASSES" | set_col core request GrabPointer 6 input \
   >"$TMP/changed.tsv"
 mkdir -p "$TMP/docs2"
 if python3 "$GEN" --classes "$TMP/changed.tsv" --out "$TMP/docs2" 2>"$TMP/gen2.err" &&
    ! diff -q "$TOP/docs/security.md" "$TMP/docs2/security.md" >/dev/null; then
-  ok "control: QueryPointer reclassified as guarded: the generated docs differ from the committed ones"
+  ok "control: GrabPointer (a GAP) reclassified as guarded: the generated docs differ from the committed ones"
 else
   bad "control: a changed classification went unnoticed [$(cat "$TMP/gen2.err")]"
 fi
