@@ -88,7 +88,8 @@ enum cs_rule {
     CS_RULE_HANDOVER = 1 << 28,        /* sole holder of the connection + re-checks on use */
     CS_RULE_DAEMONROLE = 1 << 29,      /* Daemon program: only "watch" run by DaemonUsers */
     CS_RULE_WMFOCUS = 1 << 30,         /* the WM moves a secure focus only at the user's input */
-    CS_RULE_POINTER = 1u << 31,        /* no pointer position or event over a secure window */
+    CS_RULE_POINTER = 1ULL << 31,      /* no pointer position or event over a secure window */
+    CS_RULE_DAMAGE = 1ULL << 32,       /* no DAMAGE report of a secure area to untrusted clients */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -109,7 +110,7 @@ enum cs_kind {
 
 struct cs_config {
     enum cs_mode mode;
-    unsigned disabled;          /* cs_rule bits switched off (tests only) */
+    unsigned long long disabled; /* cs_rule bits switched off (tests only) */
     char **trust;               /* absolute paths of trusted programs */
     int ntrust;
     int paused;                 /* SetProtection 0: reads of secure windows are not censored */
@@ -120,7 +121,7 @@ struct cs_config {
 extern struct cs_config cs_cfg;
 
 static inline int
-cs_rule_on(unsigned rule)
+cs_rule_on(unsigned long long rule)
 {
     return !(cs_cfg.disabled & rule);
 }
@@ -286,6 +287,9 @@ Bool cs_ext_init(void);
 void cs_report(ClientPtr reader, XID drawable, int kind);
 int cs_report_once(ClientPtr client);   /* one report per request (trust.c) */
 void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written */
+
+/* damage.c: DAMAGE reports of untrusted clients lose the secret area (rule damage) */
+Bool cs_damage_init(void);
 
 /* input.c */
 Bool cs_input_init(void);

@@ -523,7 +523,7 @@ cs_hooks_init(void)
                           &cs_orig_sarmed[*armed[i]]))
             return FALSE;
     }
-    if (!cs_record_init())
+    if (!cs_record_init() || !cs_damage_init())
         return FALSE;
     return cs_add_callback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL);
 }

@@ -10,7 +10,7 @@ extern char *xf86FindOptionValue(void *options, const char *name);
 
 static const struct {
     const char *name;
-    unsigned bit;
+    unsigned long long bit;
 } cs_rule_names[] = {
     {"getimage", CS_RULE_GETIMAGE}, {"copyarea", CS_RULE_COPYAREA},
     {"render", CS_RULE_RENDER}, {"namewindowpixmap", CS_RULE_NAMEPIXMAP},
@@ -22,6 +22,7 @@ static const struct {
     {"daemonrole", CS_RULE_DAEMONROLE}, {"trustuser", CS_RULE_TRUSTUSER},
     {"opacity", CS_RULE_OPACITY}, {"keymap", CS_RULE_KEYMAP},
     {"wmfocus", CS_RULE_WMFOCUS}, {"pointer", CS_RULE_POINTER},
+    {"damage", CS_RULE_DAMAGE},
     {"record", CS_RULE_RECORD}, {"properties", CS_RULE_PROPS}, {"wmtitle", CS_RULE_WMTITLE},
     {"input", CS_RULE_INPUT},
     {"ownsecure", CS_RULE_OWNSECURE}, {"resources", CS_RULE_RESOURCES},
