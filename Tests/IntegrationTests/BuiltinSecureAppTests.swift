@@ -31,6 +31,11 @@ struct BuiltinApp: Sendable, CustomStringConvertible {
   var sessionBus = false
   /// How long its window may take to show (mono and Qt start slowly on a loaded machine).
   var startTimeout: Duration = .seconds(30)
+  /// KWallet on (no `kwalletrc` turning it off): ksshaskpass asks the wallet first.
+  var kwallet = false
+  /// Programs the session bus started for it, stopped by the test (by the pid the daemon
+  /// knows for their X client).
+  var alsoStops: [String] = []
   var description: String { name }
 
   /// A pinentry, asked for a PIN over its Assuan pipe (its stdin).
@@ -58,6 +63,11 @@ struct BuiltinApp: Sendable, CustomStringConvertible {
       script: "exec /usr/lib/openssh/gnome-ssh-askpass 'Passphrase for key:'"),
     // KWallet off (kwalletrc) and no session bus: ksshaskpass asks by itself.
     BuiltinApp(name: "ksshaskpass", executable: "ksshaskpass", script: "exec ksshaskpass 'Passphrase for key:'"),
+    // KWallet on: ksshaskpass asks the wallet, and the bus starts kwalletd5, whose first-use
+    // wizard is KWallet's prompt.
+    BuiltinApp(
+      name: "KWallet", executable: "kwalletd5", script: "exec ksshaskpass 'Passphrase for key:'", sessionBus: true,
+      startTimeout: .seconds(60), kwallet: true, alsoStops: ["/usr/bin/kwalletd5"]),
     BuiltinApp(
       name: "ssh-askpass-fullscreen", executable: "ssh-askpass-fullscreen",
       script: "exec ssh-askpass-fullscreen 'Passphrase for key:'"),
@@ -99,7 +109,9 @@ struct BuiltinSecureAppTests {
     try FileManager.default.createDirectory(atPath: dir + "/config", withIntermediateDirectories: true)
     try "SETDESC Enter the passphrase\nSETPROMPT Passphrase:\nGETPIN\n".write(
       toFile: dir + "/pin", atomically: true, encoding: .utf8)
-    try "[Wallet]\nEnabled=false\n".write(toFile: dir + "/config/kwalletrc", atomically: true, encoding: .utf8)
+    if !app.kwallet {
+      try "[Wallet]\nEnabled=false\n".write(toFile: dir + "/config/kwalletrc", atomically: true, encoding: .utf8)
+    }
 
     let server = try await XvfbServer.start()
     // The default policy: no rule, no tag (the test harness adds only `capture.learn: false`).
@@ -159,7 +171,9 @@ struct BuiltinSecureAppTests {
     #expect(off.allSatisfy { $0 > 0 }, "list off (the control): \(off)")
     #expect((off.min() ?? 0) > 500, "the control gets the window's content: \(off) of \(area)")
 
+    let others = try daemon.state()?.clients.filter { app.alsoStops.contains($0.exe ?? "") }.compactMap(\.pid) ?? []
     _ = await process.stop()
+    for pid in Set(others) { kill(pid_t(pid), SIGTERM) }
     if let bus { _ = await bus.stop() }
     await daemon.stop()
     await server.stop()
