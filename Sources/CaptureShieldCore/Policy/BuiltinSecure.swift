@@ -4,19 +4,19 @@
 // "Built-in secure programs": the table of WM_CLASS and executables and how each was found).
 
 /// A program whose windows are secure out of the box (`Policy.defaultSecure`).
-public struct BuiltinSecureProgram: Sendable, Hashable {
+struct BuiltinSecureProgram: Sendable, Hashable {
   /// The name `policy explain`, `shieldctl list` and the audit log show ("built-in: NAME").
-  public var name: String
+  var name: String
   /// The Debian package it comes from.
-  public var package: String
+  var package: String
   /// The file name of its executable (`/proc/PID/exe`), matched as `*/NAME`; nil when the
   /// program runs in an interpreter (KeePass2 runs in mono).
-  public var exe: String?
+  var exe: String?
   /// The class part of its windows' `WM_CLASS`; nil when it says nothing about the program
   /// (pinentry-fltk's class is FLTK's, `FLTK`) or was not seen (a program that was not run).
-  public var windowClass: String?
+  var windowClass: String?
 
-  public init(name: String, package: String, exe: String?, windowClass: String?) {
+  init(name: String, package: String, exe: String?, windowClass: String?) {
     self.name = name
     self.package = package
     self.exe = exe
@@ -26,7 +26,7 @@ public struct BuiltinSecureProgram: Sendable, Hashable {
   /// Its rules: one on the executable (which the X server and /proc give, so another client
   /// cannot take the window out of it), one on the class (which covers a window whose
   /// client's executable is not known, a remote one say).
-  public var matchers: [Matcher] {
+  var matchers: [Matcher] {
     var out: [Matcher] = []
     if let exe { out.append(Matcher(exe: try! Pattern.parse("*/" + exe), name: name)) }
     if let windowClass { out.append(Matcher(class: try! Pattern.parse(windowClass), name: name)) }
@@ -40,7 +40,7 @@ extension Policy {
   /// its windows' WM_CLASS and executable read, except the polkit agents marked below
   /// (they need a system bus, polkitd and a login session, which the test machine lacks):
   /// those are matched by the executable their package installs.
-  public static let builtinSecurePrograms: [BuiltinSecureProgram] = [
+  static let builtinSecurePrograms: [BuiltinSecureProgram] = [
     .init(name: "KeePassXC", package: "keepassxc", exe: "keepassxc", windowClass: "KeePassXC"),
     // /usr/bin/keepass2 is a script: mono (`cli`, /usr/bin/mono-sgen) runs KeePass.exe.
     .init(name: "KeePass2", package: "keepass2", exe: nil, windowClass: "KeePass2"),
