@@ -36,7 +36,7 @@ tools+=(gnome-screenshot flameshot)
 # BuiltinSecureAppTests: the password managers and credential prompts of the built-in
 # secure list, run for real (docs/policy.md, "Built-in secure programs")
 tools+=(keepass2 pinentry-gtk2 pinentry-qt pinentry-fltk pinentry-x2go pinentry-gnome3 gcr
-        ssh-askpass ssh-askpass-gnome ksshaskpass ssh-askpass-fullscreen kwalletmanager lxpolkit)
+        ssh-askpass ssh-askpass-gnome ksshaskpass ssh-askpass-fullscreen kwalletmanager libkf5wallet-bin lxpolkit)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
