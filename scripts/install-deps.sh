@@ -36,6 +36,10 @@ tools+=(xpra)
 # gnome-screenshot 175 KB + libhandy, flameshot 684 KB; xfce4-screenshooter needs 3
 # packages, ksnip 4)
 tools+=(gnome-screenshot flameshot)
+# BuiltinSecureAppTests: the password managers and credential prompts of the built-in
+# secure list, run for real (docs/policy.md, "Built-in secure programs")
+tools+=(keepass2 pinentry-gtk2 pinentry-qt pinentry-fltk pinentry-x2go pinentry-gnome3 gcr
+        ssh-askpass ssh-askpass-gnome ksshaskpass ssh-askpass-fullscreen kwalletmanager libkf5wallet-bin lxpolkit)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;

@@ -579,6 +579,8 @@ struct CLITests {
         "tag: none",
         #"rule #1 "password manager" (\#(file.path):4:5): class = "KeePassXC" (is "KeePassXC") -> MATCH -> secure (first match wins)"#,
         #"rule #2 rule (\#(file.path):5:5): title != "*Online Banking*" (is "db") -> no match"#,
+        #"built-in: KeePassXC (built-in rule 1 of \#(Policy.defaultSecure.count)): exe = "*/keepassxc" (is "/usr/bin/keepassxc") -> matches, but an earlier rule already decided"#,
+        #"built-in: KeePassXC (built-in rule 2 of \#(Policy.defaultSecure.count)): class = "KeePassXC" (is "KeePassXC") -> matches, but an earlier rule already decided"#,
         #"decision: SECURE (rule #1 "password manager" (\#(file.path):4:5))"#,
         #"note: rule #1 "password manager" (\#(file.path):4:5) looks at class, \#(Self.rewritable)"#,
         #"note: rule #2 rule (\#(file.path):5:5) looks at title, \#(Self.rewritable)"#,
@@ -657,7 +659,13 @@ struct CLITests {
     let lines = r.stdout.split(separator: "\n").map(String.init)
     #expect(lines.first?.hasPrefix("policy: built-in defaults (no policy file found") == true, "\(r)")
     #expect(lines.contains("rules: none"), "\(r)")
-    #expect(lines.contains("decision: not secure (not secure)"), "\(r)")
+    // The built-in secure list: KeePassXC's class rule (its exe is not known here).
+    #expect(
+      lines.contains(
+        #"built-in: KeePassXC (built-in rule 2 of \#(Policy.defaultSecure.count)): class = "KeePassXC" (is "KeePassXC") -> MATCH -> secure"#
+      ), "\(r)")
+    #expect(lines.contains("decision: SECURE (built-in: KeePassXC)"), "\(r)")
+    #expect(lines.contains("note: built-in: KeePassXC looks at class, \(Self.rewritable)"), "\(r)")
     #expect(lines.dropLast().last?.hasPrefix("capture: unidentified client (no pid)") == true, "\(r)")
     #expect(lines.last?.hasPrefix("keyloggers: unidentified client") == true, "\(r)")
   }

@@ -19,6 +19,7 @@ private let grabberID = ClientIdentity(pid: 12, exe: "/usr/bin/grabber", comm: "
 private func serverPolicy(allowPicom: Bool = true) -> Policy {
   var p = Policy()
   p.when = .always
+  p.builtinSecure = []  // its KeePassXC windows are the test's
   p.secure = [Matcher(class: try! Pattern.parse("Bank"), name: "bank")]
   if allowPicom { p.captureAllow = [Matcher(exe: try! Pattern.parse("/usr/bin/picom"), name: "picom")] }
   return p
@@ -171,8 +172,15 @@ struct ServerEnforcementTests {
   ])
   func windowWatch(_ c: (String, Bool, Bool, Bool, ServerEnforcement.WindowWatch)) {
     var p = Policy()
+    p.builtinSecure = []  // replaceDefaultSecure: true
     if c.1 { p.secure = [Matcher(class: try! Pattern.parse("Bank"))] }
     if c.2 { p.clipboard.sources = [Matcher(exe: try! Pattern.parse("/usr/bin/keepassxc"))] }
     #expect(ServerEnforcement.windowWatch(policy: p, moduleReportsTags: c.3) == c.4, "\(c.0)")
+  }
+
+  /// The built-in secure rules look at windows (class, exe): every window is followed.
+  @Test func windowWatchWithTheBuiltInList() {
+    #expect(ServerEnforcement.windowWatch(policy: Policy(), moduleReportsTags: true) == .all)
+    #expect(ServerEnforcement.windowWatch(policy: PolicyLoader.merge([]), moduleReportsTags: true) == .all)
   }
 }

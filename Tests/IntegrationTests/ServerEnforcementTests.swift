@@ -288,7 +288,7 @@ struct ServerEnforcementTests {
     let server = try await Self.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
     let daemon = try await DaemonProcess.start(
-      on: server, policy: "{version: 1, capture: {allow: [{exe: \"*/sleep\"}]}}")
+      on: server, policy: "{version: 1, replaceDefaultSecure: true, capture: {allow: [{exe: \"*/sleep\"}]}}")
     try await daemon.waitUntilCaughtUp(retitling: window)
     let json = try await Shieldctl.run(["status", "--json"], on: server)
     #expect(json.status == .exited(0))
@@ -325,11 +325,11 @@ struct ServerEnforcementTests {
   }
 
   @Test(
-    "no rules about windows: the daemon follows tagged windows only (module 1.2 tag notices), and all again after a reload with rules"
+    "no rules about windows (the built-in secure list dropped): the daemon follows tagged windows only (module 1.2 tag notices), and all again after a reload with rules"
   )
   func followsTaggedWindowsOnly() async throws {
     let server = try await Self.startServer()
-    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1}")
+    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, replaceDefaultSecure: true}")
     #expect(try daemon.state()?.enforcement?.follows == .tagged)
     #expect(try !Self.rootSubstructureSelected(server), "the daemon selected the root's window events")
 
@@ -371,7 +371,7 @@ struct ServerEnforcementTests {
     }
 
     // A rule about windows: every window is followed again, new ones included.
-    try "{version: 1, secure: [{class: \"BankApp\"}]}".write(
+    try "{version: 1, replaceDefaultSecure: true, secure: [{class: \"BankApp\"}]}".write(
       toFile: daemon.policyPath, atomically: true, encoding: .utf8)
     daemon.signal(SIGHUP)
     try await waitUntil("the daemon follows every window", timeout: .seconds(10)) {

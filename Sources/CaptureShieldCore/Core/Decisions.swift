@@ -6,6 +6,8 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
   case malformedTag
   /// A `secure` rule matched (its index and label).
   case rule(index: Int, label: String)
+  /// A built-in secure rule matched (`Policy.defaultSecure`): the program's name.
+  case builtin(name: String)
   /// Properties not known yet, and the owning client owns a secure window or matches a
   /// secure rule's client criteria: shielded until the facts arrive.
   case provisional
@@ -19,6 +21,7 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
     case .tag: return "tag"
     case .malformedTag: return "malformed tag (treated as secure)"
     case .rule(let i, let label): return "rule #\(i + 1) \(label)"
+    case .builtin(let name): return "built-in: \(name)"
     case .provisional: return "provisional (facts not known yet)"
     case .none: return "not secure"
     }
@@ -84,6 +87,9 @@ public struct RuleExplanation: Sendable, Hashable {
 public struct WindowExplanation: Sendable, Hashable {
   public var tag: TagState
   public var rules: [RuleExplanation]
+  /// The built-in rules that match (`Policy.builtinSecure`), and how many were tried.
+  public var builtin: [RuleExplanation] = []
+  public var builtinCount = 0
   public var reason: SecureReason
 
   /// Human-readable lines, one per rule, then the decision.
@@ -110,6 +116,19 @@ public struct WindowExplanation: Sendable, Hashable {
       if r.matched { decided = true }
       out.append("rule #\(r.index + 1) \(r.label): \(parts.joined(separator: ", ")) -> \(verdict)")
     }
+    if builtinCount > 0 && builtin.isEmpty {
+      out.append("built-in rules: \(builtinCount) (password managers and credential prompts), none matches")
+    }
+    for r in builtin {
+      let parts = r.criteria.map { c in
+        "\(c.criterion.rawValue) = \(c.expected.debugDescription) (is \(c.actual.map { $0.debugDescription } ?? "unknown"))"
+      }
+      let verdict = decided ? "matches, but an earlier rule already decided" : "MATCH -> secure"
+      decided = true
+      out.append(
+        "built-in: \(r.label) (built-in rule \(r.index + 1) of \(builtinCount)): \(parts.joined(separator: ", ")) -> \(verdict)"
+      )
+    }
     out.append("decision: \(reason.isSecure ? "SECURE" : "not secure") (\(reason))")
     return out
   }
@@ -129,6 +148,7 @@ extension Policy {
     case .absent, .notSecure: break
     }
     if let i = firstSecureRule(facts) { return .rule(index: i, label: secure[i].label) }
+    if let m = builtinSecure.first(where: { $0.matches(facts) }) { return .builtin(name: m.name ?? "?") }
     return .none
   }
 
@@ -138,13 +158,19 @@ extension Policy {
       let c = m.evaluate(facts)
       return RuleExplanation(index: i, label: m.label, criteria: c, matched: c.allSatisfy(\.matched))
     }
-    return WindowExplanation(tag: tag, rules: rules, reason: secureReason(facts: facts, tag: tag))
+    let builtin = builtinSecure.enumerated().compactMap { i, m -> RuleExplanation? in
+      guard m.matches(facts) else { return nil }
+      return RuleExplanation(index: i, label: m.name ?? "?", criteria: m.evaluate(facts), matched: true)
+    }
+    return WindowExplanation(
+      tag: tag, rules: rules, builtin: builtin, builtinCount: builtinSecure.count,
+      reason: secureReason(facts: facts, tag: tag))
   }
 
   /// Whether some `secure` rule could still match a window of a client with these facts
   /// once its window properties are known (its client criteria match).
   public func clientMayOwnSecureWindows(_ client: Facts) -> Bool {
-    secure.contains { m in
+    (secure + builtinSecure).contains { m in
       guard m.exe != nil || m.comm != nil || m.pid != nil || m.uid != nil else { return false }
       var probe = m
       probe.class = nil

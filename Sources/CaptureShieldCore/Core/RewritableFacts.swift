@@ -16,12 +16,18 @@ extension Criterion {
 extension WindowExplanation {
   /// One note per `secure` rule with a criterion on a fact any client can rewrite: the
   /// criteria are AND-ed, so rewriting one of them takes a window out of the rule.
+  /// A matching built-in rule on `class` gets one too.
   public var rewritableNotes: [String] {
-    rules.compactMap { r in
+    // A built-in class rule needs no note when the same program's exe rule matches too.
+    let held = Set(builtin.filter { !$0.criteria.contains { $0.criterion.anyClientCanRewrite } }.map(\.label))
+    let named =
+      rules.map { ("rule #\($0.index + 1) \($0.label)", $0) }
+      + builtin.filter { !held.contains($0.label) }.map { ("built-in: \($0.label)", $0) }
+    return named.compactMap { name, r in
       let rewritable = r.criteria.map(\.criterion).filter(\.anyClientCanRewrite)
       guard !rewritable.isEmpty else { return nil }
       let names = rewritable.map(\.rawValue).joined(separator: ", ")
-      return "note: rule #\(r.index + 1) \(r.label) looks at \(names), which any X client can rewrite on any "
+      return "note: \(name) looks at \(names), which any X client can rewrite on any "
         + "window (ChangeProperty): another client can take a window out of this rule. Protection that holds: "
         + "the window's own tag (_CAPTURE_SHIELD_SECURE), or a rule on exe (from the X server and /proc)"
     }

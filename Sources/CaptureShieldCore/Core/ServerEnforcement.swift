@@ -92,12 +92,14 @@ public struct ServerEnforcement: Sendable {
     case tagged
   }
 
-  /// `.all` when a rule looks at windows (`secure`, `clipboard.sources`: their facts are
+  /// `.all` when a rule looks at windows (`secure`, the built-in secure rules unless
+  /// `replaceDefaultSecure`, `clipboard.sources`: their facts are
   /// needed for every window) or the module cannot report tags (older than 1.2); else
   /// `.tagged`. Nothing is lost then: the module protects an app's tag by itself, and the
   /// daemon's own part (policy tags) needs rules about windows.
   public static func windowWatch(policy: Policy, moduleReportsTags: Bool) -> WindowWatch {
-    moduleReportsTags && policy.secure.isEmpty && policy.clipboard.sources.isEmpty ? .tagged : .all
+    moduleReportsTags && policy.secure.isEmpty && policy.builtinSecure.isEmpty && policy.clipboard.sources.isEmpty
+      ? .tagged : .all
   }
 
   /// What changed since the last call, given the engine's state now. The engine runs with

@@ -266,6 +266,9 @@ public struct Policy: Sendable, Hashable {
   public var version: Int = 1
   /// Window rules, first match wins.
   public var secure: [Matcher] = []
+  /// The built-in secure rules (`defaultSecure`: password managers and credential prompts),
+  /// tried after `secure`; empty when a file sets `replaceDefaultSecure: true`.
+  public var builtinSecure: [Matcher] = Policy.defaultSecure
   /// Clients that may read pixels without starting a capture session.
   public var captureAllow: [Matcher] = []
   /// Clients that start a capture session as soon as they connect.

@@ -9,6 +9,8 @@ public struct PolicyFile: Sendable, Hashable {
   public var version: Int
   /// `secure`: window rules.
   public var secure: [Matcher]?
+  /// `replaceDefaultSecure`: whether the built-in secure list (`Policy.defaultSecure`) is dropped.
+  public var replaceDefaultSecure: Bool?
   /// The `capture` section.
   public var capture: Capture
   /// The `shield` section.

@@ -179,6 +179,8 @@ public enum PolicyLoader {
   /// - lists (`secure`, `capture.allow`, `capture.known`, `clipboard.sources`, `.allow`,
   ///   `.deny`) are concatenated, earlier files first (first match wins, so the
   ///   system-wide files decide first);
+  /// - the built-in secure rules (`Policy.defaultSecure`) stay, after every file's `secure`
+  ///   rules, unless the last file that sets `replaceDefaultSecure` sets it to true;
   /// - `capture.known` starts from `Policy.defaultKnownCapturers` unless the last file
   ///   that sets `capture.replaceDefaultKnown` sets it to true;
   /// - every other setting (including `clipboard.selections`) is taken from the last file
@@ -188,6 +190,7 @@ public enum PolicyLoader {
     var policy = Policy()
     var known: [Matcher] = []
     var replaceDefaultKnown = false
+    var replaceDefaultSecure = false
     var compositors: [Matcher] = []
     var replaceDefaultCompositors = false
     var keyloggerAllow: [Matcher] = []
@@ -196,6 +199,7 @@ public enum PolicyLoader {
       policy.sources.append(file.path)
       policy.version = file.version
       policy.secure += file.secure ?? []
+      if let v = file.replaceDefaultSecure { replaceDefaultSecure = v }
 
       let c = file.capture
       policy.captureAllow += c.allow ?? []
@@ -232,6 +236,7 @@ public enum PolicyLoader {
       if let v = file.keyloggers.replaceDefaultAllow { replaceDefaultKeyloggerAllow = v }
     }
     policy.keyloggers.allow = (replaceDefaultKeyloggerAllow ? [] : KeyloggerPolicy.defaultAllow) + keyloggerAllow
+    policy.builtinSecure = replaceDefaultSecure ? [] : Policy.defaultSecure
     policy.captureKnown = (replaceDefaultKnown ? [] : Policy.defaultKnownCapturers) + known
     policy.compositors = (replaceDefaultCompositors ? [] : Policy.defaultCompositors) + compositors
     return policy

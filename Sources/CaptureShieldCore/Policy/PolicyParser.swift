@@ -28,7 +28,9 @@ public enum PolicyParser {
     return file
   }
 
-  static let topKeys = ["version", "secure", "capture", "shield", "clipboard", "notify", "keyloggers"]
+  static let topKeys = [
+    "version", "secure", "replaceDefaultSecure", "capture", "shield", "clipboard", "notify", "keyloggers",
+  ]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
     "idle", "compositors", "learn",
@@ -139,6 +141,7 @@ public enum PolicyParser {
 
       let (f, _) = checkKeys(members, allowed: PolicyParser.topKeys, context: "at top level")
       if let v = f["secure"] { file.secure = matchers(v, key: "secure") }
+      if let v = f["replaceDefaultSecure"] { file.replaceDefaultSecure = bool(v, key: "replaceDefaultSecure") }
       if let v = f["capture"], let m = object(v, what: "'capture'") {
         file.capture = capture(m)
       }
