@@ -252,8 +252,10 @@ def render(args, exts, rows):
                 "`ProcVector`, and whose extension entries go through the extension's own "
                 "swapped dispatcher. The module wraps the core requests it guards in "
                 "`ProcVector` only (so its wrapper runs once, after the swap) and extension "
-                "majors in both vectors; its XACE hooks see both alike. Swapped clients are "
-                "not tested (xorg/README.md, Bounds).")
+                "majors in both vectors; its XACE hooks see both alike. A byte-swapped "
+                "client is tested against every wrapped request and every read of a secure "
+                "window by `t-swap.sh`; the other suites speak the host's order "
+                "(xorg/README.md, Bounds).")
     head.append("")
     head.append("**Status.** *guarded*: a rule of the module (its `DisableRules` name, or "
                 "`always` when no switch turns it off) stands between an untrusted client "
