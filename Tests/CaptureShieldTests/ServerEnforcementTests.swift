@@ -101,6 +101,49 @@ struct ServerEnforcementTests {
     #expect(run(c.events, engine: &engine, enforcement: &enforcement) == c.effects)
   }
 
+  /// While the daemon classifies (it follows every window), each window is answered once,
+  /// when it is mapped with its facts read: the rule's window by its tag, the others by
+  /// `classify` (not secure), the app-tagged one included (the module stops holding it;
+  /// its own tag keeps it secure).
+  @Test func classifiesEachMappedWindowOnce() {
+    var engine = Engine(policy: serverPolicy())
+    var enforcement = ServerEnforcement()
+    enforcement.classifies = true
+    var all: [ServerEnforcement.Effect] = []
+    for (i, e) in desk.enumerated() {
+      _ = engine.handle(e, now: .seconds(Double(i)))
+      all += enforcement.sync(engine: engine)
+    }
+    #expect(all == [.classify(tagged), .tag(byRule), .classify(plain)])
+    _ = engine.handle(.windowChanged(window(plain, class: "XTerm2")), now: .seconds(9))
+    #expect(enforcement.sync(engine: engine) == [])
+    #expect(enforcement.classified == [tagged, byRule, plain])
+    _ = engine.handle(.windowGone(plain), now: .seconds(10))
+    _ = enforcement.sync(engine: engine)
+    #expect(enforcement.classified == [tagged, byRule])
+  }
+
+  /// Not mapped, or its facts not read yet: not answered (the module holds it only once
+  /// mapped); not classifying: nothing.
+  @Test func classifiesOnlyMappedWindowsWithFacts() {
+    var engine = Engine(policy: serverPolicy())
+    var enforcement = ServerEnforcement()
+    enforcement.classifies = true
+    var hidden = window(plain, class: "XTerm")
+    hidden.mapped = false
+    var unread = window(byRule, class: nil)
+    unread.propertiesKnown = false
+    #expect(
+      run([.clientConnected(app, appID), .windowAppeared(hidden)], engine: &engine, enforcement: &enforcement) == [])
+    _ = engine.handle(.windowAppeared(unread), now: .seconds(5))
+    #expect(!enforcement.sync(engine: engine).contains(.classify(byRule)))
+    var off = ServerEnforcement()
+    var engine2 = Engine(policy: serverPolicy())
+    #expect(
+      !run(desk, engine: &engine2, enforcement: &off).contains(where: { if case .classify = $0 { true } else { false } }
+      ))
+  }
+
   @Test func theDeskTagsExactlyTheRuleWindow() {
     var engine = Engine(policy: serverPolicy())
     var enforcement = ServerEnforcement()

@@ -56,6 +56,8 @@ struct cs_window {
                                  * that window), 0: none */
     unsigned char umanual;      /* an untrusted client redirected it manually (secret.c) */
     unsigned char umanual_sub;  /* ... or its subwindows */
+    unsigned char pending;      /* held secure until the daemon classifies it (pending.c) */
+    unsigned char classified;   /* the daemon wrote or deleted its policy tag (pending.c) */
 };
 
 /* A tainted pixmap (cs_taint_pixmap): `flag` 1 holds the resource hook, 2 holds nothing;

@@ -90,6 +90,7 @@ enum cs_rule {
     CS_RULE_WMFOCUS = 1 << 30,         /* the WM moves a secure focus only at the user's input */
     CS_RULE_POINTER = 1ULL << 31,      /* no pointer position or event over a secure window */
     CS_RULE_DAMAGE = 1ULL << 32,       /* no DAMAGE report of a secure area to untrusted clients */
+    CS_RULE_PENDING = 1ULL << 33,      /* new top-levels secure until the daemon classifies them */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -287,6 +288,12 @@ Bool cs_ext_init(void);
 void cs_report(ClientPtr reader, XID drawable, int kind);
 int cs_report_once(ClientPtr client);   /* one report per request (trust.c) */
 void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written */
+
+/* pending.c: secret before the tag (rule pending) */
+Bool cs_pending_init(void);
+int cs_win_pending(WindowPtr win);
+void cs_pending_classified(WindowPtr win);
+void cs_pending_root_property(WindowPtr root, Atom prop);
 
 /* damage.c: DAMAGE reports of untrusted clients lose the secret area (rule damage) */
 Bool cs_damage_init(void);

@@ -440,6 +440,7 @@ cs_ProcProperty(ClientPtr c)
         case X_DeleteProperty:
             prop = r32(c, 8);
             recheck = prop == cs_secure_atom() || prop == cs_policy_atom();
+            wid = r32(c, 4);    /* also for a root property (pending.c) */
             break;
         case X_GetProperty:
             /* only a GetProperty with delete can remove the tag */
@@ -456,6 +457,13 @@ cs_ProcProperty(ClientPtr c)
             wid = r32(c, 4);
     }
     r = c->swapped ? cs_orig_sprop[major](c) : cs_orig_prop[major](c);
+    if (r == Success && prop != None && wid &&
+        dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) == Success) {
+        if (!win->parent)
+            cs_pending_root_property(win, prop);
+        else if (prop == cs_policy_atom())
+            cs_pending_classified(win);     /* the daemon's answer (only it may write it) */
+    }
     if (recheck && dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) == Success) {
         cs_update_secure(win);
         cs_record_sweep();      /* no untrusted RECORD while a window is secure */
@@ -523,7 +531,7 @@ cs_hooks_init(void)
                           &cs_orig_sarmed[*armed[i]]))
             return FALSE;
     }
-    if (!cs_record_init() || !cs_damage_init())
+    if (!cs_record_init() || !cs_damage_init() || !cs_pending_init())
         return FALSE;
     return cs_add_callback(&XaceHooks[XACE_PROPERTY_ACCESS], cs_property_hook, NULL);
 }

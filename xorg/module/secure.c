@@ -168,10 +168,10 @@ cs_update_secure(WindowPtr win)
                         on = 1;
             }
         }
-    cs_set_win_secure(win, on);
+    cs_set_win_secure(win, on || cs_win_pending(win));
     /* kind 6 (1.2): a tag was written, valid or not (a daemon treats a malformed one as
      * secure, fail safe), or the window stopped being secure */
-    if (tagged || on != was)
+    if (tagged || (on || cs_win_pending(win)) != was)
         cs_report_secure(win);
 }
 

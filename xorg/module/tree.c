@@ -148,6 +148,7 @@ cs_DestroyWindow(WindowPtr win)
     struct cs_screen *cs = SCR(s);
     Bool r;
 
+    cs_pending_classified(win);         /* no longer waits */
     cs_set_win_secure(win, 0);
     cs_forget_window(win);
     if (win->realized)

@@ -19,15 +19,25 @@ policy_try(xcb_window_t w)
     free(r);
 }
 
-/* policy set WIN VALUE | policy try WIN */
+/* policy set WIN VALUE | policy try WIN | policy classify VALUE (the root's
+ * _CAPTURE_SHIELD_CLASSIFY: 0 deletes it) */
 int
 policy(int argc, char **argv)
 {
     xcb_window_t w;
 
     if (argc < 2)
-        die("policy set WIN VALUE | policy try WIN");
+        die("policy set WIN VALUE | policy try WIN | policy classify VALUE");
     conn();
+    if (!strcmp(argv[0], "classify")) {
+        uint32_t v = strtoul(argv[1], NULL, 0);
+        xcb_atom_t a = atom("_CAPTURE_SHIELD_CLASSIFY");
+        int e = v ? check(xcb_change_property_checked(c, XCB_PROP_MODE_REPLACE, root, a,
+                                                      XCB_ATOM_CARDINAL, 32, 1, &v))
+                  : check(xcb_delete_property_checked(c, root, a));
+        printf("err=%d\n", e);
+        return 0;
+    }
     w = strtoul(argv[1], NULL, 0);
     if (!strcmp(argv[0], "set") && argc > 2) {
         uint32_t v = strtoul(argv[2], NULL, 0);

@@ -19,6 +19,10 @@ enum ProtocolAtom {
   /// CARDINAL/32 on a window, set by the daemon under server enforcement: the policy makes
   /// it secure (the Xorg module protects it; only trusted clients may change it).
   static let policyTag = "_CAPTURE_SHIELD_POLICY"
+  /// CARDINAL/32 on the root, set by the daemon under server enforcement while it classifies
+  /// every window: the module holds untrusted clients' new top-levels secure until the
+  /// daemon answers (their `policyTag`, 0 or 1).
+  static let classify = "_CAPTURE_SHIELD_CLASSIFY"
   /// CARDINAL/32 on the daemon's manager window: the nonce of the last ping it answered.
   static let pong = "_CAPTURE_SHIELD_PONG"
   /// Manager selection prefix; the screen number is appended.

@@ -29,6 +29,10 @@ public struct ServerEnforcement: Sendable {
   public enum Effect: Sendable, Hashable {
     case tag(WindowID)
     case untag(WindowID)
+    /// `_CAPTURE_SHIELD_POLICY` = 0: the window is classified, not secure. The module holds a
+    /// new top-level of an untrusted client secure until the daemon classifies it (while
+    /// `classifies`); `tag` and `untag` classify too.
+    case classify(WindowID)
     case grant(ClientID)
     case revoke(ClientID)
     /// Protection of secure windows on (true) or off (paused).
@@ -38,6 +42,12 @@ public struct ServerEnforcement: Sendable {
 
   /// Windows the daemon tagged with `_CAPTURE_SHIELD_POLICY`.
   public private(set) var tagged: Set<WindowID> = []
+  /// Whether the daemon classifies every window for the module (it follows every window:
+  /// `WindowWatch.all`); the shell says so to the module (`_CAPTURE_SHIELD_CLASSIFY`).
+  public var classifies = false
+  /// Windows classified since they were mapped with their facts read (a `classify`, or
+  /// their `tag`).
+  public private(set) var classified: Set<WindowID> = []
   /// Clients granted by the daemon.
   public private(set) var granted: Set<ClientID> = []
   /// Whether the module's protection is on.
@@ -102,6 +112,21 @@ public struct ServerEnforcement: Sendable {
       ? .tagged : .all
   }
 
+  /// A window the module holds until the daemon answers is answered once it is mapped and
+  /// its facts are read (the engine decided with them): its tag when the engine protects
+  /// it, else `classify` (not secure). Windows that are gone are forgotten.
+  mutating func classify(engine: Engine) -> [Effect] {
+    guard classifies else { return [] }
+    var fx: [Effect] = []
+    for (w, s) in engine.windows.sorted(by: { $0.key < $1.key })
+    where s.info.mapped && s.info.propertiesKnown && !s.info.inputOnly && !classified.contains(w) {
+      classified.insert(w)
+      if !tagged.contains(w) { fx.append(.classify(w)) }
+    }
+    classified = classified.filter { engine.windows[$0] != nil }
+    return fx
+  }
+
   /// What changed since the last call, given the engine's state now. The engine runs with
   /// `shield.when: always` in this mode, so `engine.shielded` is "protected".
   public mutating func sync(engine: Engine) -> [Effect] {
@@ -123,6 +148,7 @@ public struct ServerEnforcement: Sendable {
       tagged.insert(w)
       fx.append(.tag(w))
     }
+    fx += classify(engine: engine)
     var allowed = Set<ClientID>()
     var refusals: [ClientID: String] = [:]
     for c in engine.clients.values where c.identity != nil {

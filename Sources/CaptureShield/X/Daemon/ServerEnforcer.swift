@@ -157,7 +157,7 @@ final class ServerEnforcer {
     }
     var out = Carried()
     switch e {
-    case .tag, .untag: return nil
+    case .tag, .untag, .classify: return nil
     case .grant(let c):
       channel.grant(c, granted: true)
       out.stateChanged = true

@@ -84,6 +84,7 @@ extension WatcherLoop {
     switch e {
     case .tag(let w): effects.policyTag(w, atom: atoms.policyTag)
     case .untag(let w): effects.policyUntag(w, atom: atoms.policyTag)
+    case .classify(let w): effects.policyClassify(w, atom: atoms.policyTag)
     default:
       guard let done = server.carryOut(e, engine: engine) else { return }
       for r in done.audits { log.write(r) }
@@ -112,6 +113,10 @@ extension WatcherLoop {
       }
     }
     guard module != nil else { return }  // client-side mode always follows every window
+    // the module holds untrusted clients' new windows until the daemon answers, while it
+    // follows every window (and so answers each)
+    server.enforcement.classifies = want == .all
+    effects.announceClassification(want == .all, atom: x.atom(ProtocolAtom.classify))
     log.info(
       want == .all
         ? "following every window (the policy has rules about windows, or the module does not report tags)"

@@ -22,6 +22,9 @@ extension WatcherLoop {
       log.info("stopped; \(driver.shields.count) shields left up for the next daemon to adopt (failMode=closed)")
     }
     effects.clearRootProperties([atoms.state, atoms.capturing])
+    // a clean stop: the module stops holding new windows (a crash leaves them held: fail
+    // closed until a daemon answers)
+    if module != nil { effects.announceClassification(false, atom: x.atom(ProtocolAtom.classify)) }
     flushAll()
     return WatchExit.ok
   }

@@ -83,6 +83,15 @@ extension XEffects {
 
   func policyUntag(_ w: WindowID, atom: UInt32) { x.deleteProperty(w, atom) }
 
+  /// `_CAPTURE_SHIELD_POLICY` = 0: classified, not secure (the module stops holding it).
+  func policyClassify(_ w: WindowID, atom: UInt32) { x.changeProperty(w, atom, cardinals: [0]) }
+
+  /// `_CAPTURE_SHIELD_CLASSIFY` on the root: 1 while the daemon classifies every window,
+  /// deleted when it stops (its clean exit, or following tagged windows only).
+  func announceClassification(_ on: Bool, atom: UInt32) {
+    if on { x.changeProperty(root, atom, cardinals: [1]) } else { x.deleteProperty(root, atom) }
+  }
+
   /// Puts `_CAPTURE_SHIELD_SECURE` = 1 back on a window whose tag another client removed
   /// (`TagGuard`).
   func restoreTag(_ w: WindowID, atom: UInt32) { x.changeProperty(w, atom, cardinals: [1]) }
