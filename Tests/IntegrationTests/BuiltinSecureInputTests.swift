@@ -57,9 +57,13 @@ struct BuiltinSecureInputTests {
     try "SETDESC Enter the PIN\nSETPROMPT PIN:\nGETPIN\n".write(toFile: dir + "/pin", atomically: true, encoding: .utf8)
     try "[Wallet]\nEnabled=false\n".write(toFile: dir + "/config/kwalletrc", atomically: true, encoding: .utf8)
     let xdotool = XorgModule.realPath("/usr/bin/xdotool")
+    // the marker's xinput is a trusted copy: an untrusted device property change is refused
+    // while a secure window has the focus (the module's rule keymap); the listener's
+    // xinput stays untrusted
+    let marker = try XorgModule.trustedCopy(of: "/usr/bin/xinput", named: "xinput-marker")
     let server = try await XvfbServer.startXorg(
       moduleDirectory: XorgModule.directory,
-      moduleOptions: XorgModule.snippetOptions(alsoTrusting: [XorgModule.testExecutable, xdotool]))
+      moduleOptions: XorgModule.snippetOptions(alsoTrusting: [XorgModule.testExecutable, xdotool, marker]))
     let wm = try await server.startWindowManager()
     let daemon = try await DaemonProcess.start(
       on: server, policy: listOn ? "{version: 1}" : "{version: 1, replaceDefaultSecure: true}")
@@ -114,7 +118,7 @@ struct BuiltinSecureInputTests {
         guard listener.isRunning else { throw ProcessError.io("xinput exited: \(listener.stderr)") }
         markers += 1
         try await server.run(
-          "xinput",
+          marker,
           ["set-prop", "Virtual core XTEST pointer", "--type=int", "--format=8", "CaptureShield marker", "\(markers)"]
         ).checked()
         return Self.events(listener.stdout, "PropertyEvent") > seen

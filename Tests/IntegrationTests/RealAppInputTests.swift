@@ -74,7 +74,10 @@ struct RealAppInputTests {
     defer { removeTree(dir) }
     let db = try await makeDatabase(in: dir)
     let xdotool = XorgModule.realPath("/usr/bin/xdotool")
-    var options = XorgModule.snippetOptions(alsoTrusting: [XorgModule.testExecutable, xdotool])
+    // the marker's xinput is a trusted copy (rule keymap refuses an untrusted device
+    // property change while a secure window has the focus); the listener's stays untrusted
+    let marker = try XorgModule.trustedCopy(of: "/usr/bin/xinput", named: "xinput-marker")
+    var options = XorgModule.snippetOptions(alsoTrusting: [XorgModule.testExecutable, xdotool, marker])
     if let disableRules { options.append("Option \"DisableRules\" \"\(disableRules)\"") }
     let server = try await XvfbServer.startXorg(moduleDirectory: XorgModule.directory, moduleOptions: options)
     let wm = try await server.startWindowManager()
@@ -103,7 +106,7 @@ struct RealAppInputTests {
     func setMarker() async throws {
       markers += 1
       let property = ["--type=int", "--format=8", "CaptureShield marker", "\(markers)"]
-      try await server.run("xinput", ["set-prop", "Virtual core XTEST pointer"] + property).checked()
+      try await server.run(marker, ["set-prop", "Virtual core XTEST pointer"] + property).checked()
     }
     func listened(_ what: String, after seen: Int) async throws {
       do {

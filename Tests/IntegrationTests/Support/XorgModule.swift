@@ -27,6 +27,21 @@ enum XorgModule {
   static let testExecutable =
     (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
 
+  /// A copy of `program` in a directory of root's under /run that only root may write, for
+  /// a module to trust by its file while the original stays untrusted (the module checks
+  /// the file and every directory above it). Made once per test process and name.
+  static func trustedCopy(of program: String, named name: String) throws -> String {
+    let dir = "/run/captureshield-test-\(getpid())"
+    let path = dir + "/" + name
+    if FileManager.default.fileExists(atPath: path) { return path }
+    mkdir(dir, 0o755)
+    chmod(dir, 0o755)
+    try? FileManager.default.removeItem(atPath: path)
+    try FileManager.default.copyItem(atPath: realPath(program), toPath: path)
+    chmod(path, 0o755)
+    return path
+  }
+
   /// The daemon the tests run (`Shieldctl.path`), resolved.
   static var daemon: String { realPath(Shieldctl.path) }
 
