@@ -289,6 +289,9 @@ void cs_report(ClientPtr reader, XID drawable, int kind);
 int cs_report_once(ClientPtr client);   /* one report per request (trust.c) */
 void cs_report_secure(WindowPtr win);  /* kind 6 (1.2): `win`'s tag was written */
 
+/* wmfocus.c: the user's clicks followed while a secure window exists */
+void cs_wmfocus_secure_changed(int nsecure);
+
 /* pending.c: secret before the tag (rule pending) */
 Bool cs_pending_init(void);
 int cs_win_pending(WindowPtr win);

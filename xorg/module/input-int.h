@@ -207,8 +207,8 @@ cs_xkb_sync(Bool force)
 }
 
 /* keymap.c: no untrusted keymap or device change while a secure window has the focus
- * (rule keymap); registered by cs_input_init */
-Bool cs_keymap_init(void);
+ * (rule keymap); from cs_device_hook: 1 when it refused */
+int cs_keymap_check(XaceDeviceAccessRec *rec);
 
 /* wmfocus.c: may the window manager move the focus away from a secure window now (it is
  * the WM, and the user's own click came within the bound; rule wmfocus) */
@@ -216,7 +216,8 @@ Bool cs_wmfocus_init(void);
 int cs_wmfocus_allowed(ClientPtr client);
 
 /* pointer.c: no pointer position or event over a secure window for untrusted clients
- * (rule pointer); registered by cs_input_init */
-Bool cs_pointer_init(void);
+ * (rule pointer); from cs_receive_hook and cs_device_hook: 1 when it refused */
+int cs_pointer_receive_check(XaceReceiveAccessRec *rec);
+int cs_pointer_device_check(XaceDeviceAccessRec *rec);
 
 #endif

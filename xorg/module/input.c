@@ -34,8 +34,12 @@ cs_receive_hook(CallbackListPtr *list, void *data, void *call)
     for (i = 0; i < rec->count; i++)
         if (cs_is_key_event(&rec->events[i]))
             break;
-    if (i == rec->count)
+    if (i == rec->count) {
+        /* no key event (a delivery is of one kind): a pointer event over a secure window
+         * is refused there (pointer.c) */
+        cs_pointer_receive_check(rec);
         return;
+    }
     secure = cs_focus_secure(&keywin);
     if (!secure || cs_key_reader_ok(rec->client, keywin) ||
         cs_in_shortcut_grab(rec->client))
@@ -101,6 +105,9 @@ cs_device_hook(CallbackListPtr *list, void *data, void *call)
         !cs_secure_count())
         return;
     cs_input_ext();
+    /* the keyboard's meaning (keymap.c) and the pointer's position (pointer.c) */
+    if (cs_keymap_check(rec) || cs_pointer_device_check(rec))
+        return;
     /* moving the focus (core SetInputFocus, XI SetDeviceFocus, XISetFocus) or warping the
      * pointer (WarpPointer, XIWarpPointer) away from a secure window: the keys would
      * follow. The window manager (the SubstructureRedirect holder) keeps doing both. */
@@ -389,6 +396,5 @@ cs_input_init(void)
         return FALSE;
     cs_input_st.block_on = TRUE;
     cs_input_st.open = TRUE;
-    return cs_on_close(cs_input_close) && cs_keymap_init() && cs_wmfocus_init() &&
-        cs_pointer_init();
+    return cs_on_close(cs_input_close) && cs_wmfocus_init();
 }

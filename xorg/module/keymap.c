@@ -20,28 +20,19 @@
 #define CS_KEYMAP_MODES (DixManageAccess | DixSetAttrAccess | DixSetPropAccess | \
                          DixCreateAccess | DixDestroyAccess | DixAddAccess | DixRemoveAccess)
 
-static void
-cs_keymap_hook(CallbackListPtr *list, void *data, void *call)
+/* From cs_device_hook (input.c), once a secure window exists and the access was
+ * granted so far: 1 when it refused. */
+int
+cs_keymap_check(XaceDeviceAccessRec *rec)
 {
-    XaceDeviceAccessRec *rec = call;
     WindowPtr secure, keywin = NULL;
 
-    (void) list;
-    (void) data;
-    if (!(rec->access_mode & CS_KEYMAP_MODES) || rec->status != Success ||
-        !rec->client || rec->client == serverClient || !cs_secure_count() ||
-        !cs_rule_on(CS_RULE_KEYMAP))
-        return;
+    if (!(rec->access_mode & CS_KEYMAP_MODES) || !cs_rule_on(CS_RULE_KEYMAP))
+        return 0;
     secure = cs_focus_secure(&keywin);
     if (!secure || cs_key_reader_ok(rec->client, keywin))
-        return;
+        return 0;
     rec->status = BadAccess;
     cs_input_report(rec->client, secure->drawable.id);
-}
-
-/* From cs_input_init, after the input hooks (the same generation's device checks). */
-Bool
-cs_keymap_init(void)
-{
-    return cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_keymap_hook, NULL);
+    return 1;
 }

@@ -19,8 +19,6 @@
  * a frame) gets that first press, with its position. */
 #include "input-int.h"
 
-static int cs_xi_major_ptr, cs_xi_event_ptr;
-
 /* A pointer event: core 4-8, XI 1.x DeviceButtonPress/Release, DeviceMotionNotify,
  * ProximityIn/Out, XI2 ButtonPress .. Leave and the raw button, motion and touch events. */
 static int
@@ -33,14 +31,14 @@ cs_is_pointer_event(const xEvent *ev)
     if (type == GenericEvent) {
         const xGenericEvent *ge = (const xGenericEvent *) ev;
         int t = ge->evtype;
-        return cs_xi_major_ptr && ge->extension == cs_xi_major_ptr &&
+        return cs_focus_st.xi_major && ge->extension == cs_focus_st.xi_major &&
             ((t >= XI_ButtonPress && t <= XI_Leave) || t == XI_RawButtonPress ||
              t == XI_RawButtonRelease || t == XI_RawMotion ||
              (t >= XI_TouchBegin && t <= XI_TouchEnd) ||
              (t >= XI_RawTouchBegin && t <= XI_RawTouchEnd));
     }
-    if (cs_xi_event_ptr && type >= cs_xi_event_ptr && type < cs_xi_event_ptr + IEVENTS) {
-        int t = type - cs_xi_event_ptr;
+    if (cs_focus_st.xi_event && type >= cs_focus_st.xi_event && type < cs_focus_st.xi_event + IEVENTS) {
+        int t = type - cs_focus_st.xi_event;
         return t == XI_DeviceButtonPress || t == XI_DeviceButtonRelease ||
             t == XI_DeviceMotionNotify || t == XI_ProximityIn || t == XI_ProximityOut ||
             t == XI_DeviceValuator;
@@ -62,27 +60,25 @@ cs_user_grab(ClientPtr client)
     return 0;
 }
 
-static void
-cs_pointer_receive(CallbackListPtr *list, void *data, void *call)
+/* From cs_receive_hook (input.c), once a secure window exists: 1 when it refused. */
+int
+cs_pointer_receive_check(XaceReceiveAccessRec *rec)
 {
-    XaceReceiveAccessRec *rec = call;
     WindowPtr secure, under = NULL;
     int i;
 
-    (void) list;
-    (void) data;
-    if (rec->status != Success || !rec->client || !cs_secure_count() ||
-        !cs_rule_on(CS_RULE_POINTER))
-        return;
+    if (!cs_rule_on(CS_RULE_POINTER))
+        return 0;
     for (i = 0; i < rec->count; i++)
         if (cs_is_pointer_event(&rec->events[i]))
             break;
     if (i == rec->count || !(secure = cs_pointer_secure(&under)))
-        return;
+        return 0;
     if (cs_key_reader_ok(rec->client, secure) || cs_user_grab(rec->client))
-        return;
+        return 0;
     rec->status = BadAccess;
     cs_input_report(rec->client, secure->drawable.id);
+    return 1;
 }
 
 static int
@@ -91,36 +87,23 @@ cs_req(ClientPtr client, int major, int minor)
     return client->majorOp == major && (minor < 0 || client->minorOp == minor);
 }
 
-static void
-cs_pointer_device(CallbackListPtr *list, void *data, void *call)
+/* From cs_device_hook (input.c), once a secure window exists and the access was granted
+ * so far: 1 when it refused. */
+int
+cs_pointer_device_check(XaceDeviceAccessRec *rec)
 {
-    XaceDeviceAccessRec *rec = call;
     ClientPtr client = rec->client;
     WindowPtr secure, under = NULL;
 
-    (void) list;
-    (void) data;
-    if (!(rec->access_mode & DixReadAccess) || rec->status != Success || !client ||
-        client == serverClient || !cs_secure_count() || !cs_rule_on(CS_RULE_POINTER))
-        return;
+    if (!(rec->access_mode & DixReadAccess) || !cs_rule_on(CS_RULE_POINTER))
+        return 0;
     if (!cs_req(client, X_QueryPointer, -1) && !cs_req(client, X_GetMotionEvents, -1) &&
-        !(cs_xi_major_ptr && (cs_req(client, cs_xi_major_ptr, X_XIQueryPointer) ||
-                              cs_req(client, cs_xi_major_ptr, X_GetDeviceMotionEvents))))
-        return;
+        !(cs_focus_st.xi_major && (cs_req(client, cs_focus_st.xi_major, X_XIQueryPointer) ||
+                              cs_req(client, cs_focus_st.xi_major, X_GetDeviceMotionEvents))))
+        return 0;
     if (!(secure = cs_pointer_secure(&under)) || cs_key_reader_ok(client, secure))
-        return;
+        return 0;
     rec->status = BadAccess;
     cs_input_report(client, secure->drawable.id);
-}
-
-/* From cs_input_init, after the input hooks. */
-Bool
-cs_pointer_init(void)
-{
-    ExtensionEntry *e = CheckExtension(INAME);
-
-    cs_xi_major_ptr = e ? e->base : 0;
-    cs_xi_event_ptr = e ? e->eventBase : 0;
-    return cs_add_callback(&XaceHooks[XACE_RECEIVE_ACCESS], cs_pointer_receive, NULL) &&
-        cs_add_callback(&XaceHooks[XACE_DEVICE_ACCESS], cs_pointer_device, NULL);
+    return 1;
 }

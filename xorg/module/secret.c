@@ -60,6 +60,7 @@ cs_find_types(void)
 void
 cs_secure_changed(int on, int nsecure)
 {
+    cs_wmfocus_secure_changed(nsecure);     /* the user's clicks followed (wmfocus.c) */
     if (!cs_rule_on(CS_RULE_RESOURCES))
         return;
     if (on && nsecure == 1) {

@@ -24,6 +24,7 @@
 
 static CARD32 cs_user_ms;
 static Bool cs_user_seen;
+static Bool cs_wm_armed;        /* the DeviceEventCallback below is registered */
 
 /* The head of a server-internal event (dix's eventstr.h is not in the SDK): the byte
  * ET_Internal, then enum EventType, where ET_ButtonPress is the core ButtonPress. */
@@ -65,7 +66,59 @@ cs_wmfocus_allowed(ClientPtr client)
         return 0;
     if (!cs_rule_on(CS_RULE_WMFOCUS))
         return 1;
+    if (!cs_wm_armed) {
+        /* a window manager that came after the secure windows: the clicks are followed
+         * from now on; this move is refused (no click of the user's was seen) */
+        cs_wmfocus_secure_changed(cs_secure_count());
+        return 0;
+    }
     return cs_user_seen && (CARD32) (GetTimeInMillis() - cs_user_ms) <= CS_USER_INPUT_MS;
+}
+
+/* A client holds SubstructureRedirect on a root: a window manager runs. */
+static Bool
+cs_wm_runs(void)
+{
+    int i;
+
+    for (i = 0; i < screenInfo.numScreens; i++) {
+        OtherClientsPtr oc;
+        for (oc = wOtherClients(screenInfo.screens[i]->root); oc; oc = oc->next)
+            if (oc->mask & SubstructureRedirectMask)
+                return TRUE;
+    }
+    return FALSE;
+}
+
+/* DeviceEventCallback costs every input event (the server's call of the list, about 85
+ * instructions per key press and release, and this function's first test), so it is
+ * registered only while a secure window exists and a window manager runs: from
+ * cs_secure_changed (secret.c), and from cs_wmfocus_allowed when a window manager that
+ * came later asks. Not registered (out of memory): no click counts, the window manager
+ * cannot move a secure focus (fail closed). */
+void
+cs_wmfocus_secure_changed(int nsecure)
+{
+    Bool want = nsecure > 0 && cs_rule_on(CS_RULE_WMFOCUS) && cs_rule_on(CS_RULE_INPUT) &&
+        (cs_wm_armed || cs_wm_runs());
+
+    if (want == cs_wm_armed)
+        return;
+    if (want) {
+        cs_wm_armed = AddCallback(&DeviceEventCallback, cs_wmfocus_device, NULL);
+        return;
+    }
+    DeleteCallback(&DeviceEventCallback, cs_wmfocus_device, NULL);
+    cs_wm_armed = FALSE;
+    /* an empty list still makes the server call it for every event */
+    if (DeviceEventCallback && !DeviceEventCallback->list && !DeviceEventCallback->inCallback)
+        DeleteCallbackList(&DeviceEventCallback);
+}
+
+static void
+cs_wmfocus_close(void)
+{
+    cs_wmfocus_secure_changed(0);
 }
 
 /* From cs_input_init, after the input hooks. */
@@ -74,5 +127,9 @@ cs_wmfocus_init(void)
 {
     cs_user_seen = FALSE;
     cs_user_ms = 0;
-    return cs_add_callback(&DeviceEventCallback, cs_wmfocus_device, NULL);
+    cs_wm_armed = FALSE;
+    if (!cs_on_close(cs_wmfocus_close))
+        return FALSE;
+    cs_wmfocus_secure_changed(cs_secure_count());
+    return TRUE;
 }
