@@ -29,7 +29,7 @@ extension Engine {
   /// (fail safe).
   mutating func matchLaunch(_ client: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
     // Nothing to match (and no per-client bookkeeping) unless launches are watched.
-    guard policy.quarantine != nil, policy.quarantineOnLaunch else { return }
+    guard (policy.quarantine != nil && policy.quarantineOnLaunch) || watchesLearnedLaunches else { return }
     guard let age = identity?.processAge, age <= Engine.launchMatchAge, let pid = identity?.pid else { return }
     let horizon = PolicyDuration.seconds(Engine.launchMatchAge + 1)
     if launchPIDs.count > 64 { launchPIDs = launchPIDs.filter { now < $0.value + horizon } }
@@ -39,10 +39,16 @@ extension Engine {
     // /proc gives the start in clock ticks (10 ms): allow one tick and some.
     let startedNs = now.nanoseconds.subtractingReportingOverflow(UInt64((age + 0.02) * 1e9))
     let started = MonotonicTime(nanoseconds: startedNs.overflow ? 0 : startedNs.partialValue)
-    let program = identity?.exe.flatMap { $0.split(separator: "/").last.map(String.init) }
-    if let i = launches.firstIndex(where: { $0.seen >= started && $0.program != nil && $0.program == program })
-      ?? launches.firstIndex(where: { $0.seen >= started && $0.program == nil })
-    {
+    // Its program: the executable, or the script an interpreter runs (the kernel's exec
+    // and the interpreter both open a script: two launches of one start).
+    let names = Set([identity?.exe, identity?.script].compactMap { $0?.split(separator: "/").last.map(String.init) })
+    if let i = launches.firstIndex(where: { $0.seen >= started && $0.program.map(names.contains) == true }) {
+      let program = launches[i].program
+      for l in launches where l.seen >= started && l.program == program {
+        endLaunch(l, why: "client identified", client: client, fx: &fx)
+      }
+      launches.removeAll { $0.seen >= started && $0.program == program }
+    } else if let i = launches.firstIndex(where: { $0.seen >= started && $0.program == nil }) {
       endLaunch(launches.remove(at: i), why: "client identified", client: client, fx: &fx)
     }
   }
@@ -146,7 +152,8 @@ extension Engine {
       return false
     }
     guard let program = l.program else { return p.loadsXCB != false }
-    if let exe = p.exe { return exe.split(separator: "/").last.map(String.init) == program }
+    if let exe = p.exe, exe.split(separator: "/").last.map(String.init) == program { return true }
+    // A script's start: the interpreter runs, under the script's name (`comm`).
     return p.comm == String(program.prefix(15))
   }
 

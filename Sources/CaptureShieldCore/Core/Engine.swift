@@ -251,9 +251,13 @@ public struct Engine: Sendable {
       }
 
     case .clientLaunching(let program):
-      if let q = policy.quarantine, policy.quarantineOnLaunch {
+      // A learned capturer's start (`capture.learn`) holds the shields until its client is
+      // identified (its own known session takes over), at most `learnedKnownHold`.
+      let learned = isLearnedLaunch(program) ? Engine.learnedKnownHold : nil
+      let q = policy.quarantineOnLaunch ? policy.quarantine : nil
+      if let hold = [q, learned].compactMap({ $0 }).max() {
         launches.append(
-          Launch(seen: now, until: now + q, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
+          Launch(seen: now, until: now + hold, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
       }
 
     case .launchProcesses(let processes, let complete):
@@ -393,8 +397,9 @@ public struct Engine: Sendable {
       policy = p
       rehold()
       if p.quarantine == nil || !p.quarantineOnLaunch {
-        for l in launches { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
-        launches = []
+        let (kept, ended) = (launches.filter { isLearnedLaunch($0.program) }, launches)
+        for l in ended where !kept.contains(l) { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
+        launches = kept
       }
       stateChanged = true
       all = true
