@@ -97,6 +97,18 @@ private func learned(
     #expect(e.shieldsActive)
   }
 
+  /// `python3 shot.py`: the interpreter runs under its own name; the script is among its
+  /// first arguments (a process check keeps the launch, a process list filter keeps it).
+  @Test func aScriptRunByItsInterpreterRunsTheScript() {
+    var p = LaunchProcess(pid: 12, started: .seconds(1), exe: "/usr/bin/python3.11", comm: "python3")
+    #expect(!Engine.runs(p, "shot.py"))
+    p.arguments = ["/usr/bin/python3", "-u", "/home/u/bin/shot.py"]
+    #expect(Engine.runs(p, "shot.py"))
+    #expect(Engine.runs(p, "python3.11"))
+    p.arguments = ["/usr/bin/python3", "-u", "-X", "/home/u/bin/shot.py"]  // not among the first three
+    #expect(!Engine.runs(p, "shot.py"))
+  }
+
   /// Point 2: a learned one-shot tool's session ends when it disconnects, plus the linger
   /// (before: `learnedKnownHold`, 5 s, after its connection whatever it did).
   @Test func learnedSessionEndsWithTheTool() {

@@ -84,6 +84,9 @@ public struct LaunchProcess: Sendable, Hashable {
   /// Why it may run code that is not its program's (`ClientIdentity.injection`), or
   /// `LD_LIBRARY_PATH=...` (a library of another directory in place of libxcb); nil: none.
   public var injection: String?
+  /// The first words of its command line (`/proc/PID/cmdline`): an interpreter running a
+  /// script names it there (`python3 tool.py`), not in `exe` or `comm`. Nil: unreadable.
+  public var arguments: [String]? = nil
 
   public init(
     pid: Int, started: MonotonicTime, exe: String? = nil, comm: String? = nil, loadsXCB: Bool? = nil,
@@ -152,9 +155,17 @@ extension Engine {
       return false
     }
     guard let program = l.program else { return p.loadsXCB != false }
-    if let exe = p.exe, exe.split(separator: "/").last.map(String.init) == program { return true }
-    // A script's start: the interpreter runs, under the script's name (`comm`).
-    return p.comm == String(program.prefix(15))
+    return runs(p, program)
+  }
+
+  /// Whether `p` runs `program` (a file name): its executable, or a script an interpreter
+  /// runs under the script's name (`comm`, when the script was exec'd) or with it among its
+  /// first arguments (`python3 tool.py`).
+  public static func runs(_ p: LaunchProcess, _ program: String) -> Bool {
+    func name(_ path: String) -> String? { path.split(separator: "/").last.map(String.init) }
+    if let exe = p.exe, name(exe) == program { return true }
+    if p.comm == String(program.prefix(15)) { return true }
+    return p.arguments?.prefix(3).contains { name($0) == program } ?? false
   }
 
   /// Why launch `l` is over before any client of it connected, given the young processes
