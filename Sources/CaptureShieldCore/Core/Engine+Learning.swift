@@ -113,4 +113,31 @@ extension Engine {
   mutating func historyChanged(fx: inout [Effect]) {
     if !fx.contains(.historyChanged) { fx.append(.historyChanged) }
   }
+
+  /// A read the Xorg module censored (`Event.captureCensored`): the client's live sessions
+  /// count it and stay awake (`capture.idle`); its first one marks the client capturing and
+  /// teaches the history (`learnCapture`: a tool used under the module is not "quiet").
+  /// Returns whether the published state changed.
+  mutating func censored(_ id: ClientID, _ req: CaptureRequest, _ identity: ClientIdentity?, fx: inout [Effect])
+    -> Bool
+  {
+    captureActivity(id, kind: req.kind, fx: &fx)
+    for (sid, s) in sessions where s.client == id && !s.detached {
+      sessions[sid]!.requests += 1
+      sessions[sid]!.lastRequestAt = now
+    }
+    guard var c = clients[id] else {
+      if policy.classify(identity) != .allowed { learnCapture(identity, fx: &fx) }
+      return false
+    }
+    c.captureRequests += 1
+    let first = c.firstCaptureAt == nil
+    if first { c.firstCaptureAt = now }
+    clients[id] = c
+    // The notice's identity (the module read its PID at once) when the client's own lookup
+    // failed: a short-lived tool can be gone before it.
+    let known = c.identity?.isKnown == true ? c.identity : identity
+    if first, c.clientClass != .allowed, policy.classify(known) != .allowed { learnCapture(known, fx: &fx) }
+    return first
+  }
 }

@@ -32,6 +32,12 @@ public struct Engine: Sendable {
     /// A request recorders send before capturing on a connection they keep
     /// (`CaptureCatalog.preludeKinds`): wakes its client's idle sessions (`capture.idle`).
     case capturePrelude(ClientID, CaptureRequest)
+    /// Under the Xorg module: the module censored or refused a read of this client's
+    /// (CaptureNotify); `identity` from the notice, for a client the engine has not
+    /// identified. The server protected the windows; the engine counts the capture: the
+    /// client's sessions count the request and do not go idle, and `capture.learn` learns
+    /// its program.
+    case captureCensored(ClientID, CaptureRequest, ClientIdentity?)
     case clientGone(ClientID)
     /// The compositor: the owner of `_NET_WM_CM_Sn` (`ownsSelection`), or a client found
     /// redirecting windows without owning it (never trusted by `capture.compositors`).
@@ -338,6 +344,9 @@ public struct Engine: Sendable {
 
     case .capturePrelude(let id, let req):
       captureActivity(id, kind: req.kind, fx: &fx)
+
+    case .captureCensored(let id, let req, let identity):
+      if censored(id, req, identity, fx: &fx) { stateChanged = true }
 
     case .clientGone(let id):
       stateChanged = clients[id] != nil
