@@ -3,8 +3,9 @@
 // - first-shot leaks: each one-shot screenshot tool BENCH_LEARN_USES times in a row (default
 //   5; import, scrot, maim, xwd, gnome-screenshot (GTK), flameshot (Qt)) against a red secure window nobody else captures, waiting between uses until no
 //   session is live and the shield is down; a use leaks when its picture has a secret pixel.
-//   First use and later uses apart. Then `scrot -d 3` and `scrot -d 6` (a delayed shot: scrot
-//   connects, then waits): hidden or leaked.
+//   First use and later uses apart; with learning on, how long each learned tool's session
+//   held the shields (from the audit). Then `scrot -d 3` and `scrot -d 6` (a delayed shot:
+//   scrot connects, then waits): hidden or leaked.
 // - darkened ms per ordinary program start: with `capture.quarantine: "300ms"` (on launch,
 //   the default), short X programs that never capture (xdpyinfo, xprop, xwininfo) started
 //   BENCH_LEARN_STARTS times each (default 8); the secure window's shield time per start,
@@ -86,9 +87,24 @@ func runLearningBenchmark(
           + " (secret px \(leaked))")
       leaks["\(tool.name)_learn_\(mode)"] = ["secret_pixels": leaked, "first_leaked": first, "later_leaked": later]
     }
+    // How long each learned tool's session held the shields per later use (its `known`
+    // session from the connection: before, `Engine.learnedKnownHold`; now until the tool
+    // exits, plus the linger), from the daemon's audit.
+    if learn {
+      try waitQuiet()
+      let held = learnedSessionSeconds(logPath: daemon.logPath)
+      let mean = held.reduce(0, +) / Double(max(1, held.count))
+      let line = String(format: "%.2f s mean of %d (max %.2f s)", mean, held.count, held.max() ?? 0)
+      print("  learn on: a learned tool's session per later use: " + line)
+      result["learned_session_seconds"] = held
+      table.append(
+        TableRow(
+          row: "11 learning", figure: "a learned tool's session per later use (linger 200 ms)", value: line,
+          target: "-", met: nil))
+    }
     // A delayed shot of the tool used above (learned, with learning on): scrot connects,
-    // waits, then reads; a learned program's session lasts `Engine.learnedKnownHold` from
-    // its connection.
+    // waits, then reads; a learned program's session lasts at most `Engine.learnedKnownHold`
+    // from its connection.
     if findExecutable("scrot", environment: server.environment) != nil {
       var delayed: [String] = []
       for delay in delays {
@@ -103,7 +119,7 @@ func runLearningBenchmark(
         TableRow(
           row: "11 learning",
           figure: "scrot -d N after its uses, learn \(mode)"
-            + (learn ? " (a learned session lasts \(Engine.learnedKnownHold) from the connection)" : ""),
+            + (learn ? " (a learned session lasts at most \(Engine.learnedKnownHold) from the connection)" : ""),
           value: line, target: "-", met: nil))
     }
   }
@@ -183,4 +199,16 @@ func runLearningBenchmark(
   }
   result["darkened"] = darkened
   return (result, table)
+}
+
+/// The `seconds` of every `session-end` of a session known by learning (`kind=known`,
+/// `known=learned`) in a daemon's text audit log.
+func learnedSessionSeconds(logPath: String) -> [Double] {
+  guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else { return [] }
+  return text.split(separator: "\n").compactMap { line -> Double? in
+    guard line.contains("session-end"), line.contains("kind=known"), line.contains("known=learned"),
+      let r = line.range(of: " seconds=")
+    else { return nil }
+    return Double(line[r.upperBound...].prefix { $0.isNumber || $0 == "." })
+  }
 }

@@ -76,11 +76,38 @@ import Testing
     #expect(s.inputRefusals == 0)
   }
 
+  /// shieldctl's other commands (status, list, history) are untrusted clients by design:
+  /// the module's kind 7 for them (reason 6) is no refusal to audit; every other reason is.
+  @Test func shieldctlCommandsAreNotTrustRefused() {
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
+    let own = ClientIdentity(pid: 4243, exe: "/usr/bin/shieldctl", comm: "shieldctl", uid: 1000)
+    #expect(s.notified(Self.notice(.trust, drawable: 6), identity: { own }, now: .seconds(1)) == .nothing)
+    for reason: UInt32 in [1, 4, 7] {
+      guard
+        case .audit(let r, _) = s.notified(Self.notice(.trust, drawable: reason), identity: { own }, now: .seconds(1))
+      else {
+        Issue.record("reason \(reason) not audited")
+        continue
+      }
+      #expect(r.event == "trust-refused")
+    }
+  }
+
+  /// Every extension the server has names its requests (no bare "request 146.1"): the
+  /// core requests the module reports have names too.
+  @Test func coreRequestsTheModuleReportsAreNamed() {
+    let s = ServerEnforcer(channel: nil, daemonUID: 1000)
+    s.requestNames = ServerEnforcer.coreRequestNames
+    for major: UInt8 in [25, 26, 28, 31, 33, 44, 62, 63, 73] {
+      #expect(!s.requestName(major: major, minor: 0, withMinor: true).hasPrefix("request "), "\(major)")
+    }
+  }
+
   @Test func censoredReadsAreRateLimitedAndNamedWithTheirMinor() {
     let s = ServerEnforcer(channel: nil, daemonUID: 1000)
     s.requestNames = [73: "GetImage", 130: "MIT-SHM"]
     guard
-      case .censored(let reader, let id, let fx) = s.notified(
+      case .censored(let reader, let id, _, let fx) = s.notified(
         Self.notice(.censored, major: 130), identity: { Self.tool }, now: .seconds(1))
     else {
       Issue.record("not censored")
@@ -97,7 +124,7 @@ import Testing
     #expect(Self.field(r, "action") == .string("censored"))
     // The same read again at once: held back (the loop still tells the notices).
     guard
-      case .censored(_, _, let again) = s.notified(
+      case .censored(_, _, _, let again) = s.notified(
         Self.notice(.censored, major: 130), identity: { Self.tool }, now: .seconds(1.5))
     else {
       Issue.record("not censored")
@@ -156,7 +183,7 @@ import Testing
     // A censored read: its rate-limited audit record comes out of `carryOut`; nothing is
     // sent to the module for it.
     guard
-      case .censored(let reader, _, let effects) = s.notified(
+      case .censored(let reader, _, _, let effects) = s.notified(
         Self.notice(.censored), identity: { Self.tool }, now: .seconds(1))
     else {
       Issue.record("not censored")

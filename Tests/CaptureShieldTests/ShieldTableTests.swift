@@ -311,6 +311,16 @@ struct PumpStateTests {
     #expect(p.take().launches == ["xwd"])
   }
 
+  /// Learning without quarantine: a learned capturer's start fires, a connection does not.
+  @Test func withoutQuarantineOnlyLaunchesFire() throws {
+    var p = PumpState(excluded: [], firesOnStart: false)
+    let conn = XCBHandle(raw: try #require(OpaquePointer(bitPattern: 0x1000)))
+    _ = p.commit(removesShields: false, connection: conn, shields: [s1], targets: [t1])
+    #expect(p.deliver(clientStarted(0x60_0000)) == [])
+    #expect(p.launched(["scrot"]) == [s1])
+    #expect(p.take().fired == [t1])
+  }
+
   @Test func disarmForgetsWhatFired() throws {
     var p = PumpState(excluded: [])
     let conn = XCBHandle(raw: try #require(OpaquePointer(bitPattern: 0x1000)))

@@ -97,6 +97,8 @@ public final class CaptureDetector {
   public var drawableKinds: DrawableKinds
   /// Whether the running pump watches launches.
   var pumpWatchesLaunches: Bool { pump?.launchWatch != nil }
+  /// Whether the pump fires armed shields on a ClientStarted (quarantine), or only on launches.
+  var pumpFiresOnStart: Bool { pump?.firesOnStart ?? false }
   /// Records are queued inside libxcb (the last `drain` stopped at its per-call limit, or
   /// `init` just returned): call `drain` again without waiting for the descriptor, which
   /// already-read records do not make readable.
@@ -206,11 +208,11 @@ public final class CaptureDetector {
 
   /// Hands the data connection to a pump thread (quarantine: see `RecordPump`), which also
   /// reads `launchWatch` if given.
-  func startPump(launchWatch: LaunchWatch? = nil) {
+  func startPump(launchWatch: LaunchWatch? = nil, firesOnStart: Bool = true) {
     guard pump == nil, !contextEnded else { return }
     pump = RecordPump(
       data: data.conn, enableSequence: enableSequence, excluded: own.excluded,
-      launchWatch: launchWatch, errors: data.errors, connection: Self.dataName)
+      launchWatch: launchWatch, firesOnStart: firesOnStart, errors: data.errors, connection: Self.dataName)
   }
 
   /// Stops the pump; what it read and nobody took is handed out by the next `drain`.

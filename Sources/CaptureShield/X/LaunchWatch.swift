@@ -68,6 +68,8 @@ final class LaunchWatch: Sendable {
     var programWatchOfPath: [String: Int32] = [:]
     /// The token of `programs.observe`: set at the end of `init`, read by `deinit`.
     var observer: Int?
+    /// The programs watched because the history marks them as capturers (`watchLearned`).
+    var learned: Set<String> = []
   }
   private let state = Locked(State())
   /// What only the watch's owner (the pump thread) reads and writes. Its lock is never
@@ -79,7 +81,7 @@ final class LaunchWatch: Sendable {
     /// Starts of X client programs reported as launches whose libxcb open has not come yet
     /// (monotonic seconds): that open belongs to the same process and is not a second launch.
     var startsAwaitingLibrary: [Double] = []
-    /// The library's watch descriptor (a new one after `retry`).
+    /// The library's watch descriptor (a new one after `retry`; -1: none is watched).
     var libraryWatch: Int32
   }
   private let pump: Locked<PumpState>
@@ -135,6 +137,34 @@ final class LaunchWatch: Sendable {
         if watched.contains(dir) { self?.watchProgram(dir + "/" + name, isClient) }
       }
       state.withLock { $0.observer = observer }
+    }
+  }
+
+  /// Watches only the starts of the programs `watchLearned` names (`capture.learn` without
+  /// quarantine): no library, no program directories.
+  init(onlyPrograms: ()) throws {
+    let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+    guard fd >= 0 else { throw SetupError.inotify("inotify_init1", errno: errno) }
+    self.fileDescriptor = fd
+    self.path = ""
+    self.pump = Locked(PumpState(libraryWatch: -1))
+    self.programDirectories = [:]
+    self.programs = nil
+  }
+
+  /// Watches the programs the history marks as capturers (`Engine.learnedLaunchPaths`:
+  /// executables, and scripts, whose exec opens them too), from now on. A program no longer
+  /// named stops being watched unless the directories' scan watches it (`programs`).
+  func watchLearned(_ paths: [String]) {
+    let new = Set(paths)
+    let old = state.withLock { s in
+      let old = s.learned
+      s.learned = new
+      return old
+    }
+    for p in new.subtracting(old).sorted() { watchProgram(p, true) }
+    if programs == nil {
+      for p in old.subtracting(new).sorted() { watchProgram(p, false) }
     }
   }
 
@@ -256,7 +286,7 @@ final class LaunchWatch: Sendable {
 
   /// Sets the watch again after the kernel dropped it; `lost` says whether that failed.
   func retry() {
-    guard lost else { return }
+    guard lost, !path.isEmpty else { return }
     let wd = inotify_add_watch(fileDescriptor, path, LaunchWatch.mask)
     pump.withLock { p in
       p.lost = wd < 0

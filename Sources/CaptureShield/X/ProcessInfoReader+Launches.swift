@@ -53,12 +53,10 @@ extension ProcessInfoReader {
       if let comm = readSmallFile(base + "/comm", limit: 64) {
         p.comm = String(decoding: comm.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
       }
-      if let programs = onlyPrograms {
-        let name = p.exe.flatMap { $0.split(separator: "/").last.map(String.init) }
-        let runs =
-          name.map { programs.contains($0) } ?? programs.contains { String($0.prefix(15)) == p.comm }
-        if !runs { continue }
+      if let cmdline = readSmallFile(base + "/cmdline", limit: 4096) {
+        p.arguments = cmdline.split(separator: 0).prefix(3).map { String(decoding: $0, as: UTF8.self) }
       }
+      if let programs = onlyPrograms, !programs.contains(where: { Engine.runs(p, $0) }) { continue }
       if let maps = readSmallFile(base + "/maps", limit: 4 << 20) {
         p.loadsXCB = LaunchWatch.mappedLibxcb(maps: String(decoding: maps, as: UTF8.self)) != nil
       }

@@ -28,6 +28,12 @@
 // the launch is queued for the loop like a ClientStarted (the engine keeps the shields up
 // until a client connects or the quarantine duration ends).
 //
+// With `capture.learn` and a history of capturers, the pump runs without quarantine too:
+// its launch watch then sees only the starts of the programs the history marks as
+// capturers (`Engine.learnedLaunchPaths`), which fire the armed shields, and a ClientStarted
+// fires nothing (`firesOnStart` false): ordinary programs' starts and connections cost
+// nothing.
+//
 // libxcb is thread-safe: the pump only reads the data connection (nobody else does while it
 // runs) and only sends MapWindow on the shield connection.
 
@@ -61,8 +67,14 @@ struct PumpState {
   private(set) var fired: Set<WindowID> = []
   /// False once stopped.
   var running = true
+  /// Whether a ClientStarted fires what is armed (`capture.quarantine`); without it only
+  /// launches do (a learned capturer's start: `Engine.learnedLaunchPaths`).
+  var firesOnStart = true
 
-  init(excluded: Set<UInt32>) { self.excluded = excluded }
+  init(excluded: Set<UInt32>, firesOnStart: Bool = true) {
+    self.excluded = excluded
+    self.firesOnStart = firesOnStart
+  }
 
   /// Queues one reply; returns the shields to map now (a ClientStarted of a client not ours
   /// fires what is armed).
@@ -72,7 +84,7 @@ struct PumpState {
       let base = bytes.withUnsafeBytes { RecordedReply.decode($0)?.idBase ?? 0 }
       if !excluded.contains(base) {
         startsQueued += 1
-        out = fire()
+        if firesOnStart { out = fire() }
       }
     } else if bytes.count >= 32 && bytes[1] == RecordedReply.Category.clientDied.rawValue {
       // Our connection killed by another client: the next client gets its base (and fires).
@@ -149,6 +161,8 @@ final class RecordPump: Sendable {
   /// With `capture.quarantineOnLaunch`: processes loading libxcb fire the armed shields
   /// too, before they can connect. Used by the pump thread only.
   let launchWatch: LaunchWatch?
+  /// Whether a ClientStarted fires the armed shields (quarantine), or only launches do.
+  let firesOnStart: Bool
   private let finished = DispatchSemaphore(value: 0)
   /// The loop polls `wakeRead`; the pump writes a byte there when it queues something.
   let wakeRead: Int32
@@ -162,14 +176,15 @@ final class RecordPump: Sendable {
   /// `connection`.
   init(
     data: OpaquePointer, enableSequence: UInt32, excluded: Set<UInt32>, launchWatch: LaunchWatch? = nil,
-    errors: XErrorPolicy = XErrorPolicy(log: nil), connection: String = "RECORD data"
+    firesOnStart: Bool = true, errors: XErrorPolicy = XErrorPolicy(log: nil), connection: String = "RECORD data"
   ) {
     self.data = XCBHandle(raw: data)
     self.errors = errors
     connectionName = connection
     self.launchWatch = launchWatch
     self.enableSequence = enableSequence
-    state = Locked<PumpState>(PumpState(excluded: excluded))
+    self.firesOnStart = firesOnStart
+    state = Locked<PumpState>(PumpState(excluded: excluded, firesOnStart: firesOnStart))
     var p: [Int32] = [-1, -1]
     _ = pipe(&p)
     let (wr, ww) = (p[0], p[1])

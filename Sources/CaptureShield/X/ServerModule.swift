@@ -47,6 +47,9 @@ struct ServerModule: Sendable {
     /// its input into one (reader: that client; drawable: the secure window).
     case input = 8
 
+    /// Kind 7's reason for the daemon's program run as another command than `watch`.
+    static let notRunAsWatch: UInt32 = 6
+
     /// Kind 7's reasons (xorg/include/captureshieldproto.h).
     static func trustReason(_ n: UInt32) -> String {
       switch n {

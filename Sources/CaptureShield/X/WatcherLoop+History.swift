@@ -19,6 +19,7 @@ extension WatcherLoop {
     if let outside = h.externalChange(now: now) {
       engine.history = outside
       log.info("capture history \(h.path) changed on disk: \(outside.entries.count) programs")
+      updateLearnedLaunches()
       return
     }
     h.flushIfDue(engine.history, now: now)

@@ -168,7 +168,24 @@ final class XConnection {
     return nil
   }
 
-  /// The first event code of an extension (0 when absent).
+  /// The names of the extensions the server has (ListExtensions).
+  func listExtensions() -> [String] {
+    guard let r = xcb_list_extensions_reply(conn, xcb_list_extensions(conn), nil) else { return [] }
+    defer { free(r) }
+    var out: [String] = []
+    var it = xcb_list_extensions_names_iterator(r)
+    while it.rem > 0 {
+      let str = it.data!
+      let n = Int(xcb_str_name_length(str))
+      out.append(
+        String(
+          decoding: UnsafeBufferPointer(start: xcb_str_name(str), count: n).map { UInt8(bitPattern: $0) }, as: UTF8.self
+        ))
+      xcb_str_next(&it)
+    }
+    return out
+  }
+
   /// The extension's major opcode; 0 when the server lacks it.
   func majorOpcode(_ name: String) -> UInt8 { queryExtension(name)?.majorOpcode ?? 0 }
 

@@ -29,7 +29,7 @@ extension Engine {
   /// (fail safe).
   mutating func matchLaunch(_ client: ClientID, _ identity: ClientIdentity?, fx: inout [Effect]) {
     // Nothing to match (and no per-client bookkeeping) unless launches are watched.
-    guard policy.quarantine != nil, policy.quarantineOnLaunch else { return }
+    guard (policy.quarantine != nil && policy.quarantineOnLaunch) || watchesLearnedLaunches else { return }
     guard let age = identity?.processAge, age <= Engine.launchMatchAge, let pid = identity?.pid else { return }
     let horizon = PolicyDuration.seconds(Engine.launchMatchAge + 1)
     if launchPIDs.count > 64 { launchPIDs = launchPIDs.filter { now < $0.value + horizon } }
@@ -39,10 +39,16 @@ extension Engine {
     // /proc gives the start in clock ticks (10 ms): allow one tick and some.
     let startedNs = now.nanoseconds.subtractingReportingOverflow(UInt64((age + 0.02) * 1e9))
     let started = MonotonicTime(nanoseconds: startedNs.overflow ? 0 : startedNs.partialValue)
-    let program = identity?.exe.flatMap { $0.split(separator: "/").last.map(String.init) }
-    if let i = launches.firstIndex(where: { $0.seen >= started && $0.program != nil && $0.program == program })
-      ?? launches.firstIndex(where: { $0.seen >= started && $0.program == nil })
-    {
+    // Its program: the executable, or the script an interpreter runs (the kernel's exec
+    // and the interpreter both open a script: two launches of one start).
+    let names = Set([identity?.exe, identity?.script].compactMap { $0?.split(separator: "/").last.map(String.init) })
+    if let i = launches.firstIndex(where: { $0.seen >= started && $0.program.map(names.contains) == true }) {
+      let program = launches[i].program
+      for l in launches where l.seen >= started && l.program == program {
+        endLaunch(l, why: "client identified", client: client, fx: &fx)
+      }
+      launches.removeAll { $0.seen >= started && $0.program == program }
+    } else if let i = launches.firstIndex(where: { $0.seen >= started && $0.program == nil }) {
       endLaunch(launches.remove(at: i), why: "client identified", client: client, fx: &fx)
     }
   }
@@ -78,6 +84,9 @@ public struct LaunchProcess: Sendable, Hashable {
   /// Why it may run code that is not its program's (`ClientIdentity.injection`), or
   /// `LD_LIBRARY_PATH=...` (a library of another directory in place of libxcb); nil: none.
   public var injection: String?
+  /// The first words of its command line (`/proc/PID/cmdline`): an interpreter running a
+  /// script names it there (`python3 tool.py`), not in `exe` or `comm`. Nil: unreadable.
+  public var arguments: [String]? = nil
 
   public init(
     pid: Int, started: MonotonicTime, exe: String? = nil, comm: String? = nil, loadsXCB: Bool? = nil,
@@ -146,8 +155,17 @@ extension Engine {
       return false
     }
     guard let program = l.program else { return p.loadsXCB != false }
-    if let exe = p.exe { return exe.split(separator: "/").last.map(String.init) == program }
-    return p.comm == String(program.prefix(15))
+    return runs(p, program)
+  }
+
+  /// Whether `p` runs `program` (a file name): its executable, or a script an interpreter
+  /// runs under the script's name (`comm`, when the script was exec'd) or with it among its
+  /// first arguments (`python3 tool.py`).
+  public static func runs(_ p: LaunchProcess, _ program: String) -> Bool {
+    func name(_ path: String) -> String? { path.split(separator: "/").last.map(String.init) }
+    if let exe = p.exe, name(exe) == program { return true }
+    if p.comm == String(program.prefix(15)) { return true }
+    return p.arguments?.prefix(3).contains { name($0) == program } ?? false
   }
 
   /// Why launch `l` is over before any client of it connected, given the young processes

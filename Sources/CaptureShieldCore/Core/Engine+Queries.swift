@@ -40,11 +40,13 @@ extension Engine {
   /// would shield right now under `capture.quarantine`: every secure window, while no
   /// shield is up, capture detection decides (`when: capturing`) and nothing is paused;
   /// otherwise none. The shell puts these up the moment it reads a ClientStarted, before
-  /// the engine is even told (see `RecordPump`); the engine's own answer to the event then
+  /// the engine is even told (see `RecordPump`), and at a learned capturer's start
+  /// (`learnedLaunchPaths`; without quarantine only there); the engine's own answer then
   /// shields the same windows, plus windows whose facts are not known yet (provisional
   /// while shields are up).
   public var quarantineTargets: [WindowID] {
-    guard policy.quarantine != nil, policy.when == .capturing, !isPaused, !shieldsActive else { return [] }
+    guard policy.quarantine != nil || watchesLearnedLaunches, policy.when == .capturing, !isPaused, !shieldsActive
+    else { return [] }
     return windows.values.filter { $0.reason.isSecure }.map(\.info.id).sorted()
   }
 

@@ -34,6 +34,9 @@ extension Engine {
     /// Its client is gone; the session only lingers. A new client on the same
     /// (reused) resource base never touches it.
     public var detached: Bool = false
+    /// A known session of a client known by learning (`Engine.learnedKnownHold`): it ends
+    /// with its client (plus `capture.linger`), not `learnedKnownHold` after the connection.
+    public var learned: Bool = false
     /// `capture.idle`: its client made no capture request for that long, so it shields
     /// nothing until the client's next sign of capture (`Engine+Idle.swift`).
     public var idle: Bool = false
@@ -87,7 +90,12 @@ extension Engine {
       }
       sessions[sid]!.pinned = false
       sessions[sid]!.detached = true
-      if s.expires.map({ $0 < lingerEnd }) ?? true { sessions[sid]!.expires = lingerEnd }
+      // A learned one-shot tool's session ends when the tool does, plus the linger.
+      if s.learned, let e = s.expires {
+        sessions[sid]!.expires = min(e, lingerEnd)
+      } else if s.expires.map({ $0 < lingerEnd }) ?? true {
+        sessions[sid]!.expires = lingerEnd
+      }
     }
   }
 

@@ -32,6 +32,12 @@ public struct Engine: Sendable {
     /// A request recorders send before capturing on a connection they keep
     /// (`CaptureCatalog.preludeKinds`): wakes its client's idle sessions (`capture.idle`).
     case capturePrelude(ClientID, CaptureRequest)
+    /// Under the Xorg module: the module censored or refused a read of this client's
+    /// (CaptureNotify); `identity` from the notice, for a client the engine has not
+    /// identified. The server protected the windows; the engine counts the capture: the
+    /// client's sessions count the request and do not go idle, and `capture.learn` learns
+    /// its program.
+    case captureCensored(ClientID, CaptureRequest, ClientIdentity?)
     case clientGone(ClientID)
     /// The compositor: the owner of `_NET_WM_CM_Sn` (`ownsSelection`), or a client found
     /// redirecting windows without owning it (never trusted by `capture.compositors`).
@@ -251,9 +257,13 @@ public struct Engine: Sendable {
       }
 
     case .clientLaunching(let program):
-      if let q = policy.quarantine, policy.quarantineOnLaunch {
+      // A learned capturer's start (`capture.learn`) holds the shields until its client is
+      // identified (its own known session takes over), at most `learnedKnownHold`.
+      let learned = isLearnedLaunch(program) ? Engine.learnedKnownHold : nil
+      let q = policy.quarantineOnLaunch ? policy.quarantine : nil
+      if let hold = [q, learned].compactMap({ $0 }).max() {
         launches.append(
-          Launch(seen: now, until: now + q, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
+          Launch(seen: now, until: now + hold, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
       }
 
     case .launchProcesses(let processes, let complete):
@@ -335,6 +345,9 @@ public struct Engine: Sendable {
     case .capturePrelude(let id, let req):
       captureActivity(id, kind: req.kind, fx: &fx)
 
+    case .captureCensored(let id, let req, let identity):
+      if censored(id, req, identity, fx: &fx) { stateChanged = true }
+
     case .clientGone(let id):
       stateChanged = clients[id] != nil
       departed.insert(id)
@@ -393,8 +406,9 @@ public struct Engine: Sendable {
       policy = p
       rehold()
       if p.quarantine == nil || !p.quarantineOnLaunch {
-        for l in launches { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
-        launches = []
+        let (kept, ended) = (launches.filter { isLearnedLaunch($0.program) }, launches)
+        for l in ended where !kept.contains(l) { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
+        launches = kept
       }
       stateChanged = true
       all = true

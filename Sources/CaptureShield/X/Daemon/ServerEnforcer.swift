@@ -47,7 +47,10 @@ final class ServerEnforcer {
     case audit(AuditRecord, stateChanged: Bool)
     /// A read the module censored or denied: carry out `effects` (rate-limited audit
     /// records), then tell the capture notices about `reader`.
-    case censored(reader: ClientID, identity: ClientIdentity, effects: [ServerEnforcement.Effect])
+    /// `request`: its name, for the engine (`Engine.Event.captureCensored`).
+    case censored(reader: ClientID, identity: ClientIdentity, request: String, effects: [ServerEnforcement.Effect])
+    /// Nothing to do (shieldctl's own commands, not run as `watch`).
+    case nothing
   }
 
   /// The channel to the CaptureShield Xorg module, when it is loaded and trusts this
@@ -75,6 +78,12 @@ final class ServerEnforcer {
     return ServerEnforcement.windowWatch(policy: policy, moduleReportsTags: module.reportsSecureWindows)
   }
 
+  /// The core requests the module reports (reads, and refused input: grabs, SendEvent).
+  static let coreRequestNames: [UInt8: String] = [
+    25: "SendEvent", 26: "GrabPointer", 28: "GrabButton", 31: "GrabKeyboard", 33: "GrabKey", 44: "QueryKeymap",
+    62: "CopyArea", 63: "CopyPlane", 73: "GetImage",
+  ]
+
   /// The name an audit record gives a request the module reports.
   func requestName(major: UInt8, minor: UInt16, withMinor: Bool) -> String {
     requestNames[major].map { $0 + (withMinor && major >= 128 ? " \(minor)" : "") } ?? "request \(major).\(minor)"
@@ -92,6 +101,11 @@ final class ServerEnforcer {
     let who: [(String, AuditRecord.Value)] = [
       ("pid", identity.pid.map { .int($0) } ?? "-"), ("exe", .string(identity.exe ?? "-")),
     ]
+    if n.kind == ServerModule.NotifyKind.trust.rawValue, n.drawable == ServerModule.NotifyKind.notRunAsWatch {
+      // shieldctl's other commands (status, list, history): the user's own, untrusted
+      // clients by design; nothing was refused that they asked for.
+      return .nothing
+    }
     if n.kind == ServerModule.NotifyKind.trust.rawValue {
       // The module refused (or ended) a client's trust: a Trust or Daemon program that failed
       // its kernel identity checks, or a grantee. Audited every time (once per connection).
@@ -128,11 +142,11 @@ final class ServerEnforcer {
         ] + who)
       return .audit(r, stateChanged: false)
     }
+    let request = requestName(major: n.requestMajor, minor: n.requestMinor, withMinor: true)
     let effects = enforcement.censored(
-      reader: reader, drawable: n.drawable,
-      request: requestName(major: n.requestMajor, minor: n.requestMinor, withMinor: true),
+      reader: reader, drawable: n.drawable, request: request,
       denied: n.kind == ServerModule.NotifyKind.denied.rawValue, identity: identity, now: now)
-    return .censored(reader: reader, identity: identity, effects: effects)
+    return .censored(reader: reader, identity: identity, request: request, effects: effects)
   }
 
   /// What carrying out a server-enforcement effect on the module asks of the loop.

@@ -118,6 +118,10 @@ struct LoopState {
   var lastPublish = MonotonicTime(nanoseconds: 0)
   /// Forged events and commands: how many since their last audit record (`ForgedAudit`).
   var forged = ForgedAudit()
+  /// The learned capturers whose starts the pump's launch watch follows (`updatePump`).
+  var learnedLaunchPaths: [String] = []
+  /// The engine said the history changed since the loop last looked (`publishIfDue`).
+  var historyChanged = false
 }
 
 /// Engine events waiting to be handled: `apply` is not re-entrant. An effect that reveals

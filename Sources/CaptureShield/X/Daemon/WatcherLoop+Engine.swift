@@ -53,12 +53,18 @@ extension WatcherLoop {
     case .other(.notifyCapture(let active, let windows)):
       effects.notifyCapture(
         active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
-    case .other(.historyChanged): setup.history?.changed(engine.history, now: Clock.now())
+    case .other(.historyChanged):
+      setup.history?.changed(engine.history, now: Clock.now())
+      loop.historyChanged = true
     case .other(.shield), .other(.unshield), .other(.shieldAtOnce): break  // carried out above
     }
   }
 
   func publishIfDue() {
+    if loop.historyChanged {
+      loop.historyChanged = false
+      updateLearnedLaunches()  // a program learned: its next start is watched
+    }
     syncHistory()
     guard loop.stateDirty else { return }
     let now = Clock.now()
@@ -67,7 +73,7 @@ extension WatcherLoop {
     loop.lastPublish = now
     var snap = engine.snapshot(pid: Int(getpid()), display: x.displayName, startedAt: setup.startedAt)
     snap.clipboard = clipboard?.status()  // copied-text guard hook
-    if let w = detector?.pump?.launchWatch {
+    if let w = detector?.pump?.launchWatch, !w.path.isEmpty {
       snap.launchWatch = w.path
       if w.programs != nil, !w.programDirectories.isEmpty {
         snap.launchDirectories = w.programDirectories.values.sorted()

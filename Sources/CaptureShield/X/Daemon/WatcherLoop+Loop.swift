@@ -163,32 +163,51 @@ extension WatcherLoop {
   }
 
   /// Quarantine on: the RECORD pump thread reads records and fires armed shields; off: the
-  /// loop reads them itself (no thread, and records can be read in batches).
+  /// loop reads them itself (no thread, and records can be read in batches). With
+  /// `capture.learn` and capturers in the history, the pump runs without quarantine too,
+  /// its launch watch on those programs alone: their starts fire the armed shields
+  /// (`Engine.learnedLaunchPaths`), a ClientStarted fires nothing.
   func updatePump() {
     guard let d = detector else { return }
     let p = engine.policy
-    let launches = p.quarantine != nil && p.quarantineOnLaunch
-    if p.quarantine != nil, d.pump != nil, d.pumpWatchesLaunches != launches {
-      d.stopPump()  // restarted below with or without the watch
+    let quarantine = p.quarantine != nil
+    let launches = quarantine && p.quarantineOnLaunch
+    let learned = engine.learnedLaunchPaths
+    loop.learnedLaunchPaths = learned
+    let wanted = quarantine || !learned.isEmpty
+    // What runs now, and what should: fires on ClientStarted, watches libxcb and the X
+    // client programs, watches the learned capturers only.
+    let watch = d.pump?.launchWatch
+    let running = (d.pumpFiresOnStart, watch.map { !$0.path.isEmpty } ?? false, watch.map { $0.path.isEmpty } ?? false)
+    let wants = (quarantine, launches, !launches && !learned.isEmpty)
+    if d.pump != nil, !wanted || running != wants {
+      d.stopPump()  // restarted below as the policy wants
     }
-    if p.quarantine != nil {
-      if d.pump == nil {
-        var watch: LaunchWatch? = nil
+    if wanted, d.pump == nil {
+      var watch: LaunchWatch? = nil
+      do {
         if launches {
-          do {
-            watch = try LaunchWatch()
-          } catch {
-            log.error(
-              "capture.quarantineOnLaunch: cannot watch for X client launches (\(error)); the quarantine starts at each client's connection"
-            )
-          }
+          watch = try LaunchWatch()
+        } else if !learned.isEmpty {
+          watch = try LaunchWatch(onlyPrograms: ())
         }
-        d.startPump(launchWatch: watch)
+      } catch {
+        log.error(
+          launches
+            ? "capture.quarantineOnLaunch: cannot watch for X client launches (\(error)); the quarantine starts at each client's connection"
+            : "capture.learn: cannot watch learned capturers' starts (\(error)); they are known from their connection"
+        )
       }
-    } else {
-      d.stopPump()
+      d.startPump(launchWatch: watch, firesOnStart: quarantine)
     }
+    d.pump?.launchWatch?.watchLearned(learned)
     if loop.fds.count > 3 { loop.fds[3].fd = d.fileDescriptor }
+  }
+
+  /// The history changed: the pump's watch follows the programs it marks as capturers.
+  func updateLearnedLaunches() {
+    guard detector != nil, engine.learnedLaunchPaths != loop.learnedLaunchPaths else { return }
+    updatePump()
   }
 
   /// Handles every event of both connections, including those xcb queued while we waited

@@ -20,11 +20,12 @@ extension WatcherLoop {
     return e
   }
 
-  /// Names of the requests the module reports (core ones, and the extensions whose
-  /// requests read pixels, by their major opcode on this server).
+  /// Names of the requests the module reports (the core ones it reports, and every
+  /// extension of this server by its major opcode: the module reports reads and refused
+  /// input through any of them, XInputExtension, XTEST, XKEYBOARD, Present, ...).
   func readRequestNames() -> [UInt8: String] {
-    var names: [UInt8: String] = [62: "CopyArea", 63: "CopyPlane", 73: "GetImage"]
-    for ext in ["MIT-SHM", "RENDER", "Composite", "DRI2", "DRI3", "DOUBLE-BUFFER", "GLX"] {
+    var names = ServerEnforcer.coreRequestNames
+    for ext in x.listExtensions() {
       let major = x.majorOpcode(ext)
       if major != 0 { names[major] = ext }
     }
@@ -161,9 +162,13 @@ extension WatcherLoop {
     case .audit(let r, let stateChanged):
       log.write(r)
       if stateChanged { loop.stateDirty = true }
-    case .censored(let reader, let identity, let effects):
+    case .censored(let reader, let identity, let request, let effects):
       for e in effects { performServer(e, module: module) }
+      // The reader captures: its sessions count it (a recording recorder is not idle),
+      // and `capture.learn` learns its program.
+      apply(.captureCensored(reader, CaptureRequest(kind: request, target: n.drawable), identity))
       noticeCensored(reader: reader, identity: identity)
+    case .nothing: break
     }
   }
 }
