@@ -10,16 +10,6 @@
  *                              coordinates): "create_err=E reports=N inside=N"
  * The listener prints "ready" once its object exists. */
 #include "csprobe.h"
-#include <poll.h>
-#include <time.h>
-
-static long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
 
 static int
 victim_(void)
@@ -57,8 +47,30 @@ victim_(void)
     return 0;
 }
 
+static int damage_event, rx, ry, rw, rh;
+static long reports, in;
+
+/* a DamageNotify: its box meets the rectangle? */
+static void
+on_damage(xcb_generic_event_t *ev)
+{
+    const uint8_t *b = (const uint8_t *) ev;
+    int16_t ax, ay;
+    uint16_t aw, ah;
+
+    if ((ev->response_type & 0x7f) != damage_event)
+        return;
+    memcpy(&ax, b + 16, 2);
+    memcpy(&ay, b + 18, 2);
+    memcpy(&aw, b + 20, 2);
+    memcpy(&ah, b + 22, 2);
+    reports++;
+    if (ax < rx + rw && ay < ry + rh && ax + aw > rx && ay + ah > ry)
+        in++;
+}
+
 static int
-dmg_listen(long ms, xcb_drawable_t d, int rx, int ry, int rw, int rh)
+dmg_listen(long ms, xcb_drawable_t d)
 {
     const xcb_query_extension_reply_t *x;
     struct { uint8_t major, minor; uint16_t len; uint32_t vmaj, vmin; } qv;
@@ -68,11 +80,6 @@ dmg_listen(long ms, xcb_drawable_t d, int rx, int ry, int rw, int rh)
     xcb_generic_error_t *e = NULL;
     void *r;
     int err;
-    long reports = 0, in = 0, end;
-    const char *stop = getenv("CS_STOP_FILE");
-    int stopping = 0;
-    struct pollfd p;
-
     conn();
     x = xcb_get_extension_data(c, &(xcb_extension_t) { "DAMAGE", 0 });
     if (!x || !x->present)
@@ -96,38 +103,9 @@ dmg_listen(long ms, xcb_drawable_t d, int rx, int ry, int rw, int rh)
     cr.level = 0;               /* raw rectangles: one report per drawing */
     memset(cr.pad, 0, sizeof(cr.pad));
     err = raw_void(&cr, sizeof(cr));
-    sync_();
-    printf("ready\n");
-    fflush(stdout);
-    p.fd = xcb_get_file_descriptor(c);
-    p.events = POLLIN;
-    end = now_ms() + ms;
-    while (now_ms() < end) {
-        xcb_generic_event_t *ev;
-        if (stop && !stopping && access(stop, F_OK) == 0) {
-            stopping = 1;
-            if (now_ms() + 300 < end)
-                end = now_ms() + 300;
-        }
-        while ((ev = xcb_poll_for_event(c))) {
-            if ((ev->response_type & 0x7f) == x->first_event) {
-                const uint8_t *b = (const uint8_t *) ev;
-                int16_t ax, ay;
-                uint16_t aw, ah;
-                memcpy(&ax, b + 16, 2);
-                memcpy(&ay, b + 18, 2);
-                memcpy(&aw, b + 20, 2);
-                memcpy(&ah, b + 22, 2);
-                reports++;
-                if (ax < rx + rw && ay < ry + rh && ax + aw > rx && ay + ah > ry)
-                    in++;
-            }
-            free(ev);
-        }
-        if (xcb_connection_has_error(c))
-            break;
-        poll(&p, 1, 20);
-    }
+    damage_event = x->first_event;
+    cs_ready();
+    cs_listen(ms, on_damage);
     printf("create_err=%d reports=%ld inside=%ld\n", err, reports, in);
     return 0;
 }
@@ -138,9 +116,13 @@ main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc > 1 && !strcmp(argv[1], "victim"))
         return victim_();
-    if (argc > 7 && !strcmp(argv[1], "listen"))
-        return dmg_listen(atol(argv[2]), (xcb_drawable_t) strtoul(argv[3], NULL, 0),
-                       atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]));
+    if (argc > 7 && !strcmp(argv[1], "listen")) {
+        rx = atoi(argv[4]);
+        ry = atoi(argv[5]);
+        rw = atoi(argv[6]);
+        rh = atoi(argv[7]);
+        return dmg_listen(atol(argv[2]), (xcb_drawable_t) strtoul(argv[3], NULL, 0));
+    }
     fprintf(stderr, "usage: atk-damage victim | listen MS DRAWABLE X Y W H\n");
     return 64;
 }

@@ -12,52 +12,14 @@
  *                              "click_err=E"
  * Each listener prints "ready" once its window is mapped. */
 #include "csprobe.h"
-#include <poll.h>
-#include <time.h>
 
 static long n_key;
 
-static long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 static void
-ready(void)
+on_key(xcb_generic_event_t *ev)
 {
-    sync_();
-    printf("ready\n");
-    fflush(stdout);
-}
-
-/* key presses for at most MS ms; when $CS_STOP_FILE appears (the typist is done), 300 ms more */
-static void
-pump(long ms)
-{
-    long end = now_ms() + ms;
-    const char *stop = getenv("CS_STOP_FILE");
-    struct pollfd p = { xcb_get_file_descriptor(c), POLLIN, 0 };
-    int stopping = 0;
-
-    while (now_ms() < end) {
-        xcb_generic_event_t *ev;
-        if (stop && !stopping && access(stop, F_OK) == 0) {
-            stopping = 1;
-            if (now_ms() + 300 < end)
-                end = now_ms() + 300;
-        }
-        while ((ev = xcb_poll_for_event(c))) {
-            if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
-                n_key++;
-            free(ev);
-        }
-        if (xcb_connection_has_error(c))
-            return;
-        poll(&p, 1, 20);
-    }
+    if ((ev->response_type & 0x7f) == XCB_KEY_PRESS)
+        n_key++;
 }
 
 static xcb_window_t
@@ -86,8 +48,8 @@ wmsteal(long ms)
     wait_mapped(w);
     focus_err = check(xcb_set_input_focus_checked(c, XCB_INPUT_FOCUS_POINTER_ROOT, w,
                                                   XCB_CURRENT_TIME));
-    ready();
-    pump(ms);
+    cs_ready();
+    cs_listen(ms, on_key);
     printf("wm_err=%d focus_err=%d stolen_keys=%ld\n", wm_err, focus_err, n_key);
     return 0;
 }
@@ -104,26 +66,9 @@ mapnew(long ms)
     sync_();
     printf("ready win=0x%x\n", w);
     fflush(stdout);
-    pump(ms);
+    cs_listen(ms, on_key);
     printf("stolen_keys=%ld\n", n_key);
     return 0;
-}
-
-static int
-fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
-{
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint8_t type, detail;
-        uint16_t pad0;
-        uint32_t time, root, pad1, pad2;
-        int16_t x, y;
-        uint32_t pad3;
-        uint16_t pad4;
-        uint8_t pad5, deviceid;
-    } req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, 0 };
-    return raw_void(&req, sizeof(req));
 }
 
 static int
@@ -135,10 +80,10 @@ click(int x, int y)
     xtest = ext_major("XTEST");
     if (xtest < 0)
         die("no XTEST");
-    err = fake(xtest, XCB_MOTION_NOTIFY, 0, (int16_t) x, (int16_t) y);
+    err = cs_xtest_fake(xtest, XCB_MOTION_NOTIFY, 0, (int16_t) x, (int16_t) y);
     if (!err)
-        err = fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
-    fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
+        err = cs_xtest_fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
+    cs_xtest_fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
     sync_();
     printf("click_err=%d\n", err);
     return 0;

@@ -16,18 +16,8 @@
  *                               err=E"
  * Listeners print "ready" before they listen. */
 #include "csprobe.h"
-#include <poll.h>
-#include <time.h>
 
 static int rx, ry, rw, rh;
-
-static long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
 
 static int
 inside(int x, int y)
@@ -35,15 +25,8 @@ inside(int x, int y)
     return x >= rx && y >= ry && x < rx + rw && y < ry + rh;
 }
 
-static void
-ready(void)
-{
-    sync_();
-    printf("ready\n");
-    fflush(stdout);
-}
-
-/* the end of listening: MS ms, or 300 ms after $CS_STOP_FILE appears */
+/* the end of listening for poll_ (it calls no event handler): MS ms, or 300 ms after
+ * $CS_STOP_FILE appears */
 static long end_ms;
 static int stopping;
 
@@ -54,10 +37,10 @@ listening(void)
 
     if (stop && !stopping && access(stop, F_OK) == 0) {
         stopping = 1;
-        if (now_ms() + 300 < end_ms)
-            end_ms = now_ms() + 300;
+        if (cs_now_ms() + 300 < end_ms)
+            end_ms = cs_now_ms() + 300;
     }
-    return now_ms() < end_ms;
+    return cs_now_ms() < end_ms;
 }
 
 static int
@@ -67,8 +50,8 @@ poll_(long ms)
     static int seen[64][2];
 
     conn();
-    ready();
-    end_ms = now_ms() + ms;
+    cs_ready();
+    end_ms = cs_now_ms() + ms;
     while (listening()) {
         xcb_query_pointer_reply_t *r =
             xcb_query_pointer_reply(c, xcb_query_pointer(c, root), NULL);
@@ -92,23 +75,6 @@ poll_(long ms)
     return 0;
 }
 
-static void
-pump(void (*on)(xcb_generic_event_t *))
-{
-    struct pollfd p = { xcb_get_file_descriptor(c), POLLIN, 0 };
-
-    while (listening()) {
-        xcb_generic_event_t *ev;
-        while ((ev = xcb_poll_for_event(c))) {
-            on(ev);
-            free(ev);
-        }
-        if (xcb_connection_has_error(c))
-            return;
-        poll(&p, 1, 20);
-    }
-}
-
 static int xi_major;
 static long raw_buttons, raw_motion, motion_in;
 
@@ -128,47 +94,12 @@ on_xi2(xcb_generic_event_t *ev)
 static int
 xi2(long ms)
 {
-    struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv;
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint32_t win;
-        uint16_t nmasks, pad;
-        uint16_t dev, mlen;
-        uint32_t mask;
-    } sel;
-    struct iovec iov[3];
-    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
-    xcb_generic_error_t *e = NULL;
-    void *r;
     int err;
 
     conn();
-    xi_major = ext_major("XInputExtension");
-    qv.major = (uint8_t) xi_major;
-    qv.minor = 47;              /* XIQueryVersion */
-    qv.len = 2;
-    qv.vmaj = 2;
-    qv.vmin = 2;
-    iov[2].iov_base = &qv;
-    iov[2].iov_len = sizeof(qv);
-    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
-                                               &iov[2], &pr), &e);
-    free(r);
-    free(e);
-    memset(&sel, 0, sizeof(sel));
-    sel.major = (uint8_t) xi_major;
-    sel.minor = 46;             /* XISelectEvents */
-    sel.len = sizeof(sel) / 4;
-    sel.win = root;
-    sel.nmasks = 1;
-    sel.dev = 1;                /* XIAllMasterDevices */
-    sel.mlen = 1;
-    sel.mask = (1u << 15) | (1u << 17);
-    err = raw_void(&sel, sizeof(sel));
-    ready();
-    end_ms = now_ms() + ms;
-    pump(on_xi2);
+    err = cs_xi2_select_root((1u << 15) | (1u << 17), &xi_major);   /* RawButtonPress, RawMotion */
+    cs_ready();
+    cs_listen(ms, on_xi2);
     printf("select_err=%d raw_buttons=%ld raw_motion=%ld\n", err, raw_buttons, raw_motion);
     return 0;
 }
@@ -190,9 +121,8 @@ motion(long ms)
 
     conn();
     xcb_change_window_attributes(c, root, XCB_CW_EVENT_MASK, &mask);
-    ready();
-    end_ms = now_ms() + ms;
-    pump(on_motion);
+    cs_ready();
+    cs_listen(ms, on_motion);
     printf("motion_inside=%ld\n", motion_in);
     return 0;
 }
@@ -220,23 +150,6 @@ history(void)
 }
 
 static int
-fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
-{
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint8_t type, detail;
-        uint16_t pad0;
-        uint32_t time, root, pad1, pad2;
-        int16_t x, y;
-        uint32_t pad3;
-        uint16_t pad4;
-        uint8_t pad5, deviceid;
-    } req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, 0 };
-    return raw_void(&req, sizeof(req));
-}
-
-static int
 user(int n)
 {
     int xtest, i, err = 0, sent = 0;
@@ -246,12 +159,12 @@ user(int n)
     if (xtest < 0)
         die("no XTEST");
     for (i = 0; i < n; i++) {
-        int e = fake(xtest, XCB_MOTION_NOTIFY, 0, (int16_t) (rx + 10 + (i * 37) % (rw - 20)),
+        int e = cs_xtest_fake(xtest, XCB_MOTION_NOTIFY, 0, (int16_t) (rx + 10 + (i * 37) % (rw - 20)),
                      (int16_t) (ry + 10 + (i * 23) % (rh - 20)));
         usleep(20000);
         if (!e)
-            e = fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
-        fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
+            e = cs_xtest_fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
+        cs_xtest_fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
         usleep(20000);
         if (e)
             err = e;

@@ -54,6 +54,13 @@ void wait_viewable(xcb_window_t w, int tries);
 void set_secure(xcb_window_t w, uint32_t v);
 xcb_render_pictformat_t root_format(void);
 
+/* cslisten.c: what the adversary suites' listeners share */
+long cs_now_ms(void);
+void cs_ready(void);
+void cs_listen(long ms, void (*on)(xcb_generic_event_t *));
+int cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y);
+int cs_xi2_select_root(uint32_t mask, int *major);
+
 int victim(int argc, char **argv);
 int capture(int argc, char **argv);
 int attack(int argc, char **argv);

@@ -11,21 +11,15 @@ set -euo pipefail
 ATK=$OUT/atk-comp
 for b in "$ATK" "$PROBE"; do [ -x "$b" ] || { echo "Error: $b not built" >&2; exit 1; }; done
 PICOM=$(command -v picom) || { echo "Error: picom is not installed (scripts/install-deps.sh xorg)" >&2; exit 1; }
-MODDIR=${CS_MODDIR:-$OUT}
 
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "Option \"Trust\" \"$PICOM:$TPROBE\"" "$@"
-  OUT=$save
-}
+conf() { local f=$1; shift; mod_conf "$f" "Option \"Trust\" \"$PICOM:$TPROBE\"" "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" 'Option "DisableRules" "opacity"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule opacity off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule opacity off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 # compositor SRV [picom options]: starts picom (root: the session's user) on SRV; waits
 # until the module logged it as trusted and it redirected the screen

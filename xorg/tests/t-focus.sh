@@ -19,23 +19,17 @@ for b in "$ATK" "$IATK"; do [ -x "$b" ] || { echo "Error: $b not built" >&2; exi
 command -v openbox >/dev/null || { echo "Error: openbox missing (scripts/install-deps.sh xorg)" >&2; exit 1; }
 TYPIST=$(trusted_copy "$IATK" atk-input-trusted)
 CLICKER=$(trusted_copy "$ATK" atk-focus-trusted)
-MODDIR=${CS_MODDIR:-$OUT}
 N=13
 MS=20000
 export CS_STOP_FILE=$TMP/typed
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "Option \"Trust\" \"$TYPIST:$CLICKER\"" "$@"
-  OUT=$save
-}
+conf() { local f=$1; shift; mod_conf "$f" "Option \"Trust\" \"$TYPIST:$CLICKER\"" "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" 'Option "DisableRules" "wmfocus"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule wmfocus off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule wmfocus off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 start_iv() {
   local line
@@ -51,10 +45,6 @@ stop_iv() {
   wait "$p" 2>/dev/null || true
 }
 # bg NAME CMD...: in the background, output in $TMP/NAME
-bg() { local n=$1; shift; rm -f "$CS_STOP_FILE"; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; BG_PIDS+=($!); }
-wait_ready() { local i; for i in $(seq 100); do grep -q ready "$TMP/$1" && return 0; sleep 0.1; done; }
-wait_done() { wait "$(cat "$TMP/$1.pid")" 2>/dev/null || true; }
-last() { tail -1 "$TMP/$1" | tr -d '\n'; }
 typed() { "$TYPIST" type >/dev/null; touch "$CS_STOP_FILE"; }
 start_wm() {
   openbox --sm-disable >"$TMP/openbox.log" 2>&1 &
@@ -68,6 +58,7 @@ for srv in A D C; do
   eval "export DISPLAY=\$XDISPLAY_$srv"
   # 1. no window manager: the attacker becomes one and takes the focus
   start_iv
+  rm -f "$CS_STOP_FILE"
   bg steal as_nobody "$ATK" wmsteal $MS; wait_ready steal
   typed; wait_done steal; v=$(iv_count); stop_iv
   if [ $srv = C ]; then
@@ -78,6 +69,7 @@ for srv in A D C; do
   # 2. openbox runs: the attacker maps a window, openbox focuses it
   start_wm
   start_iv
+  rm -f "$CS_STOP_FILE"
   bg mapnew as_nobody "$ATK" mapnew $MS; wait_ready mapnew
   sleep 0.5    # openbox manages the window and gives it the focus
   typed; wait_done mapnew; v=$(iv_count); stop_iv
@@ -90,6 +82,7 @@ for srv in A D C; do
   fi
   # 3. the same, then the user clicks on the attacker's window: the focus moves there
   start_iv
+  rm -f "$CS_STOP_FILE"
   bg mapnew2 as_nobody "$ATK" mapnew $MS; wait_ready mapnew2
   sleep 0.5
   win=$(sed -n 's/^ready win=//p' "$TMP/mapnew2")

@@ -15,20 +15,14 @@ ATK=$OUT/atk-input
 for b in "$ATK" xkbset xmodmap setxkbmap xset xinput; do
   command -v "$b" >/dev/null || { echo "Error: $b missing (scripts/install-deps.sh xorg)" >&2; exit 1; }
 done
-MODDIR=${CS_MODDIR:-$OUT}
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "$@"
-  OUT=$save
-}
+conf() { mod_conf "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" 'Option "DisableRules" "keymap"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule keymap off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule keymap off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 start_iv() {
   local line

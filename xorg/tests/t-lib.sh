@@ -52,6 +52,21 @@ start_victim() {
   eval "$(echo "$line" | tr ' ' '\n' | sed 's/^/V_/')"
 }
 stop_victim() { kill "$VPID" 2>/dev/null || true; wait "$VPID" 2>/dev/null || true; }
+# mod_conf FILE OPTION...: a server config loading the module from CS_MODDIR (another
+# build of it, e.g. an older one to see a suite fail) or OUT, with the captureshield options
+mod_conf() {
+  local f=$1 save=$OUT; shift
+  OUT=${CS_MODDIR:-$OUT}
+  write_conf "$f" 1 "$@"
+  OUT=$save
+}
+# bg NAME CMD...: CMD in the background, its output in $TMP/NAME; wait_ready NAME...: until
+# each printed "ready" (10 s at most); wait_done NAME...: until each exited; last NAME: its
+# last line
+bg() { local n=$1; shift; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; BG_PIDS+=($!); }
+wait_ready() { local n i; for n in "$@"; do for i in $(seq 100); do grep -q ready "$TMP/$n" && break; sleep 0.1; done; done; }
+wait_done() { local n; for n in "$@"; do wait "$(cat "$TMP/$n.pid")" 2>/dev/null || true; done; }
+last() { tail -1 "$TMP/$1" | tr -d '\n'; }
 # as_nobody CMD...: runs CMD as uid nobody (another user of the display)
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
 summary() {

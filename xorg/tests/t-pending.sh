@@ -15,20 +15,14 @@ set -euo pipefail
 ATKF=$OUT/atk-focus
 ATKS=$OUT/atk-swap
 for b in "$ATKF" "$ATKS" "$PROBE" "$TPROBE"; do [ -x "$b" ] || { echo "Error: $b not built" >&2; exit 1; }; done
-MODDIR=${CS_MODDIR:-$OUT}
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "Option \"Trust\" \"$TPROBE\"" "$@"
-  OUT=$save
-}
+conf() { local f=$1; shift; mod_conf "$f" "Option \"Trust\" \"$TPROBE\"" "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" 'Option "DisableRules" "pending"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule pending off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule pending off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 W=; WPID=
 # window: nobody maps an ordinary window (atk-focus mapnew: 150x100 blue); sets W, WPID

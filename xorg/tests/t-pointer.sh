@@ -12,29 +12,19 @@ set -euo pipefail
 ATK=$OUT/atk-ptr
 [ -x "$ATK" ] || { echo "Error: $ATK not built" >&2; exit 1; }
 USERHAND=$(trusted_copy "$ATK" atk-ptr-trusted)
-MODDIR=${CS_MODDIR:-$OUT}
 MS=20000
 export CS_STOP_FILE=$TMP/moved
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "Option \"Trust\" \"$USERHAND\"" "$@"
-  OUT=$save
-}
+conf() { local f=$1; shift; mod_conf "$f" "Option \"Trust\" \"$USERHAND\"" "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" 'Option "DisableRules" "pointer"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule pointer off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule pointer off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 # the part of the victim's secure window (100,100 200x200) that its blue window leaves free
 R="100 100 150 150"
-bg() { local n=$1; shift; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; BG_PIDS+=($!); }
-wait_ready() { local n i; for n in "$@"; do for i in $(seq 100); do grep -q ready "$TMP/$n" && break; sleep 0.1; done; done; }
-wait_done() { local n; for n in "$@"; do wait "$(cat "$TMP/$n.pid")" 2>/dev/null || true; done; }
-last() { tail -1 "$TMP/$1" | tr -d '\n'; }
 
 for srv in A D C; do
   eval "export DISPLAY=\$XDISPLAY_$srv"

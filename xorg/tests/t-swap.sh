@@ -12,22 +12,16 @@ set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/t-lib.sh"
 ATK=$OUT/atk-swap
 for b in "$ATK" "$PROBE"; do [ -x "$b" ] || { echo "Error: $b not built" >&2; exit 1; }; done
-MODDIR=${CS_MODDIR:-$OUT}
 OFF=getimage,copyarea,title,properties,property,namewindowpixmap,record,dbe,resources
 
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "$@"
-  OUT=$save
-}
+conf() { mod_conf "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" "Option \"DisableRules\" \"$OFF\""
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 declare -A PID_OF=([A]=${XORG_PIDS[0]} [D]=${XORG_PIDS[1]} [C]=${XORG_PIDS[2]})
 TITLE=secret-title-of-24-bytes
 

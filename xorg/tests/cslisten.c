@@ -1,0 +1,111 @@
+/* CaptureShield Xorg tests: what the listeners of the adversary suites share (atk-focus,
+ * atk-ptr, atk-damage): the clock, "ready", listening until the typist is done, XTEST
+ * input and XI2 selections on the root. */
+#include "csprobe.h"
+#include <poll.h>
+#include <time.h>
+
+long
+cs_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
+
+void
+cs_ready(void)
+{
+    sync_();
+    printf("ready\n");
+    fflush(stdout);
+}
+
+/* Events to `on` for at most MS ms; when $CS_STOP_FILE appears (the typist or the user's
+ * hand is done: its last round trip came back), 300 ms more. */
+void
+cs_listen(long ms, void (*on)(xcb_generic_event_t *))
+{
+    long end = cs_now_ms() + ms;
+    const char *stop = getenv("CS_STOP_FILE");
+    struct pollfd p = { xcb_get_file_descriptor(c), POLLIN, 0 };
+    int stopping = 0;
+
+    while (cs_now_ms() < end) {
+        xcb_generic_event_t *ev;
+        if (stop && !stopping && access(stop, F_OK) == 0) {
+            stopping = 1;
+            if (cs_now_ms() + 300 < end)
+                end = cs_now_ms() + 300;
+        }
+        while ((ev = xcb_poll_for_event(c))) {
+            if (on)
+                on(ev);
+            free(ev);
+        }
+        if (xcb_connection_has_error(c))
+            return;
+        poll(&p, 1, 20);
+    }
+}
+
+/* XTEST FakeInput of a core event (no device): the error code, 0 for none */
+int
+cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
+{
+    struct {
+        uint8_t major, minor;
+        uint16_t len;
+        uint8_t type, detail;
+        uint16_t pad0;
+        uint32_t time, root, pad1, pad2;
+        int16_t x, y;
+        uint32_t pad3;
+        uint16_t pad4;
+        uint8_t pad5, deviceid;
+    } req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, 0 };
+    return raw_void(&req, sizeof(req));
+}
+
+/* XI 2.2, `mask` (XI2 event bits) of every master device selected on the root; *major gets
+ * XInputExtension's major opcode. Returns the selection's error code. */
+int
+cs_xi2_select_root(uint32_t mask, int *major)
+{
+    struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv;
+    struct {
+        uint8_t major, minor;
+        uint16_t len;
+        uint32_t win;
+        uint16_t nmasks, pad;
+        uint16_t dev, mlen;
+        uint32_t mask;
+    } sel;
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+    void *r;
+
+    *major = ext_major("XInputExtension");
+    qv.major = (uint8_t) *major;
+    qv.minor = 47;              /* XIQueryVersion */
+    qv.len = 2;
+    qv.vmaj = 2;
+    qv.vmin = 2;
+    iov[2].iov_base = &qv;
+    iov[2].iov_len = sizeof(qv);
+    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                               &iov[2], &pr), &e);
+    free(r);
+    free(e);
+    memset(&sel, 0, sizeof(sel));
+    sel.major = (uint8_t) *major;
+    sel.minor = 46;             /* XISelectEvents */
+    sel.len = sizeof(sel) / 4;
+    sel.win = root;
+    sel.nmasks = 1;
+    sel.dev = 1;                /* XIAllMasterDevices */
+    sel.mlen = 1;
+    sel.mask = mask;
+    return raw_void(&sel, sizeof(sel));
+}
