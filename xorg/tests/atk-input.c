@@ -12,15 +12,6 @@
 #define NKEYS 13
 static const uint8_t keycodes[NKEYS] = { 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 38, 39, 40 };
 
-static long
-now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 /* XTEST FakeInput of one event (deviceid 0: a core event, else an XI device event of that
  * device); returns the error code (0: none) */
 static int
@@ -38,13 +29,6 @@ fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y, uint8_t 
         uint8_t pad5, deviceid;
     } req = { xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, deviceid };
     return raw_void(&req, sizeof(req));
-}
-
-/* fake: XTEST FakeInput of a core event (no device) */
-static int
-fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
-{
-    return fake_dev(xtest, type, detail, x, y, 0);
 }
 
 static int xkb_base;
@@ -142,12 +126,12 @@ type_keys(int modkey)
         die("no XTEST");
     for (i = 0; i < NKEYS; i++) {
         if (modkey)
-            fake(xtest, XCB_KEY_PRESS, modkey, 0, 0);
-        e = fake(xtest, XCB_KEY_PRESS, keycodes[i], 0, 0);
+            cs_xtest_fake(xtest, XCB_KEY_PRESS, modkey, 0, 0);
+        e = cs_xtest_fake(xtest, XCB_KEY_PRESS, keycodes[i], 0, 0);
         usleep(15000);
-        fake(xtest, XCB_KEY_RELEASE, keycodes[i], 0, 0);
+        cs_xtest_fake(xtest, XCB_KEY_RELEASE, keycodes[i], 0, 0);
         if (modkey)
-            fake(xtest, XCB_KEY_RELEASE, modkey, 0, 0);
+            cs_xtest_fake(xtest, XCB_KEY_RELEASE, modkey, 0, 0);
         usleep(15000);
         if (e)
             err = e;
@@ -215,10 +199,10 @@ click(int n)
 
     conn();
     xtest = ext_major("XTEST");
-    merr = fake(xtest, XCB_MOTION_NOTIFY, 0, 200, 200);
+    merr = cs_xtest_fake(xtest, XCB_MOTION_NOTIFY, 0, 200, 200);
     for (i = 0; i < n; i++) {
-        e = fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
-        fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
+        e = cs_xtest_fake(xtest, XCB_BUTTON_PRESS, 1, 0, 0);
+        cs_xtest_fake(xtest, XCB_BUTTON_RELEASE, 1, 0, 0);
         if (e)
             err = e;
         else
@@ -256,42 +240,6 @@ sendevent(xcb_window_t w)
 }
 
 /* listeners: set up, print "ready", count for MS milliseconds, print the counts */
-static void
-ready(void)
-{
-    sync_();
-    printf("ready\n");
-    fflush(stdout);
-}
-
-/* events for at most MS ms; when the file $CS_STOP_FILE appears (the typist is done: its
- * last round trip came back, so every event it caused is on its way), 300 ms more */
-static void
-pump(long ms, void (*on)(xcb_generic_event_t *))
-{
-    long end = now_ms() + ms;
-    const char *stop = getenv("CS_STOP_FILE");
-    struct pollfd p = { xcb_get_file_descriptor(c), POLLIN, 0 };
-    int stopping = 0;
-
-    while (now_ms() < end) {
-        if (stop && !stopping && access(stop, F_OK) == 0) {
-            stopping = 1;
-            if (now_ms() + 300 < end)
-                end = now_ms() + 300;
-        }
-        xcb_generic_event_t *ev;
-
-        while ((ev = xcb_poll_for_event(c))) {
-            on(ev);
-            free(ev);
-        }
-        if (xcb_connection_has_error(c))
-            return;
-        poll(&p, 1, 20);
-    }
-}
-
 static long n_key, n_raw;
 static int xi_major;
 
@@ -319,46 +267,12 @@ on_xi2(xcb_generic_event_t *ev)
 static int
 xi2(long ms)
 {
-    struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv;
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint32_t win;
-        uint16_t nmasks, pad;
-        uint16_t dev, mlen;
-        uint32_t mask;
-    } sel;
-    struct iovec iov[3];
-    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
-    xcb_generic_error_t *e = NULL;
-    void *r;
     int err;
 
     conn();
-    xi_major = ext_major("XInputExtension");
-    qv.major = xi_major;
-    qv.minor = 47;              /* XIQueryVersion */
-    qv.len = 2;
-    qv.vmaj = 2;
-    qv.vmin = 2;
-    iov[2].iov_base = &qv;
-    iov[2].iov_len = sizeof(qv);
-    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
-                                               &iov[2], &pr), &e);
-    free(r);
-    free(e);
-    memset(&sel, 0, sizeof(sel));
-    sel.major = xi_major;
-    sel.minor = 46;             /* XISelectEvents */
-    sel.len = sizeof(sel) / 4;
-    sel.win = root;
-    sel.nmasks = 1;
-    sel.dev = 1;                /* XIAllMasterDevices */
-    sel.mlen = 1;
-    sel.mask = (1u << 2) | (1u << 13);
-    err = raw_void(&sel, sizeof(sel));
-    ready();
-    pump(ms, on_xi2);
+    err = cs_xi2_select_root((1u << 2) | (1u << 13), &xi_major);     /* KeyPress, RawKeyPress */
+    cs_ready();
+    cs_listen(ms, on_xi2);
     printf("select_err=%d xi2_keys=%ld raw_keys=%ld\n", err, n_key, n_raw);
     return 0;
 }
@@ -373,15 +287,15 @@ keymap(long ms)
     int i, stopping = 0;
 
     conn();
-    ready();
-    end = now_ms() + ms;
-    while (now_ms() < end) {
+    cs_ready();
+    end = cs_now_ms() + ms;
+    while (cs_now_ms() < end) {
         xcb_query_keymap_reply_t *r;
 
         if (stop && !stopping && access(stop, F_OK) == 0) {
             stopping = 1;
-            if (now_ms() + 300 < end)
-                end = now_ms() + 300;
+            if (cs_now_ms() + 300 < end)
+                end = cs_now_ms() + 300;
         }
         r = xcb_query_keymap_reply(c, xcb_query_keymap(c), NULL);
         if (!r)
@@ -508,8 +422,8 @@ xkb(long ms, int dev, int slow)
 
     conn();
     err = xkb_setup(dev, slow, mask, &supported);
-    ready();
-    pump(ms, on_xkb);
+    cs_ready();
+    cs_listen(ms, on_xkb);
     if (slow > 0)
         xkb_slow_keys(xkb_major, dev, 0);
     printf("xkb_supported=%d xkb_err=%d xkb_events=%ld xkb_keyed=%ld xkb_state=%ld "
@@ -534,8 +448,8 @@ xi1wait(long ms)
 
     conn();
     major = ext_major("XInputExtension");
-    end = now_ms() + ms;
-    while (!listening && now_ms() < end) {
+    end = cs_now_ms() + ms;
+    while (!listening && cs_now_ms() < end) {
         struct iovec iov[3];
         xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
         xcb_generic_error_t *e = NULL;
@@ -569,8 +483,8 @@ grabkey(long ms, int key, int mods)
     conn();
     err = check(xcb_grab_key_checked(c, 1, root, mods, key, XCB_GRAB_MODE_ASYNC,
                                      XCB_GRAB_MODE_ASYNC));
-    ready();
-    pump(ms, on_key);
+    cs_ready();
+    cs_listen(ms, on_key);
     printf("grab_err=%d grabbed_keys=%ld\n", err, n_key);
     return 0;
 }
@@ -596,13 +510,13 @@ grabfrozen(long ms)
     if (r)
         status = r->status;
     free(r);
-    ready();
-    end = now_ms() + ms;
-    while (stop && access(stop, F_OK) != 0 && now_ms() < end)
+    cs_ready();
+    end = cs_now_ms() + ms;
+    while (stop && access(stop, F_OK) != 0 && cs_now_ms() < end)
         usleep(10000);
     xcb_allow_events(c, XCB_ALLOW_ASYNC_KEYBOARD, XCB_CURRENT_TIME);
     xcb_flush(c);
-    pump(end - now_ms(), on_key);
+    cs_listen(end - cs_now_ms(), on_key);
     printf("grab_err=%d pointer_grab=%d grabbed_keys=%ld\n", err, status, n_key);
     return 0;
 }
@@ -625,8 +539,8 @@ grabkbd(long ms)
         err = e->error_code;
     free(r);
     free(e);
-    ready();
-    pump(ms, on_key);
+    cs_ready();
+    cs_listen(ms, on_key);
     printf("grab_status=%d grab_err=%d grabbed_keys=%ld\n", status, err, n_key);
     return 0;
 }
@@ -640,8 +554,8 @@ select_(xcb_window_t w, long ms)
 
     conn();
     err = check(xcb_change_window_attributes_checked(c, w, XCB_CW_EVENT_MASK, &mask));
-    ready();
-    pump(ms, on_key);
+    cs_ready();
+    cs_listen(ms, on_key);
     printf("select_err=%d selected_keys=%ld\n", err, n_key);
     return 0;
 }
@@ -664,8 +578,8 @@ nest(xcb_window_t w, long ms, int tag)
     if (tag)
         set_secure(ch, 1);
     xcb_map_window(c, ch);
-    ready();
-    pump(ms, on_key);
+    cs_ready();
+    cs_listen(ms, on_key);
     printf("nest_err=%d nested_keys=%ld\n", err, n_key);
     return 0;
 }
@@ -685,8 +599,8 @@ steal(long ms)
     wait_mapped(w);
     err = check(xcb_set_input_focus_checked(c, XCB_INPUT_FOCUS_POINTER_ROOT, w,
                                             XCB_CURRENT_TIME));
-    ready();
-    pump(ms, on_key);
+    cs_ready();
+    cs_listen(ms, on_key);
     printf("focus_err=%d stolen_keys=%ld\n", err, n_key);
     return 0;
 }
@@ -723,7 +637,7 @@ bench(long n, int secure)
     wait_mapped(w);
     xcb_set_input_focus(c, XCB_INPUT_FOCUS_POINTER_ROOT, w, XCB_CURRENT_TIME);
     sync_();
-    t0 = now_ms();
+    t0 = cs_now_ms();
     while (sent < n) {
         int i;
 
@@ -770,7 +684,7 @@ bench(long n, int secure)
         if (xcb_connection_has_error(c))
             die("connection lost");
     }
-    t1 = now_ms();
+    t1 = cs_now_ms();
     printf("sent=%ld events=%ld ms=%ld events_per_s=%.0f\n", 2 * n, got, t1 - t0,
            t1 > t0 ? got * 1000.0 / (t1 - t0) : 0.0);
     return 0;
