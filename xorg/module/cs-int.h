@@ -56,6 +56,7 @@ struct cs_window {
                                  * that window), 0: none */
     unsigned char umanual;      /* an untrusted client redirected it manually (secret.c) */
     unsigned char umanual_sub;  /* ... or its subwindows */
+    unsigned char views;        /* secure views (views.c): CS_VIEWS_NONE, _RECTS, _WHOLE */
 };
 
 /* A tainted pixmap (cs_taint_pixmap): `flag` 1 holds the resource hook, 2 holds nothing;
