@@ -317,21 +317,27 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     }
     RegionNull(&inner);
     CS_ROK(RegionIntersect(&inner, &win->winSize, clip), &inner);
+    if (views == CS_VIEWS_RECTS && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index)) {
+        /* secure views: the rectangles with whatever the window's descendants show there,
+         * as a secure window's are secret with its descendants (views.c) */
+        RegionRec v;
+        RegionNull(&v);
+        cs_views_region(win, &v);
+        CS_ROK(RegionIntersect(&v, &v, &inner), &v);
+        if (RegionNotEmpty(&v)) {
+            cs_add_secret(win, &v, covered, secret, drawn, manual);
+            if (occludes) {
+                CS_ROK(RegionUnion(covered, covered, &v), covered);
+                cs_bound(covered, 0);
+            }
+        }
+        RegionUninit(&v);
+    }
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             cs_visit(c, &inner, covered, secret, exclude,
                      inert || (server_owned && win->parent && cs_rule_on(CS_RULE_OVERLAY)), drawn,
                      manual || win->redirectDraw == RedirectDrawManual);
-    if (views == CS_VIEWS_RECTS && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index)) {
-        /* secure views: under the window's children, as its own content (views.c) */
-        RegionRec v;
-        RegionNull(&v);
-        cs_views_region(win, &v);
-        CS_ROK(RegionIntersect(&v, &v, &inner), &v);
-        if (RegionNotEmpty(&v))
-            cs_add_secret(win, &v, covered, secret, drawn, manual);
-        RegionUninit(&v);
-    }
     RegionUninit(&inner);
     if (occludes) {
         CS_ROK(RegionUnion(covered, covered, &mine), covered);

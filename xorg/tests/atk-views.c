@@ -1,7 +1,8 @@
 /* CaptureShield Xorg tests (t-views.sh): secure views, a part of a window secret.
  *   atk-views app MODE      a 400x300 green top-level at 50,50 with a 200x100 red area at
  *                           100,100 in it; MODE child: the red area is a child window tagged
- *                           _CAPTURE_SHIELD_SECURE (childplain: not tagged); views: drawn into the top-level, which
+ *                           _CAPTURE_SHIELD_SECURE (childplain: not tagged; childview: not
+ *                           tagged, the top-level declares its rectangle); views: drawn into the top-level, which
  *                           declares it in _CAPTURE_SHIELD_VIEWS (both before mapping);
  *                           plain: drawn, nothing declared. Prints "T=0x.. C=0x.." and reads
  *                           commands on stdin, answering one line each:
@@ -43,7 +44,7 @@ static int
 app(const char *mode)
 {
     char line[64];
-    int views = !strcmp(mode, "views"), x, y;
+    int views = !strcmp(mode, "views") || !strcmp(mode, "childview"), x, y;
 
     conn();
     top = mkwin(root, 50, 50, 400, 300, GREEN, 0);
@@ -139,6 +140,6 @@ main(int argc, char **argv)
         return shot();
     if (argc == 4 && !strcmp(argv[1], "write"))
         return write_((xcb_window_t) strtoul(argv[2], NULL, 0), argv[3]);
-    fprintf(stderr, "usage: atk-views app child|childplain|views|plain | shot | write W NAME\n");
+    fprintf(stderr, "usage: atk-views app child|childplain|childview|views|plain | shot | write W NAME\n");
     return 2;
 }

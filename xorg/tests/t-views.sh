@@ -2,7 +2,8 @@
 # CaptureShield Xorg tests: secure views, a part of a window secret (rule views, views.c).
 # A 400x300 green top-level with a 200x100 red area: (1) the area a child window tagged
 # _CAPTURE_SHIELD_SECURE, (2) drawn into the top-level and declared in its
-# _CAPTURE_SHIELD_VIEWS, moved as the app updates the property, then malformed (the whole
+# _CAPTURE_SHIELD_VIEWS (also over an untagged child window, which is secret there too),
+# moved as the app updates the property, then malformed (the whole
 # window secure, fail safe). An untrusted reader (uid nobody) takes GetImage of the root:
 # censor must get 0 red and all 100,000 green pixels, deny BadAccess; only the owner writes
 # _CAPTURE_SHIELD_VIEWS and only trusted programs _CAPTURE_SHIELD_POLICY_VIEWS. Positive
@@ -55,6 +56,15 @@ for srv in A D C; do
       expect "$srv: tagged child: the read of the screen refused" "$s" err = 10
     fi
     app_stop
+    # a view over an untagged child window: what the child shows there is secret too
+    app childview
+    s=$(shot)
+    if [ $srv = A ]; then
+      expect "$srv: view over an untagged child censored exactly" "$s" err = 0 red = 0 green = 100000 black = 380000
+    else
+      expect "$srv: view over a child: refused" "$s" err = 10
+    fi
+    app_stop
   else
     export DISPLAY=$XDISPLAY_A
     app childplain
@@ -66,6 +76,9 @@ for srv in A D C; do
       err = 0 red = 20000 green = 100000
     app_stop
     export DISPLAY=$XDISPLAY_C
+    app childview
+    expect "C (control, views off): the view over a child captured" "$(shot)" err = 0 red = 20000 green = 100000
+    app_stop
   fi
   # (2) a view declared in _CAPTURE_SHIELD_VIEWS, moved, then malformed
   app views
