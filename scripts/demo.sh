@@ -31,6 +31,18 @@ red() {  # number of pure-red (secret) pixels in an image
     | awk '/#FF0000/ {gsub(":","",$1); n+=$1} END {print n+0}'
 }
 say() { printf '%s\n' "$*"; printf '%s\n' "$*" >>"$out/report.md"; }
+colour() {  # colour(IMAGE, RRGGBB[, WxH+X+Y]): pixels of exactly that colour (in the crop)
+  convert "$1" ${3:+-crop "$3" +repage} -alpha off -define histogram:unique-colors=true -format %c histogram:info:- \
+    2>/dev/null | awk -v c="#$2" 'index($0, c) {gsub(":","",$1); n+=$1} END {print n+0}'
+}
+# view_window DISPLAY GEOMETRY FILE: the seed's case, a bank window (green) whose balance
+# (a 160x40 red view at 80,60) is its only secure part, declared in _CAPTURE_SHIELD_VIEWS
+view_window() {
+  DISPLAY=$1 "$bin" test-window --color 2e7d32 --title "Online banking" --class DemoBankView \
+    --geometry "$2" --view 160x40+80+60 --view-color ff0000 --print-id >"$3" &
+  pids+=($!)
+  for _ in $(seq 100); do [ -s "$3" ] && break; sleep 0.05; done
+}
 
 echo "# CaptureShield demo report" >"$out/report.md"
 say ""
@@ -117,6 +129,22 @@ say '```'
 "$bin" clients 2>&1 | tee -a "$out/report.md" || true
 say '```'
 
+# 5b. A secure view: only the balance of a window is secret.
+say ""
+say "## 5b. A secure view: the balance, not the whole window"
+view_window "$DISPLAY" 320x160+600+120 "$out/view-window.txt"
+vwin=$(head -1 "$out/view-window.txt")
+for _ in $(seq 100); do "$bin" list 2>/dev/null | grep -q "views (app)" && break; sleep 0.05; done
+xwd -root -silent >/dev/null   # a capture session starts (this first shot is not counted)
+for _ in $(seq 100); do "$bin" list 2>/dev/null | grep "$vwin" | grep -q yes && break; sleep 0.05; done
+xwd -root -silent | convert xwd:- "$out/4b-view-xwd.png"
+convert "$out/4b-view-xwd.png" -crop 320x160+600+120 +repage "$out/4c-view-window.png"
+say "A window ($vwin, 320x160, green) whose balance, a 160x40 rectangle (6400 red pixels), is declared in _CAPTURE_SHIELD_VIEWS by the app:"
+say '```'
+"$bin" list | grep -E "^WINDOW|$vwin" | tee -a "$out/report.md" || true
+say '```'
+say "xwd during the capture session: **$(colour "$out/4b-view-xwd.png" FF0000 320x160+600+120) of 6400 balance pixels** captured, **$(colour "$out/4b-view-xwd.png" 2E7D32 320x160+600+120) of 44800 green pixels** around it intact (4c-view-window.png): the shield covers the view only."
+
 say ""
 say "## Audit log (what the daemon decided, from its stderr)"
 say '```'
@@ -181,6 +209,10 @@ else
   convert "$out/5-server-user-view.png" "$out/6-server-ffmpeg-frame.png" +append "$out/7-server-side-by-side.png"
   say "While ffmpeg recorded (3 s at 10 fps, untrusted), the user's own screen (xwd, trusted) showed **$(red "$out/5-server-user-view.png") of 104000 secret pixels** (5-server-user-view.png): the window stays visible."
   say "ffmpeg recorded **$frames frames; $leaked of them contain secret pixels; the first frame: $first**. A middle frame (6-server-ffmpeg-frame.png) is black in **$(black "$mid") pixels, $inwin of them inside the window's 400x260 = 104000**: black exactly where the window is, the desktop around it intact. Side by side: 7-server-side-by-side.png."
+  view_window "$sd" 320x160+150+400 "$tmp/view-window.txt"
+  ffmpeg -loglevel error -f x11grab -draw_mouse 0 -framerate 1 -video_size 800x600 -i "$sd" -frames:v 1 -y "$tmp/view.ppm"
+  convert "$tmp/view.ppm" -crop 320x160+150+400 +repage "$out/8-server-view-window.png"
+  say "The secure view under the module: ffmpeg's frame of the bank window (8-server-view-window.png) holds **$(colour "$tmp/view.ppm" FF0000 320x160+150+400) of 6400 balance pixels**, **$(colour "$tmp/view.ppm" 000000 320x160+150+400) black** where the balance is, and **$(colour "$tmp/view.ppm" 2E7D32 320x160+150+400) of 44800 green pixels** around it."
   say "The daemon audited: $(grep -c '"event":"capture-censored"' "$out/daemon-server.log") capture-censored record(s), e.g.:"
   say '```'
   grep '"event":"capture-censored"' "$out/daemon-server.log" | head -1 | tee -a "$out/report.md"

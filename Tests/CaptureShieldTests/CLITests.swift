@@ -261,7 +261,7 @@ private let cliUsageLines: [String: String] = [
   "policy explain":
     "shieldctl policy explain [--policy FILE]... (--window-facts JSON | --window ID [--display D])",
   "test-window":
-    "shieldctl test-window [--display D] [--color RRGGBB] [--title T] [--class C] [--geometry WxH+X+Y] [--tag] [--print-id]",
+    "shieldctl test-window [--display D] [--color RRGGBB] [--title T] [--class C] [--geometry WxH+X+Y] [--tag] [--view WxH+X+Y] [--view-color RRGGBB] [--print-id]",
   "help": "shieldctl help [COMMAND [SUBCOMMAND]]",
 ]
 

@@ -18,6 +18,7 @@ final class RecordingConnection: ShieldConnection {
     case raise(UInt32)
     case place(UInt32)
     case shapeReset(UInt32, kind: UInt8)
+    case shapeBounding(UInt32, [ViewRect])
     case shapeSelect(UInt32)
     case attributes(UInt32, mask: UInt32, values: [UInt32])
     case clear(UInt32)
@@ -106,6 +107,7 @@ final class RecordingConnection: ShieldConnection {
     return sequence - 1
   }
   func shapeReset(_ window: UInt32, kind: UInt8) { requests.append(.shapeReset(window, kind: kind)) }
+  func shapeBounding(_ window: UInt32, rects: [ViewRect]) { requests.append(.shapeBounding(window, rects)) }
   func shapeSelectInput(_ window: UInt32) { requests.append(.shapeSelect(window)) }
   func changeAttributes(_ window: UInt32, mask: UInt32, values: [UInt32]) {
     requests.append(.attributes(window, mask: mask, values: values))

@@ -243,13 +243,43 @@ cs_compositor_paints(ScreenPtr s)
     return FALSE;
 }
 
+/* What of `area` (screen coordinates, part of `win`) no window above covers becomes secret:
+ * the owner's area, or `secret`; and `drawn` when a compositor draws it. */
+static void
+cs_add_secret(WindowPtr win, RegionPtr area, RegionPtr covered, RegionPtr secret,
+              RegionPtr drawn, int manual)
+{
+    RegionRec vis;
+
+    RegionNull(&vis);
+    CS_ROK(RegionSubtract(&vis, area, covered), &vis);
+    if (cs_area_st.split) {
+        /* its owner's area, bounded on its own (cs_union_owners) */
+        RegionPtr o = cs_owner_region(cs_area_st.split, CLIENT_ID(win->drawable.id));
+        if (!o)
+            cs_area_st.oom = 1;
+        else {
+            CS_ROK(RegionUnion(o, o, &vis), o);
+            cs_bound(o, 1);
+        }
+    } else {
+        CS_ROK(RegionUnion(secret, secret, &vis), secret);
+        cs_bound(secret, 1);
+    }
+    if (drawn && (manual || win->redirectDraw == RedirectDrawManual)) {
+        RegionUnion(drawn, drawn, &vis);
+        cs_bound(drawn, 1);
+    }
+    RegionUninit(&vis);
+}
+
 static void
 cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, ClientPtr exclude,
          int inert, RegionPtr drawn, int manual)
 {
     RegionRec mine, inner;
     WindowPtr c;
-    int occludes, secure, hide, server_owned;
+    int occludes, secure, hide, server_owned, views;
 
     RegionNull(&mine);
     CS_ROK(RegionIntersect(&mine, &win->borderSize, clip), &mine);
@@ -260,6 +290,9 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     server_owned = CLIENT_ID(win->drawable.id) == 0;
     occludes = !inert && !server_owned && win->drawable.depth != 32 && cs_covers_composited(win);
     secure = cs_win_secure(win);
+    views = secure ? CS_VIEWS_NONE : cs_win_views(win);
+    if (views == CS_VIEWS_WHOLE)
+        secure = 1;             /* malformed views: the whole window, fail safe (views.c) */
     hide = secure && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index);
     if (!secure && cs_win_frames_secure(win, exclude))
         secure = hide = 1;      /* a window manager's frame of a secure window */
@@ -275,29 +308,8 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     if (secure && !hide && cs_rule_on(CS_RULE_OWNSECURE))
         secure = 0;             /* the reader's own: what it holds of others stays secret */
     if (secure) {
-        if (hide) {
-            RegionRec vis;
-            RegionNull(&vis);
-            CS_ROK(RegionSubtract(&vis, &mine, covered), &vis);
-            if (cs_area_st.split) {
-                /* its owner's area, bounded on its own (cs_union_owners) */
-                RegionPtr o = cs_owner_region(cs_area_st.split, CLIENT_ID(win->drawable.id));
-                if (!o)
-                    cs_area_st.oom = 1;
-                else {
-                    CS_ROK(RegionUnion(o, o, &vis), o);
-                    cs_bound(o, 1);
-                }
-            } else {
-                CS_ROK(RegionUnion(secret, secret, &vis), secret);
-                cs_bound(secret, 1);
-            }
-            if (drawn && (manual || win->redirectDraw == RedirectDrawManual)) {
-                RegionUnion(drawn, drawn, &vis);
-                cs_bound(drawn, 1);
-            }
-            RegionUninit(&vis);
-        }
+        if (hide)
+            cs_add_secret(win, &mine, covered, secret, drawn, manual);
         CS_ROK(RegionUnion(covered, covered, &mine), covered);
         cs_bound(covered, 0);
         RegionUninit(&mine);
@@ -305,6 +317,22 @@ cs_visit(WindowPtr win, RegionPtr clip, RegionPtr covered, RegionPtr secret, Cli
     }
     RegionNull(&inner);
     CS_ROK(RegionIntersect(&inner, &win->winSize, clip), &inner);
+    if (views == CS_VIEWS_RECTS && (!exclude || CLIENT_ID(win->drawable.id) != exclude->index)) {
+        /* secure views: the rectangles with whatever the window's descendants show there,
+         * as a secure window's are secret with its descendants (views.c) */
+        RegionRec v;
+        RegionNull(&v);
+        cs_views_region(win, &v);
+        CS_ROK(RegionIntersect(&v, &v, &inner), &v);
+        if (RegionNotEmpty(&v)) {
+            cs_add_secret(win, &v, covered, secret, drawn, manual);
+            if (occludes) {
+                CS_ROK(RegionUnion(covered, covered, &v), covered);
+                cs_bound(covered, 0);
+            }
+        }
+        RegionUninit(&v);
+    }
     for (c = win->firstChild; c; c = c->nextSib)
         if (c->realized && c->drawable.class == InputOutput)
             cs_visit(c, &inner, covered, secret, exclude,

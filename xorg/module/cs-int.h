@@ -58,6 +58,7 @@ struct cs_window {
     unsigned char umanual_sub;  /* ... or its subwindows */
     unsigned char pending;      /* held secure until the daemon classifies it (pending.c) */
     unsigned char classified;   /* the daemon wrote or deleted its policy tag (pending.c) */
+    unsigned char views;        /* secure views (views.c): CS_VIEWS_NONE, _RECTS, _WHOLE */
 };
 
 /* A tainted pixmap (cs_taint_pixmap): `flag` 1 holds the resource hook, 2 holds nothing;

@@ -91,6 +91,7 @@ enum cs_rule {
     CS_RULE_POINTER = 1ULL << 31,      /* no pointer position or event over a secure window */
     CS_RULE_DAMAGE = 1ULL << 32,       /* no DAMAGE report of a secure area to untrusted clients */
     CS_RULE_PENDING = 1ULL << 33,      /* new top-levels secure until the daemon classifies them */
+    CS_RULE_VIEWS = 1ULL << 34,        /* secure views: rectangles of a window (views.c) */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */
@@ -218,6 +219,15 @@ cs_win_secure(WindowPtr win)
 {
     return *(unsigned char *) dixLookupPrivate(&win->devPrivates, &cs_window_key_rec);
 }
+/* secure views (views.c): rectangles of a window secret like a secure window */
+enum { CS_VIEWS_NONE = 0, CS_VIEWS_RECTS = 1, CS_VIEWS_WHOLE = 2 };
+Bool cs_views_init(void);
+int cs_views_atom(Atom a);
+int cs_win_views(WindowPtr win);
+void cs_update_views(WindowPtr win);
+void cs_forget_views(WindowPtr win);
+void cs_views_region(WindowPtr win, RegionPtr out);
+int cs_views_write_refused(ClientPtr client, WindowPtr win, Atom name);
 int cs_win_in_secure(WindowPtr win);    /* the window or one of its ancestors is secure */
 int cs_win_has_secure(WindowPtr win);   /* the window, an ancestor or a descendant is secure */
 void cs_update_secure(WindowPtr win);

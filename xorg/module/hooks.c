@@ -401,6 +401,12 @@ cs_property_hook_slow(CallbackListPtr *list, void *data, void *call)
             return;
         }
     }
+    if ((rec->access_mode & CS_PROP_CHANGE) &&
+        cs_views_write_refused(rec->client, rec->pWin, prop->propertyName)) {
+        rec->client->errorValue = rec->pWin->drawable.id;
+        rec->status = BadAccess;        /* rule views (views.c) */
+        return;
+    }
     if ((prop->propertyName != cs_secure_atom() && prop->propertyName != cs_policy_atom()) ||
         !cs_rule_on(CS_RULE_PROPERTY))
         return;
@@ -439,14 +445,15 @@ cs_ProcProperty(ClientPtr c)
         case X_ChangeProperty:
         case X_DeleteProperty:
             prop = r32(c, 8);
-            recheck = prop == cs_secure_atom() || prop == cs_policy_atom();
+            recheck = prop == cs_secure_atom() || prop == cs_policy_atom() || cs_views_atom(prop);
             wid = r32(c, 4);    /* also for a root property (pending.c) */
             break;
         case X_GetProperty:
             /* only a GetProperty with delete can remove the tag */
             if (((xReq *) c->requestBuffer)->data) {
                 prop = r32(c, 8);
-                recheck = prop == cs_secure_atom() || prop == cs_policy_atom();
+                recheck = prop == cs_secure_atom() || prop == cs_policy_atom() ||
+                    cs_views_atom(prop);
             }
             break;
         case X_RotateProperties:
@@ -466,6 +473,7 @@ cs_ProcProperty(ClientPtr c)
     }
     if (recheck && dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) == Success) {
         cs_update_secure(win);
+        cs_update_views(win);
         cs_record_sweep();      /* no untrusted RECORD while a window is secure */
     }
     return r;

@@ -73,7 +73,7 @@ cs_subtree_has_secure(WindowPtr win)
 {
     WindowPtr c;
 
-    if (cs_win_secure(win))
+    if (cs_win_secure(win) || cs_win_views(win))
         return 1;
     for (c = win->firstChild; c; c = c->nextSib)
         if (cs_subtree_has_secure(c))
@@ -84,8 +84,13 @@ cs_subtree_has_secure(WindowPtr win)
 int
 cs_win_has_secure(WindowPtr win)
 {
+    WindowPtr a;
+
     if (!cs_nsecure)
         return 0;
+    for (a = win->parent; a; a = a->parent)
+        if (cs_win_views(a))
+            return 1;           /* inside a window with secure views: maybe under one */
     return cs_win_in_secure(win) || cs_subtree_has_secure(win);
 }
 

@@ -150,6 +150,7 @@ cs_DestroyWindow(WindowPtr win)
 
     cs_pending_classified(win);         /* no longer waits */
     cs_set_win_secure(win, 0);
+    cs_forget_views(win);
     cs_forget_window(win);
     if (win->realized)
         cs_dirty_win(cs, win);
@@ -307,6 +308,8 @@ cs_region_init(void)
         return FALSE;
     cs_atom = MakeAtom(CS_SECURE_NAME, strlen(CS_SECURE_NAME), TRUE);
     cs_patom = MakeAtom(CS_POLICY_NAME, strlen(CS_POLICY_NAME), TRUE);
+    if (!cs_views_init())
+        return FALSE;
     cs_nsecure = 0;
     cs_trail_st.compositing = FALSE;
     cs_tree_st.geom = cs_tree_st.in_vt = 0;

@@ -14,6 +14,11 @@ enum ProtocolAtom {
   /// CARDINAL/32 on a client window, set by its app: the ClientMessages it wants (bit 0:
   /// `captureChanged`). Without it, an app gets none.
   static let notify = "_CAPTURE_SHIELD_NOTIFY"
+  /// CARDINAL/32 on a client window, set by its app: secure views, 4n items x, y, width,
+  /// height in window coordinates (`ViewState`).
+  static let views = "_CAPTURE_SHIELD_VIEWS"
+  /// The same layout, set only by the daemon (views it decides).
+  static let policyViews = "_CAPTURE_SHIELD_POLICY_VIEWS"
   /// ClientMessage type of CLI → daemon commands.
   static let command = "_CAPTURE_SHIELD_COMMAND"
   /// CARDINAL/32 on a window, set by the daemon under server enforcement: the policy makes

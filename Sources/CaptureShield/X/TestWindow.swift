@@ -11,6 +11,10 @@ public struct TestWindowOptions: Sendable {
   public var x = 100, y = 100, width = 320, height = 200
   /// Set `_CAPTURE_SHIELD_SECURE` = 1 before mapping (the app-side API).
   public var tag = false
+  /// A secure view: this rectangle (x, y, width, height in the window) painted in
+  /// `viewColor` and declared in `_CAPTURE_SHIELD_VIEWS` before mapping.
+  public var view: (x: Int, y: Int, width: Int, height: Int)?
+  public var viewColor: UInt32 = 0xFF0000
   /// Print the window id (0x...) on stdout once mapped.
   public var printID = false
   public init() {}
@@ -38,7 +42,7 @@ public enum TestWindow {
     let title = Array(o.title.utf8)
     let a = x.atoms([
       "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.captureChanged,
-      ProtocolAtom.notify,
+      ProtocolAtom.notify, ProtocolAtom.views,
     ])
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[0], a[1], 8, UInt32(title.count), title)
     xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, 39, 31, 8, UInt32(title.count), title)
@@ -51,9 +55,16 @@ public enum TestWindow {
       var one: UInt32 = 1
       xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[2], 6, 32, 1, &one)
     }
+    if let v = o.view {
+      var r = [v.x, v.y, v.width, v.height].map { UInt32(truncatingIfNeeded: $0) }
+      xcb_change_property(x.conn, UInt8(XCB_PROP_MODE_REPLACE.rawValue), w, a[6], 6, 32, 4, &r)
+    }
     let gc = x.generateID()
     var gv: [UInt32] = [o.color]
     xcb_create_gc(x.conn, gc, w, XCB_GC_FOREGROUND.rawValue, &gv)
+    let viewGC = x.generateID()
+    var vv: [UInt32] = [o.viewColor]
+    xcb_create_gc(x.conn, viewGC, w, XCB_GC_FOREGROUND.rawValue, &vv)
     xcb_map_window(x.conn, w)
     x.flush()
     if o.printID {
@@ -65,6 +76,12 @@ public enum TestWindow {
       case XCB_EXPOSE:
         var r = xcb_rectangle_t(x: 0, y: 0, width: 32767, height: 32767)
         xcb_poly_fill_rectangle(x.conn, w, gc, 1, &r)
+        if let v = o.view {
+          var vr = xcb_rectangle_t(
+            x: Int16(clamping: v.x), y: Int16(clamping: v.y), width: UInt16(clamping: v.width),
+            height: UInt16(clamping: v.height))
+          xcb_poly_fill_rectangle(x.conn, w, viewGC, 1, &vr)
+        }
         x.flush()
       case XCB_CLIENT_MESSAGE:
         let e = raw.load(as: xcb_client_message_event_t.self)

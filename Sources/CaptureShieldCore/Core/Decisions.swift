@@ -11,10 +11,20 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
   /// Properties not known yet, and the owning client owns a secure window or matches a
   /// secure rule's client criteria: shielded until the facts arrive.
   case provisional
+  /// Secure views (`_CAPTURE_SHIELD_VIEWS`, `_CAPTURE_SHIELD_POLICY_VIEWS`): only these
+  /// rectangles of the window (`by`: "app", "daemon" or both) are shielded.
+  case views([ViewRect], by: String)
+  /// A view property holds something else: the whole window is secure, fail safe.
+  case malformedViews
   /// Nothing made it secure.
   case none
 
   public var isSecure: Bool { self != .none }
+  /// Only rectangles of the window are secure (the shield is shaped to them).
+  public var isViews: Bool {
+    if case .views = self { return true }
+    return false
+  }
 
   public var description: String {
     switch self {
@@ -23,6 +33,8 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
     case .rule(let i, let label): return "rule #\(i + 1) \(label)"
     case .builtin(let name): return "built-in: \(name)"
     case .provisional: return "provisional (facts not known yet)"
+    case .views(let r, let by): return "views (\(by)): " + r.map(\.description).joined(separator: ", ")
+    case .malformedViews: return "malformed views (treated as secure)"
     case .none: return "not secure"
     }
   }

@@ -138,7 +138,13 @@ public struct ServerEnforcement: Sendable {
     }
     // The app's own tag protects its window already; everything else the engine protects
     // gets the daemon's policy tag.
-    let want = Set(engine.shielded.filter { engine.windows[$0].map { $0.info.tag != .secure } ?? false })
+    // Secure views: the module reads the view properties itself (a policy tag would make
+    // the whole window secret).
+    let want = Set(
+      engine.shielded.filter {
+        engine.windows[$0].map { $0.info.tag != .secure && !$0.reason.isViews && $0.reason != .malformedViews }
+          ?? false
+      })
     for w in tagged.subtracting(want).sorted() {
       tagged.remove(w)
       // A window that is gone needs nothing (its properties went with it).

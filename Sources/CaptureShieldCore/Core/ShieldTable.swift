@@ -191,6 +191,8 @@ public struct ShieldTable: Equatable, Sendable {
   }
 
   /// Whether `target`'s shield is up (mapped, or about to be).
+  /// The shield of `target`, if it has one.
+  public func shield(of target: WindowID) -> UInt32? { entries[target]?.shield }
   public func isUp(_ target: WindowID) -> Bool { entries[target].map { !$0.hidden } ?? false }
 
   /// Applies `event` and returns what the driver must send, in order.

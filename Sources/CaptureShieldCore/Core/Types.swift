@@ -67,6 +67,10 @@ public struct WindowInfo: Sendable, Hashable {
   /// An InputOnly window: it has no pixels, and neither can any window inside it (X allows
   /// only InputOnly children), so it is never shielded (a shield there fails, BadMatch).
   public var inputOnly: Bool
+  /// The app's secure views (`_CAPTURE_SHIELD_VIEWS`) and the daemon's
+  /// (`_CAPTURE_SHIELD_POLICY_VIEWS`); see `viewReason`.
+  public var appViews: ViewState = .none
+  public var policyViews: ViewState = .none
 
   public init(
     id: WindowID, client: ClientID? = nil, facts: Facts = Facts(), tag: TagState = .absent,

@@ -5,11 +5,11 @@ struct TestWindowCommand: Command {
   static let name = "test-window"
   static let abstract = "Open a solid-colour test window (for demos and tests)."
   static let usage =
-    "shieldctl test-window [--display D] [--color RRGGBB] [--title T] [--class C] [--geometry WxH+X+Y] [--tag] [--print-id]"
+    "shieldctl test-window [--display D] [--color RRGGBB] [--title T] [--class C] [--geometry WxH+X+Y] [--tag] [--view WxH+X+Y] [--view-color RRGGBB] [--print-id]"
   static let help = """
     OVERVIEW: Open a solid-colour test window (for demos and tests).
 
-    USAGE: shieldctl test-window [--display D] [--color RRGGBB] [--title T] [--class C] [--geometry WxH+X+Y] [--tag] [--print-id]
+    USAGE: shieldctl test-window [--display D] [--color RRGGBB] [--title T] [--class C] [--geometry WxH+X+Y] [--tag] [--view WxH+X+Y] [--view-color RRGGBB] [--print-id]
 
     Opens a window filled with one colour, painted by the program itself like a real
     application, and keeps it open until the program is killed. With --tag the window
@@ -24,6 +24,10 @@ struct TestWindowCommand: Command {
       --class C             The WM_CLASS class (the instance is C in lower case).
       --geometry WxH+X+Y    Size and position, e.g. 320x200+100+100 (+X+Y optional).
       --tag                 Tag the window as secure from the start.
+      --view WxH+X+Y        A secure view: that rectangle of the window (window
+                            coordinates) painted in --view-color and declared in
+                            _CAPTURE_SHIELD_VIEWS before mapping; only it is hidden.
+      --view-color RRGGBB   The view's colour (default ff0000).
       --print-id            Print the window id (0x...) on standard output once the
                             window is mapped.
       --display D           The X display (default: $DISPLAY).
@@ -42,7 +46,7 @@ struct TestWindowCommand: Command {
       args,
       options: [
         .value("--display"), .value("--color"), .value("--title"), .value("--class"), .value("--geometry"),
-        .flag("--tag"), .flag("--print-id"),
+        .flag("--tag"), .flag("--print-id"), .value("--view"), .value("--view-color"),
       ])
     try p.expectPositionals(max: 0)
     var o = TestWindowOptions()
@@ -64,6 +68,11 @@ struct TestWindowCommand: Command {
         o.y = y
       }
     }
+    if let view = p.value("--view") {
+      let g = try Values.geometry(view)
+      o.view = (g.x ?? 0, g.y ?? 0, g.width, g.height)
+    }
+    if let c = p.value("--view-color") { o.viewColor = try Values.color(c) }
     o.tag = p.flag("--tag")
     o.printID = p.flag("--print-id")
     return TestWindowCommand(options: o)

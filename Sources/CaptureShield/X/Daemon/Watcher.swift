@@ -198,7 +198,10 @@ final class WatcherLoop {
   var managerWindow: UInt32 { main.managerWindow }
   var driver: ShieldDriver {
     get { shielding.driver }
-    set { shielding.driver = newValue }
+    set {
+      newValue.viewsOf = { [unowned self] in self.viewRects($0) }
+      shielding.driver = newValue
+    }
   }
   var shieldX: XConnection {
     get { shielding.connection }
@@ -324,6 +327,7 @@ final class WatcherLoop {
         log.error("cannot tell who removes secure tags (\(error)): any client's removal of a tag lifts it")
       }
     }
+    shielding.driver.viewsOf = { [unowned self] in self.viewRects($0) }
   }
 
   /// What RECORD records. Under server enforcement: only connections and disconnections

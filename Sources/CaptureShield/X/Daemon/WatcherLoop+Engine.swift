@@ -37,6 +37,7 @@ extension WatcherLoop {
     for e in rest { perform(e) }
     if let w = EffectRouting.toPrepare(after: event, engine: engine) { driver.prepare(w) }
     if EffectRouting.changesShields(effects) { frames.syncDue = true }
+    syncViews(after: event)
     syncFrameShields()
     syncServerEnforcement()
     syncNotifications()

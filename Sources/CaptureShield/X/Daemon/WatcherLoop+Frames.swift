@@ -14,7 +14,9 @@ extension WatcherLoop {
       frames.syncDue = false
       return
     }
-    frames.sync(engineShielded: engine.shielded, driver: driver, isOwn: isOwn)
+    // Secure views (a tagged child, rectangles of a window) show no title: no frame shield.
+    let framed = engine.shielded.filter { !tracker.taggedChildren.contains($0) && viewRects($0) == nil }
+    frames.sync(engineShielded: framed, driver: driver, isOwn: isOwn)
   }
 
   /// The driver repaired a shield another client tampered with (`ShieldDriver.Report.lost`).

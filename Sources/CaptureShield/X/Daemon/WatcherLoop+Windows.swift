@@ -71,6 +71,7 @@ extension WatcherLoop {
       // already mapped and is not secure) goes at once.
       if !engine.shielded.contains(info.id) { driver.dropProvisional(info.id) }
       if !wantTitle { refreshTitleIfSecure(info.id) }
+      if info.mapped && !nested.contains(info.id) { trackTaggedChildren(of: info.id) }
     }
   }
 
@@ -157,6 +158,7 @@ extension WatcherLoop {
         info.propertiesKnown = true
         tracker.tracked[e.window] = info
         apply(.windowChanged(info))
+        trackTaggedChildren(of: e.window)
       }
     case XCB_UNMAP_NOTIFY:
       let e = raw.load(as: xcb_unmap_notify_event_t.self)

@@ -73,6 +73,9 @@ final class WindowTracker {
   /// Where top-level windows have been since they were mapped (own-window reads, see
   /// `WatcherLoop.noteTopLevel`).
   var topLevelHistory = TopLevelHistory()
+  /// Tagged child windows found under top-levels (`WatcherLoop.trackTaggedChildren`):
+  /// secure views of their own, shielded inside, never through a frame.
+  var taggedChildren: Set<WindowID> = []
 
   init(connection: WindowConnection, atoms: DaemonAtoms) {
     self.connection = connection
@@ -81,7 +84,8 @@ final class WindowTracker {
 
   /// The properties read of a new window, in the order `read` applies them.
   func propertyAtoms(wantTitle: Bool) -> [UInt32] {
-    [atoms.wmClass, atoms.secure, atoms.notify] + (wantTitle ? [atoms.netWMName, atoms.wmName] : [])
+    [atoms.wmClass, atoms.secure, atoms.notify, atoms.views, atoms.policyViews]
+      + (wantTitle ? [atoms.netWMName, atoms.wmName] : [])
   }
 
   /// Reads the facts of new windows (after their events were selected, so that a property
@@ -116,6 +120,7 @@ final class WindowTracker {
   /// `w` is gone: what was known of it (nil: it was not tracked).
   func remove(_ w: WindowID) -> WindowInfo? {
     netNamed.remove(w)
+    taggedChildren.remove(w)
     return tracked.removeValue(forKey: w)
   }
 
@@ -160,7 +165,8 @@ final class WindowTracker {
 
   /// Whether the daemon reads this property of tracked windows.
   func watched(_ atom: UInt32) -> Bool {
-    [atoms.wmClass, atoms.netWMName, atoms.wmName, atoms.secure, atoms.notify].contains(atom)
+    [atoms.wmClass, atoms.netWMName, atoms.wmName, atoms.secure, atoms.notify, atoms.views, atoms.policyViews]
+      .contains(atom)
   }
 
   func applyProperty(_ info: inout WindowInfo, atom: UInt32, _ v: PropertyValue?) {
@@ -184,6 +190,9 @@ final class WindowTracker {
         return
       }
       info.tag = TagState.decode(isCardinal: v.type == atoms.cardinal, format: v.format, bytes: v.bytes)
+    case atoms.views, atoms.policyViews:
+      let s = v.map { ViewState.decode(isCardinal: $0.type == atoms.cardinal, format: $0.format, bytes: $0.bytes) }
+      if atom == atoms.views { info.appViews = s ?? .none } else { info.policyViews = s ?? .none }
     case atoms.notify:
       info.notices =
         v.map { CaptureNotices.decode(isCardinal: $0.type == atoms.cardinal, format: $0.format, bytes: $0.bytes) }

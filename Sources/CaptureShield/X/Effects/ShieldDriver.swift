@@ -153,6 +153,13 @@ final class ShieldDriver {
   private var recentAtOnce = RecentSet<WindowID>(limit: 256)
   /// The SHAPE extension's first event code on the shield connection (ShapeNotify).
   let shapeEvent: UInt8
+  /// Secure views: the rectangles (window coordinates) a target's shield is shaped to; nil:
+  /// the whole window (set by the loop from the engine's decision, `SecureReason.views`).
+  var viewsOf: (WindowID) -> [ViewRect]? = { _ in nil }
+  /// Bounding shapes we set on views shields whose ShapeNotify has not come back yet.
+  private var ownShapes: [UInt32: Int] = [:]
+  /// The rectangles each target's shield is shaped to now (absent: the whole window).
+  private var shaped: [WindowID: [ViewRect]] = [:]
 
   /// Something a shield event means for the engine.
   enum Report: Equatable {
@@ -340,6 +347,7 @@ final class ShieldDriver {
   /// Forgets a target that was destroyed (its shield died with it).
   func forget(_ target: WindowID) {
     depthOf[target] = nil
+    shaped[target] = nil
     run(table.handle(.forget(target)))
   }
 
@@ -391,6 +399,10 @@ final class ShieldDriver {
     case .reparent(let w, let event, let parent):
       ops = table.handle(.reparented(window: w, event: event, parent: parent))
     case .shape(let w, let kind, let shaped):
+      if kind == 0, shaped, let n = ownShapes[w] {
+        ownShapes[w] = n > 1 ? n - 1 : nil  // our own: a views shield shaped to its rectangles
+        return nil
+      }
       ops = table.handle(.shapeChanged(window: w, kind: kind, shaped: shaped))
     }
     var report: Report?
@@ -429,7 +441,11 @@ final class ShieldDriver {
         run(table.handle(.configureSent(shield: s, sequence: x.raiseWindow(s))))
         if tampered { lost(.lost(t, how: how)) }
       case .resetShape(let s, let kind):
-        x.shapeReset(s, kind: kind)
+        if kind == 0, let t = table.targetOf[s], viewsOf(t) != nil {
+          shapeToViews(s, target: t)  // a views shield shaped by someone else: its own shape again
+        } else {
+          x.shapeReset(s, kind: kind)
+        }
       case .discard(let s):
         x.destroyWindow(s)
       case .unmap(let s):
@@ -481,6 +497,7 @@ final class ShieldDriver {
         mask: mask, values: values, checked: true)
     else { return nil }
     mark(s, target: target)
+    shapeToViews(s, target: target)
     if mapped { x.mapWindow(s) }
     depthOf[target] = depth
     return s
@@ -506,6 +523,38 @@ final class ShieldDriver {
     x.changeProperty(s, atomShield, cardinals: [target])
     x.changeProperty(
       s, PredefinedAtom.wmName, type: PredefinedAtom.string, format: 8, bytes: Array("CaptureShield".utf8))
+  }
+
+  /// Shapes the shield of a window with secure views to their rectangles (nothing for a
+  /// whole window). Our own ShapeNotify that follows is counted (`ownShapes`).
+  private func shapeToViews(_ s: UInt32, target: WindowID) {
+    shaped[target] = viewsOf(target)
+    guard let r = shaped[target] else { return }
+    ownShapes[s, default: 0] += 1
+    x.shapeBounding(s, rects: r)
+  }
+
+  /// The target's secure views may have changed (`viewsOf`): its shield, if any, is shaped
+  /// to them again, or covers the whole window once it has none. Nothing when unchanged.
+  func viewsChanged(_ target: WindowID) {
+    let want = viewsOf(target)
+    guard want != shaped[target] else { return }
+    guard let s = table.shield(of: target) else {
+      shaped[target] = nil
+      return
+    }
+    if want != nil {
+      shapeToViews(s, target: target)
+    } else {
+      shaped[target] = nil
+      x.shapeReset(s, kind: 0)
+    }
+  }
+
+  /// `viewsChanged` for every shield shaped now (a window's decision may have changed from
+  /// its views to the whole window: a rule, a tag).
+  func reshapeViews() {
+    for t in shaped.keys.sorted() { viewsChanged(t) }
   }
 
   /// Stacks the shield above every other child of `target`.

@@ -53,6 +53,8 @@ protocol XRequests: AnyObject {
   /// Resets the window's shape of `kind` (0 bounding, 1 clip) to the default (ShapeMask
   /// with no pixmap).
   func shapeReset(_ window: UInt32, kind: UInt8)
+  /// The window's bounding shape set to `rects` (secure views: the shield covers only them).
+  func shapeBounding(_ window: UInt32, rects: [ViewRect])
   /// SHAPE SelectInput: ShapeNotify of `window` to this connection.
   func shapeSelectInput(_ window: UInt32)
   /// XFIXES SelectSelectionInput (owner changes of `selection`, reported to `window`).
@@ -213,6 +215,17 @@ extension XConnection: XRequests {
 
   func shapeReset(_ window: UInt32, kind: UInt8) {
     xcb_shape_mask(conn, UInt8(XCB_SHAPE_SO_SET.rawValue), kind, window, 0, 0, 0)
+  }
+
+  func shapeBounding(_ window: UInt32, rects: [ViewRect]) {
+    func c16(_ v: Int64) -> Int16 { Int16(clamping: v) }
+    let r = rects.map { v in
+      xcb_rectangle_t(
+        x: c16(Int64(v.x)), y: c16(Int64(v.y)), width: UInt16(clamping: v.width), height: UInt16(clamping: v.height))
+    }
+    xcb_shape_rectangles(
+      conn, UInt8(XCB_SHAPE_SO_SET.rawValue), UInt8(XCB_SHAPE_SK_BOUNDING.rawValue), 0, window, 0, 0,
+      UInt32(r.count), r)
   }
 
   func shapeSelectInput(_ window: UInt32) { xcb_shape_select_input(conn, window, 1) }
