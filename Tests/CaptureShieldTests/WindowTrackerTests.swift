@@ -45,7 +45,7 @@ final class FakeWindowConnection: WindowConnection {
 
 @Suite struct WindowTrackerTests {
   /// Atoms as a server might intern them (any distinct values do).
-  static let atoms = DaemonAtoms(interned: (0..<13).map { 0x100 + UInt32($0) })
+  static let atoms = DaemonAtoms(interned: (0..<14).map { 0x100 + UInt32($0) })
   static let app: WindowID = 0x40_0001
   static let other: WindowID = 0x60_0001
 

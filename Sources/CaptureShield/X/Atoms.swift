@@ -19,6 +19,9 @@ enum ProtocolAtom {
   /// CARDINAL/32 on a window, set by the daemon under server enforcement: the policy makes
   /// it secure (the Xorg module protects it; only trusted clients may change it).
   static let policyTag = "_CAPTURE_SHIELD_POLICY"
+  /// The daemon's secure views on a window (password fields): CARDINAL/32, 4n items x, y,
+  /// width, height in window coordinates.
+  static let policyViews = "_CAPTURE_SHIELD_POLICY_VIEWS"
   /// CARDINAL/32 on the daemon's manager window: the nonce of the last ping it answered.
   static let pong = "_CAPTURE_SHIELD_PONG"
   /// Manager selection prefix; the screen number is appended.

@@ -11,6 +11,9 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
   /// Properties not known yet, and the owning client owns a secure window or matches a
   /// secure rule's client criteria: shielded until the facts arrive.
   case provisional
+  /// A password text field of its application is showing in it (the accessibility bus,
+  /// `accessibility.passwordFields`; `PasswordViews.wholeWindowSecure`).
+  case passwordField
   /// Nothing made it secure.
   case none
 
@@ -23,6 +26,7 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
     case .rule(let i, let label): return "rule #\(i + 1) \(label)"
     case .builtin(let name): return "built-in: \(name)"
     case .provisional: return "provisional (facts not known yet)"
+    case .passwordField: return "password field (accessibility)"
     case .none: return "not secure"
     }
   }

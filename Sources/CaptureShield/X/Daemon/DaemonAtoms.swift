@@ -21,6 +21,8 @@ struct DaemonAtoms {
   let pong: UInt32
   /// `_CAPTURE_SHIELD_NOTIFY`: the ClientMessages an app opted in to (`CaptureNotices`).
   let notify: UInt32
+  /// `_CAPTURE_SHIELD_POLICY_VIEWS`: the secure views of password fields (`PasswordViews`).
+  let policyViews: UInt32
 
   /// The names to intern, in the order `init(interned:)` takes them.
   static func names(screen: Int) -> [String] {
@@ -28,15 +30,15 @@ struct DaemonAtoms {
       "_NET_WM_NAME", "UTF8_STRING", ProtocolAtom.secure, "_NET_WM_PID", ProtocolAtom.state,
       ProtocolAtom.capturing, ProtocolAtom.captureChanged, ProtocolAtom.command,
       ProtocolAtom.managerPrefix + String(screen), "_NET_WM_CM_S" + String(screen),
-      ProtocolAtom.policyTag, ProtocolAtom.pong, ProtocolAtom.notify,
+      ProtocolAtom.policyTag, ProtocolAtom.pong, ProtocolAtom.notify, ProtocolAtom.policyViews,
     ]
   }
 
   /// The atoms `names(screen:)` named, as the server interned them.
   init(interned a: [UInt32]) {
-    precondition(a.count == 13)
+    precondition(a.count == 14)
     (netWMName, utf8, secure, netWMPID, state, capturing, captureChanged, command) =
       (a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
-    (manager, compositorSelection, policyTag, pong, notify) = (a[8], a[9], a[10], a[11], a[12])
+    (manager, compositorSelection, policyTag, pong, notify, policyViews) = (a[8], a[9], a[10], a[11], a[12], a[13])
   }
 }

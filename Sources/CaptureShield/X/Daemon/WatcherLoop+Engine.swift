@@ -54,6 +54,7 @@ extension WatcherLoop {
       effects.notifyCapture(
         active: active, windows: windows, capturingAtom: atoms.capturing, changedAtom: atoms.captureChanged)
     case .other(.historyChanged): setup.history?.changed(engine.history, now: Clock.now())
+    case .other(.secureViews(let w, let rects)): effects.secureViews(w, rects, atom: atoms.policyViews)
     case .other(.shield), .other(.unshield), .other(.shieldAtOnce): break  // carried out above
     }
   }
