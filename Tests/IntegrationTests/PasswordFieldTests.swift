@@ -1,0 +1,226 @@
+// Password fields anywhere (issue "Protected out of the box", point 3): real applications
+// on the test's own session bus and accessibility bus (at-spi-bus-launcher), the daemon
+// following that bus. A GTK 3 password field (`zenity --password`): its window is secure
+// and carries the field as a secure view; captures during a capture session show none of
+// the field, and with `accessibility.passwordFields: false` (the positive control) they do.
+// A keyboard listener is named when the field has the focus.
+
+import CaptureShield
+import Foundation
+import Glibc
+import ShieldTestSupport
+import Testing
+
+/// The test's desktop session: a private session bus, Xvfb on it, a window manager and the
+/// accessibility bus (at-spi-bus-launcher, which also starts the registry).
+final class AccessibleSession: @unchecked Sendable {
+  let bus: PrivateSessionBus
+  let runtime: String
+  let server: XvfbServer
+  let wm: BackgroundProcess
+  let launcher: BackgroundProcess
+
+  static func start(extraEnvironment: [String: String] = [:]) async throws -> AccessibleSession {
+    let runtime = try makeTemporaryDirectory(prefix: "captureshield-runtime")
+    chmod(runtime, 0o700)
+    let bus = try await PrivateSessionBus.start()
+    var env = ProcessInfo.processInfo.environment
+    env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+    env["XDG_RUNTIME_DIR"] = runtime
+    env["NO_AT_BRIDGE"] = nil
+    env["GDK_BACKEND"] = "x11"
+    for (k, v) in extraEnvironment { env[k] = v }
+    let server = try await XvfbServer.start(environment: env)
+    let wm = try await server.startWindowManager()
+    let launcher = try server.startBackground("/usr/libexec/at-spi-bus-launcher", ["--launch-immediately"])
+    try await waitUntil("the accessibility bus answers on the test's session bus", timeout: .seconds(15)) {
+      guard launcher.isRunning else {
+        throw TestWindowError.timedOut(
+          "at-spi-bus-launcher exited: \(String(decoding: launcher.stderr, as: UTF8.self))")
+      }
+      let r = try await server.run(
+        "dbus-send", ["--session", "--print-reply", "--dest=org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus.GetAddress"],
+        timeout: .seconds(5))
+      return r.succeeded && r.stdoutText.contains("unix:")
+    }
+    return AccessibleSession(bus: bus, runtime: runtime, server: server, wm: wm, launcher: launcher)
+  }
+
+  private init(
+    bus: PrivateSessionBus, runtime: String, server: XvfbServer, wm: BackgroundProcess, launcher: BackgroundProcess
+  ) {
+    self.bus = bus
+    self.runtime = runtime
+    self.server = server
+    self.wm = wm
+    self.launcher = launcher
+  }
+
+  func stop() async {
+    _ = await launcher.stop()
+    _ = await wm.stop()
+    await server.stop()
+    await bus.stop()
+    removeTree(runtime)
+  }
+}
+
+@Suite("Password fields anywhere (accessibility bus)", .serialized, .timeLimit(.minutes(5)))
+struct PasswordFieldTests {
+  static let secret = "hunter2-Secret"
+
+  static func policy(passwordFields: Bool) -> String {
+    """
+    {version: 1, capture: {linger: "2s", allow: [{name: "the test", pid: \(getpid())}]},
+     accessibility: {passwordFields: \(passwordFields)}}
+    """
+  }
+
+  /// `_CAPTURE_SHIELD_POLICY_VIEWS` of `window` (xprop), nil when absent.
+  static func views(_ server: XvfbServer, _ window: UInt32) async throws -> [Int]? {
+    let r = try await server.run("xprop", ["-id", String(window), "_CAPTURE_SHIELD_POLICY_VIEWS"])
+    guard r.succeeded, let eq = r.stdoutText.firstIndex(of: "=") else { return nil }
+    return r.stdoutText[r.stdoutText.index(after: eq)...].split(separator: ",").compactMap {
+      Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+  }
+
+  /// The field's area on the screen, as the accessibility bus says (the test's own look,
+  /// through the daemon's audit record: window coordinates plus the window's origin).
+  static func fieldOnScreen(_ server: XvfbServer, _ window: UInt32, _ v: [Int]) throws -> PixelRect {
+    let g = try server.geometry(of: window)
+    return PixelRect(x: g.x + v[0], y: g.y + v[1], width: v[2], height: v[3])
+  }
+
+  /// Pixels of `rect` in `image` equal to the trusted view's, not counting the trusted view's
+  /// black ones (a shield's black would match them by chance).
+  static func leaked(_ image: RGBImage, trusted: RGBImage, _ rect: PixelRect) -> Int {
+    var n = 0
+    for y in rect.y..<(rect.y + rect.height) {
+      for x in rect.x..<(rect.x + rect.width) {
+        let t = trusted[x, y]
+        if t != RGB(0, 0, 0), image[x, y] == t { n += 1 }
+      }
+    }
+    return n
+  }
+
+  /// The shield's colours (`ShieldDriver`: two dark greys in stripes, the label's grey).
+  static let shieldColours: Set<RGB> = [RGB(0x1c, 0x1c, 0x1c), RGB(0x2e, 0x2e, 0x2e), RGB(0xd0, 0xd0, 0xd0)]
+
+  /// Pixels of `rect` in `image` the shield does not cover (not one of its colours).
+  static func uncovered(_ image: RGBImage, _ rect: PixelRect) -> Int {
+    var n = 0
+    for y in rect.y..<(rect.y + rect.height) {
+      for x in rect.x..<(rect.x + rect.width) where !shieldColours.contains(image[x, y]) { n += 1 }
+    }
+    return n
+  }
+
+  /// zenity's password dialog with the secret typed in; its window.
+  static func zenity(_ s: AccessibleSession) async throws -> (BackgroundProcess, UInt32) {
+    let app = try s.server.startBackground("zenity", ["--password", "--title", "Zenity password"])
+    var window: UInt32 = 0
+    try await waitUntil("zenity shows its dialog", timeout: .seconds(30)) {
+      guard app.isRunning else { throw ProcessError.io("zenity exited: \(app.stderr)") }
+      window = try await RealAppTests.visibleWindows(s.server, className: "Zenity").first ?? 0
+      return window != 0
+    }
+    try await s.server.run("xdotool", ["windowactivate", "--sync", String(window)]).checked()
+    try await s.server.run("xdotool", ["type", "--delay", "20", secret]).checked()
+    return (app, window)
+  }
+
+  /// A capture session (a first xwd), then xwd and import while it lasts: the secret pixels
+  /// of the field in each, against the trusted view taken first.
+  static func captureField(
+    _ s: AccessibleSession, _ daemon: DaemonProcess, _ window: UInt32, field: PixelRect, shielded: Bool
+  ) async throws -> (trusted: Int, xwd: Int, imp: Int, uncovered: [Int]) {
+    let trusted = try Capture.getImageRoot(on: s.server)
+    let content = leaked(trusted, trusted: trusted, field)
+    _ = try await Capture.xwdRoot(on: s.server)  // starts the session (the first frame races it)
+    try await waitUntil("the daemon sees the capture", timeout: .seconds(10)) { try daemon.state()?.capturing == true }
+    if shielded { try await daemon.waitShielded(window) }
+    let xwd = try await Capture.xwdRoot(on: s.server)
+    let imp = try await Capture.importRoot(on: s.server)
+    return (
+      content, leaked(xwd, trusted: trusted, field), leaked(imp, trusted: trusted, field),
+      [uncovered(xwd, field), uncovered(imp, field)]
+    )
+  }
+
+  @Test("zenity --password: its window is secure with the field as a view; captures show none of the field")
+  func gtkPasswordField() async throws {
+    let s = try await AccessibleSession.start()
+    let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: true))
+    try await waitUntil("the daemon follows the accessibility bus", timeout: .seconds(15)) {
+      daemon.auditEvents("accessibility").contains { $0["enabled"] as? Bool == true }
+    }
+    let (app, window) = try await Self.zenity(s)
+    do {
+      try await waitUntil("the daemon lists zenity's window as secure for its password field", timeout: .seconds(15)) {
+        try daemon.state()?.windows.contains { $0.id == window && $0.secure && $0.reason.contains("password field") }
+          ?? false
+      }
+    } catch {
+      print(
+        "daemon said:", daemon.audit.filter { ["accessibility", "password-field"].contains($0["event"] as? String) })
+      print("windows:", (try? daemon.state()?.windows.map { "\(hex($0.id)) \($0.class ?? "") \($0.reason)" }) ?? [])
+      throw error
+    }
+    let v = try #require(try await Self.views(s.server, window))
+    #expect(v.count == 4 && v[2] > 0 && v[3] > 0, "views: \(v)")
+    let record = try #require(daemon.auditEvents("password-field").first)
+    #expect(record["window"] as? String == hex(window))
+    let field = try Self.fieldOnScreen(s.server, window, v)
+    let counts = try await Self.captureField(s, daemon, window, field: field, shielded: true)
+    print(
+      "zenity --password: field \(field) (views \(v)); secret pixels: trusted view \(counts.trusted), "
+        + "xwd \(counts.xwd), import \(counts.imp); pixels not under the shield \(counts.uncovered) (feature on)")
+    #expect(counts.trusted > 1_000)
+    // Every pixel of the field is the shield's (a few of its greys may equal the field's own).
+    #expect(counts.uncovered == [0, 0])
+
+    // Positive control: the same field with the feature off (a reload) is captured.
+    try await waitUntil("the capture session ends", timeout: .seconds(15)) { try daemon.state()?.capturing == false }
+    try Self.policy(passwordFields: false).write(toFile: daemon.policyPath, atomically: true, encoding: .utf8)
+    chmod(daemon.policyPath, 0o644)
+    daemon.signal(SIGHUP)
+    try await waitUntil("the reload drops the views and the decision", timeout: .seconds(10)) {
+      !(try daemon.state()?.windows.contains { $0.id == window && $0.secure } ?? true)
+    }
+    #expect(try await Self.views(s.server, window) == nil)
+    let off = try await Self.captureField(s, daemon, window, field: field, shielded: false)
+    print(
+      "zenity --password: secret pixels with accessibility.passwordFields false: trusted view \(off.trusted), "
+        + "xwd \(off.xwd), import \(off.imp); pixels not under a shield \(off.uncovered) (positive control)")
+    // The field as the user sees it, but for the blinking caret.
+    #expect(off.xwd * 100 >= off.trusted * 95)
+    #expect(off.imp * 100 >= off.trusted * 95)
+    _ = await app.stop()
+    await daemon.stop()
+    await s.stop()
+  }
+
+  @Test("a keyboard listener is named when the password field has the focus")
+  func keyloggerNamedOnFocus() async throws {
+    let s = try await AccessibleSession.start()
+    let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: true))
+    let xinput = try #require(findExecutable("xinput", environment: s.server.environment))
+    let listener = try s.server.startBackground(xinput, ["test-xi2", "--root"])
+    try await waitUntil("xinput is audited as a keyboard listener", timeout: .seconds(10)) {
+      daemon.auditEvents("keylogger-suspected").contains { $0["exe"] as? String == xinput }
+    }
+    let (app, window) = try await Self.zenity(s)
+    try await waitUntil("a keylogger-notice for zenity's window", timeout: .seconds(15)) {
+      daemon.auditEvents("keylogger-notice").contains { $0["window"] as? String == hex(window) }
+    }
+    let notice = try #require(daemon.auditEvents("keylogger-notice").first { $0["window"] as? String == hex(window) })
+    #expect((notice["programs"] as? String ?? "").contains("xinput"), "\(notice)")
+    print("keylogger notice with the password field focused: \(notice["programs"] ?? "")")
+    _ = await listener.stop()
+    _ = await app.stop()
+    await daemon.stop()
+    await s.stop()
+  }
+}
