@@ -72,7 +72,7 @@ struct PasswordFieldTests {
   static func policy(passwordFields: Bool) -> String {
     """
     {version: 1, capture: {linger: "2s", allow: [{name: "the test", pid: \(getpid())}]},
-     accessibility: {passwordFields: \(passwordFields)}}
+     replaceDefaultSecure: true, accessibility: {passwordFields: \(passwordFields)}}
     """
   }
 
@@ -117,18 +117,42 @@ struct PasswordFieldTests {
     return n
   }
 
-  /// zenity's password dialog with the secret typed in; its window.
-  static func zenity(_ s: AccessibleSession) async throws -> (BackgroundProcess, UInt32) {
-    let app = try s.server.startBackground("zenity", ["--password", "--title", "Zenity password"])
+  /// An application that asks for a password, on the accessibility bus.
+  struct App: Sendable, CustomStringConvertible {
+    let name: String
+    let className: String
+    /// The command (`sh -c`, `$D` the test's directory, with `pin` in it for a pinentry).
+    let script: String
+    var description: String { name }
+  }
+
+  static let apps = [
+    App(
+      name: "zenity --password (GTK 3)", className: "Zenity", script: "exec zenity --password --title 'Zenity password'"
+    ),
+    // Qt waits for an assistive client; the daemon's IsEnabled does not reach pinentry-qt
+    // here (measured: it stays off the bus), KeePassXC's does. The variable is Qt's own.
+    App(
+      name: "pinentry-qt (Qt 5)", className: "pinentry-qt",
+      script: "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 exec pinentry-qt < \"$D/pin\""),
+  ]
+
+  /// `app` asking for a password with the secret typed in; its process and window.
+  static func start(_ app: App, _ s: AccessibleSession) async throws -> (BackgroundProcess, UInt32) {
+    let dir = try makeTemporaryDirectory(prefix: "captureshield-a11y-app")
+    try "SETDESC Enter the passphrase\nSETPROMPT Passphrase:\nGETPIN\n".write(
+      toFile: dir + "/pin", atomically: true, encoding: .utf8)
+    let process = try s.server.startBackground(
+      "/usr/bin/env", ["D=\(dir)", "HOME=\(dir)", "QT_QPA_PLATFORM=xcb", "sh", "-c", app.script])
     var window: UInt32 = 0
-    try await waitUntil("zenity shows its dialog", timeout: .seconds(30)) {
-      guard app.isRunning else { throw ProcessError.io("zenity exited: \(app.stderr)") }
-      window = try await RealAppTests.visibleWindows(s.server, className: "Zenity").first ?? 0
+    try await waitUntil("\(app.name) shows its dialog", timeout: .seconds(30)) {
+      guard process.isRunning else { throw ProcessError.io("\(app.name) exited: \(process.stderr)") }
+      window = try await RealAppTests.visibleWindows(s.server, className: app.className).first ?? 0
       return window != 0
     }
     try await s.server.run("xdotool", ["windowactivate", "--sync", String(window)]).checked()
     try await s.server.run("xdotool", ["type", "--delay", "20", secret]).checked()
-    return (app, window)
+    return (process, window)
   }
 
   /// A capture session (a first xwd), then xwd and import while it lasts: the secret pixels
@@ -149,16 +173,19 @@ struct PasswordFieldTests {
     )
   }
 
-  @Test("zenity --password: its window is secure with the field as a view; captures show none of the field")
-  func gtkPasswordField() async throws {
+  @Test(
+    "a password field's window is secure with the field as a view; captures show none of the field",
+    arguments: apps)
+  func passwordField(_ a: App) async throws {
     let s = try await AccessibleSession.start()
     let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: true))
     try await waitUntil("the daemon follows the accessibility bus", timeout: .seconds(15)) {
       daemon.auditEvents("accessibility").contains { $0["enabled"] as? Bool == true }
     }
-    let (app, window) = try await Self.zenity(s)
+    let (app, window) = try await Self.start(a, s)
     do {
-      try await waitUntil("the daemon lists zenity's window as secure for its password field", timeout: .seconds(15)) {
+      try await waitUntil("the daemon lists \(a.name)'s window as secure for its password field", timeout: .seconds(15))
+      {
         try daemon.state()?.windows.contains { $0.id == window && $0.secure && $0.reason.contains("password field") }
           ?? false
       }
@@ -175,7 +202,7 @@ struct PasswordFieldTests {
     let field = try Self.fieldOnScreen(s.server, window, v)
     let counts = try await Self.captureField(s, daemon, window, field: field, shielded: true)
     print(
-      "zenity --password: field \(field) (views \(v)); secret pixels: trusted view \(counts.trusted), "
+      "\(a.name): field \(field) (views \(v)); secret pixels: trusted view \(counts.trusted), "
         + "xwd \(counts.xwd), import \(counts.imp); pixels not under the shield \(counts.uncovered) (feature on)")
     #expect(counts.trusted > 1_000)
     // Every pixel of the field is the shield's (a few of its greys may equal the field's own).
@@ -192,7 +219,7 @@ struct PasswordFieldTests {
     #expect(try await Self.views(s.server, window) == nil)
     let off = try await Self.captureField(s, daemon, window, field: field, shielded: false)
     print(
-      "zenity --password: secret pixels with accessibility.passwordFields false: trusted view \(off.trusted), "
+      "\(a.name): secret pixels with accessibility.passwordFields false: trusted view \(off.trusted), "
         + "xwd \(off.xwd), import \(off.imp); pixels not under a shield \(off.uncovered) (positive control)")
     // The field as the user sees it, but for the blinking caret.
     #expect(off.xwd * 100 >= off.trusted * 95)
@@ -211,7 +238,7 @@ struct PasswordFieldTests {
     try await waitUntil("xinput is audited as a keyboard listener", timeout: .seconds(10)) {
       daemon.auditEvents("keylogger-suspected").contains { $0["exe"] as? String == xinput }
     }
-    let (app, window) = try await Self.zenity(s)
+    let (app, window) = try await Self.start(Self.apps[0], s)
     try await waitUntil("a keylogger-notice for zenity's window", timeout: .seconds(15)) {
       daemon.auditEvents("keylogger-notice").contains { $0["window"] as? String == hex(window) }
     }
