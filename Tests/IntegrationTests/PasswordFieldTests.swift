@@ -43,6 +43,22 @@ final class AccessibleSession: @unchecked Sendable {
         timeout: .seconds(5))
       return r.succeeded && r.stdoutText.contains("unix:")
     }
+    // The registry (at-spi2-registryd, started by the accessibility bus on first use) up
+    // before the apps: a GTK app that finds no registry at its start stays off the bus.
+    try await waitUntil("the accessibility registry answers", timeout: .seconds(15)) {
+      let address = try await server.run(
+        "dbus-send",
+        ["--session", "--print-reply=literal", "--dest=org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus.GetAddress"],
+        timeout: .seconds(5)
+      ).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+      let r = try await server.run(
+        "dbus-send",
+        [
+          "--bus=\(address)", "--print-reply", "--dest=org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root",
+          "org.a11y.atspi.Accessible.GetChildren",
+        ], timeout: .seconds(5))
+      return r.succeeded
+    }
     return AccessibleSession(bus: bus, runtime: runtime, server: server, wm: wm, launcher: launcher)
   }
 
