@@ -245,22 +245,44 @@ struct PasswordFieldTests {
     await s.stop()
   }
 
-  @Test("a keyboard listener is named when the password field has the focus")
-  func keyloggerNamedOnFocus() async throws {
+  @Test(
+    "a keyboard listener is named when the password field has the focus (feature off: not named)",
+    arguments: [true, false])
+  func keyloggerNamedOnFocus(_ on: Bool) async throws {
     let s = try await AccessibleSession.start()
-    let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: true))
+    let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: on))
     let xinput = try #require(findExecutable("xinput", environment: s.server.environment))
     let listener = try s.server.startBackground(xinput, ["test-xi2", "--root"])
     try await waitUntil("xinput is audited as a keyboard listener", timeout: .seconds(10)) {
       daemon.auditEvents("keylogger-suspected").contains { $0["exe"] as? String == xinput }
     }
     let (app, window) = try await Self.start(Self.apps[0], s)
-    try await waitUntil("a keylogger-notice for zenity's window", timeout: .seconds(15)) {
-      daemon.auditEvents("keylogger-notice").contains { $0["window"] as? String == hex(window) }
+    func named() -> [String: Any]? {
+      daemon.auditEvents("keylogger-notice").first { $0["window"] as? String == hex(window) }
     }
-    let notice = try #require(daemon.auditEvents("keylogger-notice").first { $0["window"] as? String == hex(window) })
-    #expect((notice["programs"] as? String ?? "").contains("xinput"), "\(notice)")
-    print("keylogger notice with the password field focused: \(notice["programs"] ?? "")")
+    if on {
+      do {
+        try await waitUntil("a keylogger-notice for zenity's window", timeout: .seconds(15)) { named() != nil }
+      } catch {
+        print(
+          "daemon said:",
+          daemon.audit.filter {
+            ["password-field", "secure-decision", "keylogger-notice", "keylogger-watch"].contains(
+              $0["event"] as? String)
+          })
+        throw error
+      }
+      let notice = try #require(named())
+      #expect((notice["programs"] as? String ?? "").contains("xinput"), "\(notice)")
+      print("keylogger notice with the password field focused: \(notice["programs"] ?? "")")
+    } else {
+      // Positive control: the same focused field, the feature off: zenity's window is not
+      // secure and nobody is named (checked once the daemon has caught up).
+      try await daemon.waitUntilCaughtUp()
+      #expect(named() == nil)
+      #expect(!(try daemon.state()?.windows.contains { $0.id == window && $0.secure } ?? true))
+      print("keylogger notices for zenity's focused password field with the feature off: 0")
+    }
     _ = await listener.stop()
     _ = await app.stop()
     await daemon.stop()
