@@ -156,6 +156,14 @@ struct PasswordFieldTests {
     #expect(e.passwordViews[0x200008] != nil)
   }
 
+  @Test func underTheModuleEveryWindowIsFollowed() {
+    var p = Policy()
+    p.builtinSecure = []
+    #expect(ServerEnforcement.windowWatch(policy: p, moduleReportsTags: true) == .all)
+    p.passwordFields = false
+    #expect(ServerEnforcement.windowWatch(policy: p, moduleReportsTags: true) == .tagged)
+  }
+
   // MARK: The policy key
 
   @Test func policyKey() throws {

@@ -20,7 +20,8 @@ final class AccessibleSession: @unchecked Sendable {
   let wm: BackgroundProcess
   let launcher: BackgroundProcess
 
-  static func start(extraEnvironment: [String: String] = [:]) async throws -> AccessibleSession {
+  /// `module`: a headless Xorg with the CaptureShield module instead of Xvfb.
+  static func start(module: Bool = false) async throws -> AccessibleSession {
     let runtime = try makeTemporaryDirectory(prefix: "captureshield-runtime")
     chmod(runtime, 0o700)
     let bus = try await PrivateSessionBus.start()
@@ -29,8 +30,13 @@ final class AccessibleSession: @unchecked Sendable {
     env["XDG_RUNTIME_DIR"] = runtime
     env["NO_AT_BRIDGE"] = nil
     env["GDK_BACKEND"] = "x11"
-    for (k, v) in extraEnvironment { env[k] = v }
-    let server = try await XvfbServer.start(environment: env)
+    env["CAPTURESHIELD_DEBUG"] = "1"
+    let server =
+      module
+      ? try await XvfbServer.startXorg(
+        moduleDirectory: XorgModule.directory, moduleOptions: XorgModule.snippetOptions(alsoTrusting: []),
+        environment: env)
+      : try await XvfbServer.start(environment: env)
     let wm = try await server.startWindowManager()
     let launcher = try server.startBackground("/usr/libexec/at-spi-bus-launcher", ["--launch-immediately"])
     try await waitUntil("the accessibility bus answers on the test's session bus", timeout: .seconds(15)) {
@@ -154,7 +160,7 @@ struct PasswordFieldTests {
   ]
 
   /// `app` asking for a password with the secret typed in; its process and window.
-  static func start(_ app: App, _ s: AccessibleSession) async throws -> (BackgroundProcess, UInt32) {
+  static func start(_ app: App, _ s: AccessibleSession, type: Bool = true) async throws -> (BackgroundProcess, UInt32) {
     let dir = try makeTemporaryDirectory(prefix: "captureshield-a11y-app")
     try "SETDESC Enter the passphrase\nSETPROMPT Passphrase:\nGETPIN\n".write(
       toFile: dir + "/pin", atomically: true, encoding: .utf8)
@@ -164,10 +170,12 @@ struct PasswordFieldTests {
     try await waitUntil("\(app.name) shows its dialog", timeout: .seconds(30)) {
       guard process.isRunning else { throw ProcessError.io("\(app.name) exited: \(process.stderr)") }
       window = try await RealAppTests.visibleWindows(s.server, className: app.className).first ?? 0
-      return window != 0
+      // Activated (a window found may be gone already: search again).
+      guard window != 0 else { return false }
+      return try await s.server.run("xdotool", ["windowactivate", "--sync", String(window)], timeout: .seconds(5))
+        .succeeded
     }
-    try await s.server.run("xdotool", ["windowactivate", "--sync", String(window)]).checked()
-    try await s.server.run("xdotool", ["type", "--delay", "20", secret]).checked()
+    if type { try await s.server.run("xdotool", ["type", "--delay", "20", secret]).checked() }
     return (process, window)
   }
 
@@ -240,6 +248,74 @@ struct PasswordFieldTests {
     // The field as the user sees it, but for the blinking caret.
     #expect(off.xwd * 100 >= off.trusted * 95)
     #expect(off.imp * 100 >= off.trusted * 95)
+    _ = await app.stop()
+    await daemon.stop()
+    await s.stop()
+  }
+
+  @Test("under the Xorg module: the password field's window is protected; xwd and import get none of the field")
+  func underTheModule() async throws {
+    #expect(XorgModule.isBuilt, "build the module first: make xorg-module")
+    let s = try await AccessibleSession.start(module: true)
+    let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: true))
+    #expect(try daemon.state()?.enforcement?.kind == "server")
+    // Typing comes after: the module refuses XTEST keys into a focused secure window.
+    let (app, window) = try await Self.start(Self.apps[0], s, type: false)
+    do {
+      try await waitUntil("the module protects zenity's window for its password field", timeout: .seconds(15)) {
+        try daemon.state()?.windows.contains {
+          $0.id == window && $0.reason.contains("password field") && $0.protected == true
+        } ?? false
+      }
+    } catch {
+      print(
+        "daemon said:", daemon.audit.filter { ["accessibility", "password-field"].contains($0["event"] as? String) })
+      print("debug:", daemon.audit.filter { ($0["message"] as? String)?.hasPrefix("accessibility") == true }.suffix(4))
+      print(
+        "windows:",
+        (try? daemon.state()?.windows.map { "\(hex($0.id)) \($0.reason) \(String(describing: $0.protected))" }) ?? [])
+      throw error
+    }
+    // The views as the daemon set them (its record: the module keeps the property from xprop).
+    let rect = try #require(
+      daemon.auditEvents("password-field").last { $0["window"] as? String == hex(window) }?["views"] as? String)
+    let n = rect.split(whereSeparator: { "x+".contains($0) }).compactMap { Int($0) }
+    let v = [n[2], n[3], n[0], n[1]]
+    let field = try Self.fieldOnScreen(s.server, window, v)
+    // The module censors in black: the field's pixels that are not black, in each tool's shot.
+    func nonBlack(_ image: RGBImage) -> Int {
+      var n = 0
+      for y in field.y..<(field.y + field.height) {
+        for x in field.x..<(field.x + field.width) where image[x, y] != RGB(0, 0, 0) { n += 1 }
+      }
+      return n
+    }
+    func shots() async throws -> (xwd: Int, imp: Int) {
+      (nonBlack(try await Capture.xwdRoot(on: s.server)), nonBlack(try await Capture.importRoot(on: s.server)))
+    }
+    let refused = try await s.server.run("xdotool", ["type", "--delay", "20", Self.secret])
+    #expect(!refused.succeeded && refused.stderrText.contains("BadAccess"), "\(refused)")
+    let on = try await shots()
+    print("under the module, zenity's field \(field): pixels not black: xwd \(on.xwd), import \(on.imp) (feature on)")
+    #expect(on.xwd == 0)
+    #expect(on.imp == 0)
+
+    // Positive control: the feature off (a reload), the same field reaches both tools.
+    try Self.policy(passwordFields: false).write(toFile: daemon.policyPath, atomically: true, encoding: .utf8)
+    chmod(daemon.policyPath, 0o644)
+    daemon.signal(SIGHUP)
+    try await waitUntil("the reload drops the window's protection", timeout: .seconds(10)) {
+      !(try daemon.state()?.windows.contains { $0.id == window && $0.secure } ?? true)
+    }
+    let typed = try await s.server.run("xdotool", ["type", "--delay", "20", Self.secret])
+    #expect(typed.succeeded, "\(typed)")
+    print("under the module, xdotool type into the focused field: refused (\(!refused.succeeded)) -> off: typed")
+    let off = try await shots()
+    print(
+      "under the module, feature off: pixels not black: xwd \(off.xwd), import \(off.imp) of \(field.width * field.height)"
+    )
+    #expect(off.xwd * 100 >= field.width * field.height * 70)
+    #expect(off.imp * 100 >= field.width * field.height * 70)
     _ = await app.stop()
     await daemon.stop()
     await s.stop()

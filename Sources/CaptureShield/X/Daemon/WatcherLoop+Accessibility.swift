@@ -31,7 +31,7 @@ extension WatcherLoop {
     let pids = Set(fields.map(\.pid))
     // The client's PID as the X server knows it (X-Resource), the window's own otherwise.
     let candidates: [(id: WindowID, pid: Int)] = engine.windows.values.compactMap { w in
-      guard w.info.mapped, !w.info.inputOnly, let pid = engine.effectiveFacts(w.info).pid, pids.contains(pid)
+      guard !w.info.inputOnly, let pid = engine.effectiveFacts(w.info).pid, pids.contains(pid)
       else { return nil }
       return (w.info.id, pid)
     }.sorted { $0.id < $1.id }
@@ -47,19 +47,30 @@ extension WatcherLoop {
     if before != (Set(engine.passwordViews.keys), engine.passwordFocus) { keylogFocusChanged() }
   }
 
-  /// Each window's area in root coordinates, inside its border (pipelined GetGeometry and
-  /// TranslateCoordinates, one round trip); windows gone are left out.
+  /// Each viewable window's area in root coordinates, inside its border (pipelined
+  /// GetWindowAttributes, GetGeometry and TranslateCoordinates, one round trip); windows
+  /// gone or not viewable are left out. Viewable as the server says: the engine's `mapped`
+  /// of a client window a window manager framed was seen false while it was on screen.
   private func windowAreas(_ ids: [UInt32]) -> [UInt32: ScreenRect] {
-    let cookies = ids.map { (xcb_get_geometry(x.conn, $0), xcb_translate_coordinates(x.conn, $0, x.root, 0, 0)) }
+    let cookies = ids.map {
+      (
+        xcb_get_window_attributes(x.conn, $0), xcb_get_geometry(x.conn, $0),
+        xcb_translate_coordinates(x.conn, $0, x.root, 0, 0)
+      )
+    }
     var out: [UInt32: ScreenRect] = [:]
-    for (id, (g, t)) in zip(ids, cookies) {
+    for (id, (a, g, t)) in zip(ids, cookies) {
+      let attributes = xcb_get_window_attributes_reply(x.conn, a, nil)
       let geometry = xcb_get_geometry_reply(x.conn, g, nil)
       let translated = xcb_translate_coordinates_reply(x.conn, t, nil)
       defer {
+        free(attributes)
         free(geometry)
         free(translated)
       }
-      guard let geometry, let translated else { continue }
+      guard let attributes, attributes.pointee.map_state == UInt8(XCB_MAP_STATE_VIEWABLE.rawValue), let geometry,
+        let translated
+      else { continue }
       out[id] = ScreenRect(
         x: Int(translated.pointee.dst_x), y: Int(translated.pointee.dst_y), width: Int(geometry.pointee.width),
         height: Int(geometry.pointee.height))
