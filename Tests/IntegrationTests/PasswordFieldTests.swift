@@ -168,7 +168,7 @@ struct PasswordFieldTests {
       "/usr/bin/env", ["D=\(dir)", "HOME=\(dir)", "QT_QPA_PLATFORM=xcb", "sh", "-c", app.script])
     var window: UInt32 = 0
     try await waitUntil("\(app.name) shows its dialog", timeout: .seconds(30)) {
-      guard process.isRunning else { throw ProcessError.io("\(app.name) exited: \(process.stderr)") }
+      guard process.isRunning else { throw ProcessError.io("\(app.name) exited: \(String(decoding: process.stderr, as: UTF8.self))") }
       window = try await RealAppTests.visibleWindows(s.server, className: app.className).first ?? 0
       // Activated (a window found may be gone already: search again).
       guard window != 0 else { return false }
@@ -293,6 +293,8 @@ struct PasswordFieldTests {
     func shots() async throws -> (xwd: Int, imp: Int) {
       (nonBlack(try await Capture.xwdRoot(on: s.server)), nonBlack(try await Capture.importRoot(on: s.server)))
     }
+    // The field's window has the focus (again: the window manager may have moved it), then keys.
+    _ = try await s.server.run("xdotool", ["windowactivate", "--sync", String(window)], timeout: .seconds(5))
     let refused = try await s.server.run("xdotool", ["type", "--delay", "20", Self.secret])
     #expect(!refused.succeeded && refused.stderrText.contains("BadAccess"), "\(refused)")
     let on = try await shots()
