@@ -168,7 +168,9 @@ struct PasswordFieldTests {
       "/usr/bin/env", ["D=\(dir)", "HOME=\(dir)", "QT_QPA_PLATFORM=xcb", "sh", "-c", app.script])
     var window: UInt32 = 0
     try await waitUntil("\(app.name) shows its dialog", timeout: .seconds(30)) {
-      guard process.isRunning else { throw ProcessError.io("\(app.name) exited: \(String(decoding: process.stderr, as: UTF8.self))") }
+      guard process.isRunning else {
+        throw ProcessError.io("\(app.name) exited: \(String(decoding: process.stderr, as: UTF8.self))")
+      }
       window = try await RealAppTests.visibleWindows(s.server, className: app.className).first ?? 0
       // Activated (a window found may be gone already: search again).
       guard window != 0 else { return false }
