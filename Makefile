@@ -80,7 +80,8 @@ demo:
 	@scripts/install-deps.sh xorg && $(MAKE) xorg-module || echo "demo: no Xorg module (its part will be skipped)"
 	@scripts/demo.sh
 
-## The benchmarks (docs/performance.md): shieldbench's rows 1-11, then the module's own
+## The benchmarks (docs/performance.md): shieldbench's rows 1-11, accessibility's cost to apps
+## (scripts/bench-accessibility.sh), then the module's own
 ## (x11perf, instruction counts). Exits non-zero when a row fails (did not run, or its check
 ## failed); a target a row misses is printed as NO beside its figure.
 bench:
@@ -89,6 +90,8 @@ bench:
 	$(RELEASE_BUILD)
 	@$(MAKE) xorg-module
 	.build/release/shieldbench
+	@# what accessibility costs a GTK and a Qt app (docs/performance.md, "Accessibility bus cost")
+	scripts/bench-accessibility.sh .build/release/shieldctl
 	@$(MAKE) xorg-bench
 
 ## libFuzzer over the policy parser and the capture/property decoders (FUZZ_SECONDS per

@@ -30,6 +30,10 @@ deb=(dpkg-dev file binutils lintian xserver-xorg-core)
 # NotificationTests: a private session bus (dbus-daemon, dbus-monitor) and a real
 # notification server on it (dunst, dunstctl)
 tools+=(dbus-daemon dbus-bin dunst)
+# PasswordFieldTests (IntegrationTests): the accessibility bus (at-spi-bus-launcher and
+# at-spi2-registryd), GTK 3's bridge to it (libatk-bridge2.0-0), xinput (a listener);
+# scripts/bench-accessibility.sh (make bench) also bc
+tools+=(at-spi2-core libatk-bridge2.0-0 xinput bc)
 # XpraTests: xpra (its shadow server and its screenshot client, python scripts)
 tools+=(xpra)
 # LearnTests and bench row 10: a GTK screenshot tool and a Qt one (the smallest downloads:

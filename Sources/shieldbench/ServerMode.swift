@@ -55,8 +55,8 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
     moduleDirectory: moduleDir, moduleOptions: ["Option \"Trust\" \"\(resolved(shieldctl))\""], width: 1024,
     height: 768)
   // A daemon whose policy has a rule about windows follows every window, as the default
-  // policy does (its built-in secure list); with none (`replaceDefaultSecure: true`) the
-  // daemon follows tagged windows only.
+  // policy does (its built-in secure list); with none (`replaceDefaultSecure: true`, and
+  // password fields off: they need every window) the daemon follows tagged windows only.
   let ruled = try await XvfbServer.startXorg(
     moduleDirectory: moduleDir, moduleOptions: ["Option \"Trust\" \"\(resolved(shieldctl))\""], width: 1024,
     height: 768)
@@ -74,7 +74,9 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
     try daemon.waitUntil(probe) { $0.enforcement?.kind == "server" && $0.windows.contains { $0.secure } }
     return daemon
   }
-  let daemon = try startDaemon(on: guarded, policy: "{ version: 1, replaceDefaultSecure: true }\n", name: "server")
+  let daemon = try startDaemon(
+    on: guarded, policy: "{ version: 1, replaceDefaultSecure: true, accessibility: { passwordFields: false } }\n",
+    name: "server")
   defer { daemon.stop() }
   let ruledDaemon = try startDaemon(
     on: ruled, policy: "{ version: 1, secure: [{ class: \"NoSuchApp\" }] }\n", name: "server-rules")

@@ -24,6 +24,7 @@ private enum DocsPolicyKeys {
   static let dotted: [String] =
     PolicyParser.captureKeys.map { "capture." + $0 } + PolicyParser.shieldKeys.map { "shield." + $0 }
     + PolicyParser.clipboardKeys.map { "clipboard." + $0 } + PolicyParser.notifyKeys.map { "notify." + $0 }
+    + PolicyParser.accessibilityKeys.map { "accessibility." + $0 }
     + PolicyParser.keyloggerKeys.map { "keyloggers." + $0 }
   /// `class`, `instance`, `title`, `exe`, `comm`, `pid`, `uid`, `name`.
   static let matcher = PolicyParser.matcherKeys

@@ -95,6 +95,7 @@ private func describe(_ e: Engine.Effect) -> String {
   case .shieldAtOnce(let w): return "shield-at-once \(hex(w))"
   case .publishState: return "publish"
   case .historyChanged: return "history"
+  case .secureViews(let w, let rects): return "views \(hex(w)) \(rects.map(\.description).joined(separator: ","))"
   case .notifyCapture(let active, let ws): return "notify \(active) [\(ws.map(hex).joined(separator: ","))]"
   case .audit(let r):
     var s = "audit \(r.event)"

@@ -294,7 +294,7 @@ private struct TempDir {
       name: "control characters in user text are escaped in messages",
       source: #"{ version: 1, "a\nb": 1 }"#,
       expected: [
-        #"t.json5:1:15: error: unknown key 'a\u{a}b' at top level (allowed: version, secure, replaceDefaultSecure, capture, shield, clipboard, notify, keyloggers)"#
+        #"t.json5:1:15: error: unknown key 'a\u{a}b' at top level (allowed: version, secure, replaceDefaultSecure, capture, shield, clipboard, notify, keyloggers, accessibility)"#
       ]),
     DiagnosticCase(
       name: "an unknown key in notify is an error",

@@ -329,7 +329,8 @@ struct ServerEnforcementTests {
   )
   func followsTaggedWindowsOnly() async throws {
     let server = try await Self.startServer()
-    let daemon = try await DaemonProcess.start(on: server, policy: "{version: 1, replaceDefaultSecure: true}")
+    let daemon = try await DaemonProcess.start(
+      on: server, policy: "{version: 1, replaceDefaultSecure: true, accessibility: {passwordFields: false}}")
     #expect(try daemon.state()?.enforcement?.follows == .tagged)
     #expect(try !Self.rootSubstructureSelected(server), "the daemon selected the root's window events")
 

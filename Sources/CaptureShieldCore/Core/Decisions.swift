@@ -16,6 +16,9 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
   case views([ViewRect], by: String)
   /// A view property holds something else: the whole window is secure, fail safe.
   case malformedViews
+  /// A password text field of its application is showing in it (the accessibility bus,
+  /// `accessibility.passwordFields`; `PasswordViews.wholeWindowSecure`).
+  case passwordField
   /// Nothing made it secure.
   case none
 
@@ -35,6 +38,7 @@ public enum SecureReason: Sendable, Hashable, Codable, CustomStringConvertible {
     case .provisional: return "provisional (facts not known yet)"
     case .views(let r, let by): return "views (\(by)): " + r.map(\.description).joined(separator: ", ")
     case .malformedViews: return "malformed views (treated as secure)"
+    case .passwordField: return "password field (accessibility)"
     case .none: return "not secure"
     }
   }

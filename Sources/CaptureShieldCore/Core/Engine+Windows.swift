@@ -8,7 +8,10 @@ extension Engine {
 
   func decide(_ info: WindowInfo) -> SecureReason {
     let facts = effectiveFacts(info)
-    let r = policy.secureReason(facts: facts, tag: info.tag)
+    var r = policy.secureReason(facts: facts, tag: info.tag)
+    if !r.isSecure, PasswordViews.wholeWindowSecure, policy.passwordFields, passwordViews[info.id] != nil {
+      r = .passwordField
+    }
     if !r.isSecure, let v = info.viewReason { return v }  // only rectangles of it
     if r.isSecure || info.propertiesKnown || settled.contains(info.id) { return r }
     // While shields are up, a window whose facts are not known yet (created, not mapped)

@@ -67,6 +67,9 @@ public struct Engine: Sendable {
     /// records are handled come down again (`Effect.unshield`, no audit record: they were
     /// never the engine's).
     case earlyShieldsUp([WindowID])
+    /// The password fields the accessibility bus shows now (all of them), and the mapped
+    /// top-level windows of their applications (`PasswordViews`).
+    case accessibleFields([AccessibleField], frames: [TopLevelFrame])
   }
 
   /// What the shell must do. Exactly these, in order.
@@ -85,6 +88,8 @@ public struct Engine: Sendable {
     case shieldAtOnce(WindowID)
     /// What was learned per program changed (`history`): the shell saves it (batched).
     case historyChanged
+    /// Set `_CAPTURE_SHIELD_POLICY_VIEWS` on the window to these areas (empty: delete it).
+    case secureViews(WindowID, [WindowRect])
   }
 
   // MARK: State
@@ -142,6 +147,10 @@ public struct Engine: Sendable {
   public var history = CaptureHistory()
   /// Wall-clock seconds at the engine's time zero (the shell's `Clock`): dates the history.
   public var wallBase: Double = 0
+  /// The secure views of password fields, per top-level window (`PasswordViews.views`).
+  public internal(set) var passwordViews: [WindowID: [WindowRect]] = [:]
+  /// The windows whose password field has the keyboard focus.
+  public internal(set) var passwordFocus: Set<WindowID> = []
   /// Manual overrides: forced state and the decision they were made against.
   var overrides: [WindowID: (forced: Bool, baseline: Bool)] = [:]
   var secureByClient: [ClientID: Set<WindowID>] = [:]
@@ -234,6 +243,8 @@ public struct Engine: Sendable {
         if w.reason.isSecure { stateChanged = true }
       }
       overrides[id] = nil
+      passwordViews[id] = nil
+      passwordFocus.remove(id)
       unsettled[id] = nil
       settled.remove(id)
       if shielded.remove(id) != nil { stateChanged = true }
@@ -421,6 +432,7 @@ public struct Engine: Sendable {
               ("when", .string(p.when.rawValue)), ("failMode", .string(p.failMode.rawValue)),
             ])))
       for id in clients.keys.sorted() { reclassify(id, fx: &fx) }
+      if !p.passwordFields { touched += passwordFieldsShown([], frames: [], fx: &fx) }
       for (id, w) in windows {
         let r = decide(w.info)
         if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
@@ -468,6 +480,11 @@ public struct Engine: Sendable {
 
     case .topLevelCreated, .earlyShieldsUp:
       break  // decided above, as the engine stands
+
+    case .accessibleFields(let fields, let frames):
+      let changed = passwordFieldsShown(fields, frames: frames, fx: &fx)
+      if !changed.isEmpty { stateChanged = true }
+      touched += changed
     }
 
     expireDeadlines(fx: &fx, all: &all, stateChanged: &stateChanged)

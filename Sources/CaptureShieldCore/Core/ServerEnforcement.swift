@@ -104,11 +104,12 @@ public struct ServerEnforcement: Sendable {
 
   /// `.all` when a rule looks at windows (`secure`, the built-in secure rules unless
   /// `replaceDefaultSecure`, `clipboard.sources`: their facts are
-  /// needed for every window) or the module cannot report tags (older than 1.2); else
+  /// needed for every window; `accessibility.passwordFields`: a field's window is any window) or the module cannot report tags (older than 1.2); else
   /// `.tagged`. Nothing is lost then: the module protects an app's tag by itself, and the
   /// daemon's own part (policy tags) needs rules about windows.
   public static func windowWatch(policy: Policy, moduleReportsTags: Bool) -> WindowWatch {
     moduleReportsTags && policy.secure.isEmpty && policy.builtinSecure.isEmpty && policy.clipboard.sources.isEmpty
+      && !policy.passwordFields  // a password field's window is found among all windows
       ? .tagged : .all
   }
 

@@ -311,6 +311,10 @@ public struct Policy: Sendable, Hashable {
   /// `notify.enabled`: a desktop notification (org.freedesktop.Notifications) when a
   /// capture starts and secure windows are hidden or censored (`CaptureNotifier`).
   public var notify: Bool = true
+  /// `accessibility.passwordFields`: the daemon follows the session's accessibility bus
+  /// (AT-SPI), turns accessibility on for apps that wait for an assistive client, and makes
+  /// a showing password text field's area (and, for now, its whole window) secure.
+  public var passwordFields: Bool = true
   /// `keyloggers.*`: the client-side keyboard watch (`KeyloggerPolicy`).
   public var keyloggers = KeyloggerPolicy()
   /// The files this policy was built from, in load order.

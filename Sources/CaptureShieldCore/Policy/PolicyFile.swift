@@ -19,6 +19,8 @@ public struct PolicyFile: Sendable, Hashable {
   public var clipboard: Clipboard
   /// The `notify` section.
   public var notify = Notify()
+  /// The `accessibility` section.
+  public var accessibility = Accessibility()
   /// The `keyloggers` section.
   public var keyloggers = Keyloggers()
 
@@ -129,6 +131,13 @@ public struct PolicyFile: Sendable, Hashable {
     /// `notify.enabled`.
     public var enabled: Bool?
     public init(enabled: Bool? = nil) { self.enabled = enabled }
+  }
+
+  /// The `accessibility` section of one file: password fields the accessibility bus reports.
+  public struct Accessibility: Sendable, Hashable {
+    /// `accessibility.passwordFields`.
+    public var passwordFields: Bool?
+    public init(passwordFields: Bool? = nil) { self.passwordFields = passwordFields }
   }
 
   /// The `clipboard` section of one file.

@@ -231,6 +231,7 @@ public enum PolicyLoader {
       if let v = b.maxReads { policy.clipboard.maxReads = v }
       if let v = b.selections { policy.clipboard.selections = v }
       if let v = file.notify.enabled { policy.notify = v }
+      if let v = file.accessibility.passwordFields { policy.passwordFields = v }
       if let v = file.keyloggers.enabled { policy.keyloggers.enabled = v }
       keyloggerAllow += file.keyloggers.allow ?? []
       if let v = file.keyloggers.replaceDefaultAllow { replaceDefaultKeyloggerAllow = v }

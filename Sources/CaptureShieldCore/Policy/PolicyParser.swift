@@ -30,6 +30,7 @@ public enum PolicyParser {
 
   static let topKeys = [
     "version", "secure", "replaceDefaultSecure", "capture", "shield", "clipboard", "notify", "keyloggers",
+    "accessibility",
   ]
   static let captureKeys = [
     "allow", "known", "replaceDefaultKnown", "linger", "hold", "quarantine", "quarantineOnLaunch", "allowInjected",
@@ -41,6 +42,7 @@ public enum PolicyParser {
     "enabled", "sources", "readers", "allow", "deny", "clearAfter", "maxReads", "selections",
   ]
   static let notifyKeys = ["enabled"]
+  static let accessibilityKeys = ["passwordFields"]
   static let keyloggerKeys = ["enabled", "allow", "replaceDefaultAllow"]
   static let matcherKeys = ["class", "instance", "title", "exe", "comm", "pid", "uid", "name"]
   static let selectionNames = ["CLIPBOARD", "PRIMARY"]
@@ -154,6 +156,10 @@ public enum PolicyParser {
       if let v = f["notify"], let m = object(v, what: "'notify'") {
         let (n, _) = checkKeys(m, allowed: PolicyParser.notifyKeys, context: "in 'notify'")
         if let e = n["enabled"] { file.notify.enabled = bool(e, key: "enabled") }
+      }
+      if let v = f["accessibility"], let m = object(v, what: "'accessibility'") {
+        let (a, _) = checkKeys(m, allowed: PolicyParser.accessibilityKeys, context: "in 'accessibility'")
+        if let e = a["passwordFields"] { file.accessibility.passwordFields = bool(e, key: "passwordFields") }
       }
       if let v = f["keyloggers"], let m = object(v, what: "'keyloggers'") {
         let (k, _) = checkKeys(m, allowed: PolicyParser.keyloggerKeys, context: "in 'keyloggers'")

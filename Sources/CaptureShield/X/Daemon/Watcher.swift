@@ -149,6 +149,8 @@ struct ClipboardHook {
 struct ServiceChannels {
   var commands: CommandServer?
   let systemd: SystemdNotify?
+  /// The accessibility bus's password fields (`accessibility.passwordFields`; nil when off).
+  var accessibility: AccessibilityWatch? = nil
 }
 
 /// The daemon's loop: it polls and routes; the components own their state. Its routing

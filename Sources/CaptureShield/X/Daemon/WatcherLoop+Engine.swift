@@ -57,6 +57,7 @@ extension WatcherLoop {
     case .other(.historyChanged):
       setup.history?.changed(engine.history, now: Clock.now())
       loop.historyChanged = true
+    case .other(.secureViews(let w, let rects)): effects.secureViews(w, rects, atom: atoms.policyViews)
     case .other(.shield), .other(.unshield), .other(.shieldAtOnce): break  // carried out above
     }
   }

@@ -37,6 +37,7 @@ extension WatcherLoop {
     for t in adopted where module != nil || !engine.shielded.contains(t) { driver.destroy(t) }
     updatePump()
     syncKeylogWatch()  // who listens to the keyboard, from here on (+Keylog)
+    syncAccessibility()  // password fields on the accessibility bus (+Accessibility)
     publishIfDue()
     flushAll()
     // Scanned, shields up, state published: the service manager may count us as started.
@@ -49,6 +50,7 @@ extension WatcherLoop {
       pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
       pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
       pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the keyboard watch's (+Keylog)
+      pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the accessibility bus's (+Accessibility)
     ]
     while !loop.shuttingDown {
       var timeout = pollTimeout()
@@ -64,6 +66,7 @@ extension WatcherLoop {
         }
       }
       loop.fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
+      loop.fds[6].fd = channels.accessibility?.fileDescriptor ?? -1  // (re)started by `syncAccessibility`
       // The command socket and its waiting connections come last (see `serveCommands`).
       loop.fds.removeSubrange(fixedDescriptors...)
       loop.fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (channels.commands?.descriptors ?? [])).map {
@@ -80,6 +83,7 @@ extension WatcherLoop {
       drainTagWatch()
       drainKeylog()
       drainEvents()
+      if loop.fds[6].revents != 0 { drainAccessibility() }
       if detector?.hasError == true {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
         return WatchExit.xServerGone

@@ -11,6 +11,8 @@ extension WatcherLoop {
   func shutdown() -> Int32 {
     channels.systemd?.stopping()
     channels.commands?.shutdown()
+    channels.accessibility?.stop()
+    for w in engine.passwordViews.keys { effects.secureViews(w, [], atom: atoms.policyViews) }
     detector?.stopPump()
     clipboard?.shutdown()  // copied-text guard hook: nothing secret is left behind
     if let h = setup.history, h.dirty { h.save(engine.history, now: Clock.now()) }
@@ -92,6 +94,7 @@ extension WatcherLoop {
       let hadTitles = policyUsesTitle
       if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
       apply(.policyReplaced(enginePolicy(p)))
+      syncAccessibility()
       updateWindowWatch()
       if p.quarantine != nil {
         for (id, w) in engine.windows where w.reason.isSecure && w.reason != .provisional { driver.prepare(id) }
@@ -109,7 +112,7 @@ extension WatcherLoop {
   }
   /// How many entries of `fds` are the fixed descriptors; the tag watch's (or -1) and the
   /// command socket's follow.
-  var fixedDescriptors: Int { 6 }
+  var fixedDescriptors: Int { 7 }
 
   /// Accepts and answers `shieldctl`'s commands (after `poll`, whose results for the
   /// command socket are `fds[fixedDescriptors...]`). A command from a peer the channel

@@ -92,6 +92,16 @@ extension XEffects {
     if on { x.changeProperty(root, atom, cardinals: [1]) } else { x.deleteProperty(root, atom) }
   }
 
+  /// `_CAPTURE_SHIELD_POLICY_VIEWS` on a window with password fields showing (the areas,
+  /// `PasswordViews.propertyValue`); deleted when none is left.
+  func secureViews(_ w: WindowID, _ rects: [WindowRect], atom: UInt32) {
+    if rects.isEmpty {
+      x.deleteProperty(w, atom)
+    } else {
+      x.changeProperty(w, atom, cardinals: PasswordViews.propertyValue(rects))
+    }
+  }
+
   /// Puts `_CAPTURE_SHIELD_SECURE` = 1 back on a window whose tag another client removed
   /// (`TagGuard`).
   func restoreTag(_ w: WindowID, atom: UInt32) { x.changeProperty(w, atom, cardinals: [1]) }
