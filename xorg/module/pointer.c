@@ -8,7 +8,8 @@
  * over a secure window, an untrusted client that does not own it gets:
  * - QueryPointer: the answer dix gives a client refused read access to the pointer
  *   (position 0,0, no child, no mask: ProcQueryPointer on XACE_DEVICE_ACCESS BadAccess);
- *   XIQueryPointer, GetMotionEvents, XI GetDeviceMotionEvents: BadAccess;
+ *   XIQueryPointer and the motion histories are not refused (dix would answer them with
+ *   an error, which ends toolkits that do not expect one: a bound);
  * - no pointer event: button presses and releases, motion, enter and leave, core, XI 1.x
  *   and XI2, raw included, are not delivered to it (XACE_RECEIVE_ACCESS), except into a
  *   pointer grab it holds because the user pressed a button on its own passive grab (a
@@ -97,9 +98,10 @@ cs_pointer_device_check(XaceDeviceAccessRec *rec)
 
     if (!(rec->access_mode & DixReadAccess) || !cs_rule_on(CS_RULE_POINTER))
         return 0;
-    if (!cs_req(client, X_QueryPointer, -1) && !cs_req(client, X_GetMotionEvents, -1) &&
-        !(cs_focus_st.xi_major && (cs_req(client, cs_focus_st.xi_major, X_XIQueryPointer) ||
-                              cs_req(client, cs_focus_st.xi_major, X_GetDeviceMotionEvents))))
+    /* only where dix answers a refused read without an error (QueryPointer: position 0,0):
+     * an error to XIQueryPointer or a motion history request, which toolkits send at any
+     * time and do not expect to fail, ends many of them (Xlib's default error handler) */
+    if (!cs_req(client, X_QueryPointer, -1))
         return 0;
     if (!(secure = cs_pointer_secure(&under)) || cs_key_reader_ok(client, secure))
         return 0;
