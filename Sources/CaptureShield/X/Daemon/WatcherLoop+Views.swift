@@ -34,6 +34,7 @@ extension WatcherLoop {
   /// toolkits create and tag their child windows before they map the top-level.
   func trackTaggedChildren(of top: WindowID) {
     guard tracker.tracked[top] != nil, !tracker.taggedChildren.contains(top) else { return }
+    let wmState = x.atom("WM_STATE")
     var level = [top]
     var found: [WindowID] = []
     var seen = 0
@@ -50,9 +51,14 @@ extension WatcherLoop {
       inner = Array(inner.prefix(512 - seen))
       seen += inner.count
       let tags = inner.map { x.propertyCookie($0, atoms.secure, maxBytes: 8) }
+      let states = inner.map { x.propertyCookie($0, wmState, maxBytes: 8) }
       level = []
-      for (w, ck) in zip(inner, tags) {
-        if let v = x.propertyReply(ck), !v.bytes.isEmpty || v.type != 0 { found.append(w) } else { level.append(w) }
+      for (w, (ck, st)) in zip(inner, zip(tags, states)) {
+        let tagged = x.propertyReply(ck).map { !$0.bytes.isEmpty || $0.type != 0 } ?? false
+        // a window manager's client window inside its frame is a window of its own (its
+        // frame is shielded with it), not a view of the frame
+        if let v = x.propertyReply(st), v.type != 0 { continue }
+        if tagged { found.append(w) } else { level.append(w) }
       }
     }
     let fresh = found.filter { tracker.tracked[$0] == nil }
