@@ -288,7 +288,10 @@ struct ServerEnforcementTests {
     let server = try await Self.startServer()
     let window = try await TestWindow.open(on: server, rect: Self.taggedRect, color: Self.red, secure: true)
     let daemon = try await DaemonProcess.start(
-      on: server, policy: "{version: 1, replaceDefaultSecure: true, capture: {allow: [{exe: \"*/sleep\"}]}}")
+      on: server,
+      policy:
+        "{version: 1, replaceDefaultSecure: true, accessibility: {passwordFields: false}, capture: {allow: [{exe: \"*/sleep\"}]}}"
+    )
     try await daemon.waitUntilCaughtUp(retitling: window)
     let json = try await Shieldctl.run(["status", "--json"], on: server)
     #expect(json.status == .exited(0))
