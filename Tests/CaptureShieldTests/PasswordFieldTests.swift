@@ -65,7 +65,7 @@ struct PasswordFieldTests {
   }
 
   @Test func propertyIsFourCardinalsPerView() {
-    let rects = [WindowRect(x: 108, y: 77, width: 168, height: 34), WindowRect(x: 1, y: 2, width: 3, height: 4)]
+    let rects = [ViewRect(x: 108, y: 77, width: 168, height: 34), ViewRect(x: 1, y: 2, width: 3, height: 4)]
     #expect(PasswordViews.propertyValue(rects) == [108, 77, 168, 34, 1, 2, 3, 4])
   }
 
@@ -87,7 +87,7 @@ struct PasswordFieldTests {
     let fx = e.handle(
       .accessibleFields([field(10, 108, 77, 168, 34)], frames: [frame(0x200008, 10, 0, 0, 290, 164)]),
       now: MonotonicTime(nanoseconds: 2))
-    #expect(fx.contains(.secureViews(0x200008, [WindowRect(x: 108, y: 77, width: 168, height: 34)])))
+    #expect(fx.contains(.secureViews(0x200008, [ViewRect(x: 108, y: 77, width: 168, height: 34)])))
     #expect(e.windows[Self.window.id]?.reason == .passwordField)
     #expect(fx.contains { if case .audit(let r) = $0 { r.event == "password-field" } else { false } })
     #expect(fx.contains { if case .audit(let r) = $0 { r.event == "secure-decision" } else { false } })

@@ -89,7 +89,7 @@ public struct Engine: Sendable {
     /// What was learned per program changed (`history`): the shell saves it (batched).
     case historyChanged
     /// Set `_CAPTURE_SHIELD_POLICY_VIEWS` on the window to these areas (empty: delete it).
-    case secureViews(WindowID, [WindowRect])
+    case secureViews(WindowID, [ViewRect])
   }
 
   // MARK: State
@@ -148,7 +148,7 @@ public struct Engine: Sendable {
   /// Wall-clock seconds at the engine's time zero (the shell's `Clock`): dates the history.
   public var wallBase: Double = 0
   /// The secure views of password fields, per top-level window (`PasswordViews.views`).
-  public internal(set) var passwordViews: [WindowID: [WindowRect]] = [:]
+  public internal(set) var passwordViews: [WindowID: [ViewRect]] = [:]
   /// The windows whose password field has the keyboard focus.
   public internal(set) var passwordFocus: Set<WindowID> = []
   /// Manual overrides: forced state and the decision they were made against.

@@ -29,23 +29,6 @@ public struct TopLevelFrame: Sendable, Hashable {
   }
 }
 
-/// An area in a window's own coordinates (`_CAPTURE_SHIELD_POLICY_VIEWS`).
-public struct WindowRect: Sendable, Hashable, CustomStringConvertible {
-  public var x: Int
-  public var y: Int
-  public var width: Int
-  public var height: Int
-
-  public init(x: Int, y: Int, width: Int, height: Int) {
-    self.x = x
-    self.y = y
-    self.width = width
-    self.height = height
-  }
-
-  public var description: String { "\(width)x\(height)+\(x)+\(y)" }
-}
-
 /// Where password fields are, as secure views of their windows: the one place the view
 /// rectangles are computed (`views`) and encoded (`propertyValue`).
 public enum PasswordViews {
@@ -58,8 +41,8 @@ public enum PasswordViews {
   /// most of it (ties: the lowest id); its area in that window's coordinates, clipped to
   /// the window. Fields of no window, or outside every window of their application, are
   /// dropped. Rectangles of one window are sorted (y, x) and duplicates dropped.
-  public static func views(fields: [AccessibleField], frames: [TopLevelFrame]) -> [WindowID: [WindowRect]] {
-    var out: [WindowID: Set<WindowRect>] = [:]
+  public static func views(fields: [AccessibleField], frames: [TopLevelFrame]) -> [WindowID: [ViewRect]] {
+    var out: [WindowID: Set<ViewRect>] = [:]
     for f in fields where f.area.width > 0 && f.area.height > 0 {
       var best: (frame: TopLevelFrame, overlap: Int)?
       for w in frames where w.pid == f.pid {
@@ -74,7 +57,9 @@ public enum PasswordViews {
       let right = min(f.area.x + f.area.width, w.area.x + w.area.width)
       let bottom = min(f.area.y + f.area.height, w.area.y + w.area.height)
       out[w.window, default: []].insert(
-        WindowRect(x: left - w.area.x, y: top - w.area.y, width: right - left, height: bottom - top))
+        ViewRect(
+          x: Int32(clamping: left - w.area.x), y: Int32(clamping: top - w.area.y),
+          width: UInt32(clamping: right - left), height: UInt32(clamping: bottom - top)))
     }
     return out.mapValues { $0.sorted { ($0.y, $0.x, $0.width, $0.height) < ($1.y, $1.x, $1.width, $1.height) } }
   }
@@ -85,8 +70,8 @@ public enum PasswordViews {
   }
 
   /// `_CAPTURE_SHIELD_POLICY_VIEWS`: CARDINAL/32, 4n items x, y, width, height.
-  public static func propertyValue(_ rects: [WindowRect]) -> [UInt32] {
-    rects.flatMap { [$0.x, $0.y, $0.width, $0.height].map { UInt32(clamping: $0) } }
+  public static func propertyValue(_ rects: [ViewRect]) -> [UInt32] {
+    rects.flatMap { [UInt32(bitPattern: $0.x), UInt32(bitPattern: $0.y), $0.width, $0.height] }
   }
 
   static func overlap(_ a: ScreenRect, _ b: ScreenRect) -> Int {

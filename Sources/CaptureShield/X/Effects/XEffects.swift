@@ -94,7 +94,7 @@ extension XEffects {
 
   /// `_CAPTURE_SHIELD_POLICY_VIEWS` on a window with password fields showing (the areas,
   /// `PasswordViews.propertyValue`); deleted when none is left.
-  func secureViews(_ w: WindowID, _ rects: [WindowRect], atom: UInt32) {
+  func secureViews(_ w: WindowID, _ rects: [ViewRect], atom: UInt32) {
     if rects.isEmpty {
       x.deleteProperty(w, atom)
     } else {
