@@ -262,7 +262,15 @@ struct PasswordFieldTests {
     let daemon = try await DaemonProcess.start(on: s.server, policy: Self.policy(passwordFields: true))
     #expect(try daemon.state()?.enforcement?.kind == "server")
     // Typing comes after: the module refuses XTEST keys into a focused secure window.
-    let (app, window) = try await Self.start(Self.apps[0], s, type: false)
+    let started: (BackgroundProcess, UInt32)
+    do {
+      started = try await Self.start(Self.apps[0], s, type: false)
+    } catch {
+      // An app ended by an X error: the module's refusals say which window and rule.
+      print("input refused:", daemon.auditEvents("input-refused"))
+      throw error
+    }
+    let (app, window) = started
     do {
       try await waitUntil("the module protects zenity's window for its password field", timeout: .seconds(15)) {
         try daemon.state()?.windows.contains {

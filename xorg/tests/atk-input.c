@@ -690,13 +690,84 @@ bench(long n, int secure)
     return 0;
 }
 
+/* a raw request with a reply (header included); returns the error code (0: a reply) */
+static int
+raw_reply(void *req, size_t len)
+{
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+    void *r;
+    int err;
+
+    iov[2].iov_base = req;
+    iov[2].iov_len = len;
+    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                               &iov[2], &pr), &e);
+    err = e ? e->error_code : (r ? 0 : -1);
+    free(r);
+    free(e);
+    return err;
+}
+
+/* ordinary: what every GTK 3 and Qt 5 program sends, whatever has the focus: XIChangeCursor
+ * on a window of its own (GTK on every hover), XkbPerClientFlags for detectable
+ * auto-repeat (at start); then XkbPerClientFlags with auto-reset MouseKeys on (a change of
+ * the keyboard when this client goes away). Prints each one's error code (0: done). */
+static int
+ordinary(void)
+{
+    xkbPerClientFlagsReq pcf;
+    xcb_window_t w;
+    xcb_cursor_t cur;
+    xcb_font_t font;
+    int xi, supported, cursor_err, pcf_err, reset_err;
+
+    conn();
+    xi = ext_major("XInputExtension");
+    if (xi < 0)
+        die("no XInputExtension");
+    if (xkb_setup(XkbUseCoreKbd, 0, 0, &supported) || !supported)
+        die("no XKB");
+    w = mkwin(root, 0, 0, 10, 10, RED, 0);
+    font = xcb_generate_id(c);
+    xcb_open_font(c, font, strlen("cursor"), "cursor");
+    cur = xcb_generate_id(c);
+    xcb_create_glyph_cursor(c, cur, font, font, 68, 69, 0, 0, 0, 0xffff, 0xffff, 0xffff);
+    {
+        struct {
+            uint8_t major, minor;
+            uint16_t len;
+            uint32_t win, cursor;
+            uint16_t deviceid, pad;
+        } req = { xi, 42 /* XIChangeCursor */, 4, w, cur, 2 /* the core pointer */, 0 };
+        cursor_err = raw_void(&req, sizeof(req));
+    }
+    memset(&pcf, 0, sizeof(pcf));
+    pcf.reqType = xkb_major;
+    pcf.xkbReqType = X_kbPerClientFlags;
+    pcf.length = sizeof(pcf) / 4;
+    pcf.deviceSpec = XkbUseCoreKbd;
+    pcf.change = XkbPCF_DetectableAutoRepeatMask;
+    pcf.value = XkbPCF_DetectableAutoRepeatMask;
+    pcf_err = raw_reply(&pcf, sizeof(pcf));
+    pcf.change = XkbPCF_AutoResetControlsMask;
+    pcf.value = XkbPCF_AutoResetControlsMask;
+    pcf.ctrlsToChange = XkbMouseKeysMask;
+    pcf.autoCtrls = XkbMouseKeysMask;
+    pcf.autoCtrlValues = XkbMouseKeysMask;
+    reset_err = raw_reply(&pcf, sizeof(pcf));
+    printf("cursor_err=%d pcf_err=%d autoreset_err=%d\n", cursor_err, pcf_err, reset_err);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | mpxtype KBD XKBD WIN | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabfrozen MS | grabkbd MS | select WIN MS | "
-            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS");
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS | ordinary");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -726,6 +797,8 @@ main(int argc, char **argv)
         return nest(strtoul(argv[2], NULL, 0), atol(argv[3]), atoi(argv[4]));
     if (!strcmp(argv[1], "bench") && argc > 3)
         return bench(atol(argv[2]), atoi(argv[3]));
+    if (!strcmp(argv[1], "ordinary"))
+        return ordinary();
     if (!strcmp(argv[1], "xi1wait") && argc > 2)
         return xi1wait(atol(argv[2]));
     if (!strcmp(argv[1], "xkb") && argc > 2)

@@ -86,6 +86,24 @@ for srv in A D C; do
         "$a $after" errs = 0 mousekeys = 1 keycode = 1 layout = 1 repeat = 1 buttons = 1
     fi
   done
+  # what every GTK 3 and Qt 5 program sends, whatever has the focus (XIChangeCursor,
+  # XkbPerClientFlags for detectable auto-repeat): done, or such a program ends with an X
+  # error; XkbPerClientFlags' auto-reset controls (MouseKeys on when the client goes away)
+  # refused while the secure window has the focus
+  for secure in 1 0; do
+    undo
+    start_iv $secure
+    o=$(as_nobody "$ATK" ordinary 2>&1)
+    mk=$(xkbset q 2>/dev/null | grep -c "^Mouse-Keys = On" || true)
+    stop_iv
+    if [ $secure = 1 ] && [ $srv != C ]; then
+      expect "$srv: secure window focused: nobody's cursor and per-client flags done, its auto-reset MouseKeys refused" \
+        "$o mousekeys=$mk" cursor_err = 0 pcf_err = 0 autoreset_err = 10 mousekeys = 0
+    else
+      expect "$srv (control$([ $srv = C ] && echo ", keymap off")): secure=$secure: all done, MouseKeys on after nobody's exit" \
+        "$o mousekeys=$mk" cursor_err = 0 pcf_err = 0 autoreset_err = 0 mousekeys = 1
+    fi
+  done
   lg=LOG_$srv
   if [ $srv != C ]; then
     if grep -q "CAPTURESHIELD: input refused to client" "${!lg}"; then ok "$srv: refusals logged"
