@@ -9,9 +9,10 @@
 // launch (BENCH_LAUNCH_RUNS per kind, default 10), 10. a known recorder that sits open
 // (capture.idle; BENCH_SITOPEN_RUNS per path, default 10), 11. learning per program off and on:
 // one-shot tools' first-use and later-use leaks (BENCH_LEARN_USES, default 5) and darkened
-// ms per ordinary program start with quarantine (BENCH_LEARN_STARTS, default 8).
+// ms per ordinary program start with quarantine (BENCH_LEARN_STARTS, default 8), 12. what
+// shield.failMode costs when the daemon is killed and systemd restarts it (BENCH_CRASH_RUNS).
 // Environment: BENCH_JSON (output file), BENCH_ONLY (comma list of reaction, idle, overhead,
-// scale, detector, quarantine-rate, launch-flicker, sit-open, learning, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
+// scale, detector, quarantine-rate, launch-flicker, sit-open, learning, crash, clipboard), BENCH_RUNS (runs per tool, default 10), SHIELDCTL (path of shieldctl),
 // BENCH_KEEP (keep the scratch directories with the daemons' logs), BENCH_XVFB_WRAPPER (a
 // command to run Xvfb under), OVERHEAD_PLACEMENTS / OVERHEAD_RUNS / OVERHEAD_MODE /
 // OVERHEAD_ITERATIONS (row 4 only: see Overhead.swift and scripts/profile-overhead.sh).
@@ -135,6 +136,13 @@ await onXvfb("learning", "11 learning") { xvfb, scratch, shieldctl in
   let (r, rows) = try await runLearningBenchmark(
     server: xvfb, scratch: scratch, shieldctl: shieldctl, uses: max(2, Int(env["BENCH_LEARN_USES"] ?? "") ?? 5),
     starts: max(4, Int(env["BENCH_LEARN_STARTS"] ?? "") ?? 8))
+  table += rows
+  return r
+}
+
+await onXvfb("crash", "12 crash") { xvfb, scratch, shieldctl in
+  let (r, rows) = try await runCrashBenchmark(
+    server: xvfb, scratch: scratch, shieldctl: shieldctl, runs: max(1, Int(env["BENCH_CRASH_RUNS"] ?? "") ?? 3))
   table += rows
   return r
 }

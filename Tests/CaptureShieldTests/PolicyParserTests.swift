@@ -648,7 +648,7 @@ private struct TempDir {
         version: 1,
         secure: [{ class: "B" }],
         capture: { allow: [{ comm: "b" }], linger: "3s", quarantine: "off", quarantineOnLaunch: false },
-        shield: { failMode: "closed" },
+        shield: { failMode: "open" },
         clipboard: { deny: [{ comm: "y" }], enabled: false },
       }
       """, path: "/home/u/policy.json5")
@@ -662,7 +662,7 @@ private struct TempDir {
     #expect(p.quarantine == nil)  // "off" in the later file overrides 5s
     #expect(!p.quarantineOnLaunch)
     #expect(p.when == .always)  // set only by the first file
-    #expect(p.failMode == .closed)
+    #expect(p.failMode == .open)  // the later file's, over the default (closed)
     #expect(p.label == "system")
     #expect(p.clipboard.selections == ["PRIMARY"])
     #expect(p.clipboard.maxReads == 2)
@@ -674,6 +674,13 @@ private struct TempDir {
     #expect(q.linger == .seconds(1))
     #expect(q.quarantine == .seconds(5))
     #expect(!q.quarantineOnLaunch)  // set only by `user`: the default (true) never overrides
+  }
+
+  @Test("shields fail closed by default: a policy without shield.failMode keeps them up when the daemon dies")
+  func failModeDefaultsToClosed() throws {
+    #expect(Policy().failMode == .closed)
+    let p = PolicyLoader.merge([try parseOK("{ version: 1, shield: { when: \"always\" } }", path: "/p.json5")])
+    #expect(p.failMode == .closed)
   }
 
   @Test func mergeOfNothingIsTheDefaultPolicy() {

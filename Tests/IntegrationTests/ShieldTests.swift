@@ -130,11 +130,35 @@ struct ShieldTests {
     await server.stop()
   }
 
+  @Test("the default failMode is closed: a killed daemon's shields stay, and a stop leaves them for the next")
+  func failModeDefaultClosed() async throws {
+    let server = try await XvfbServer.start()
+    let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
+    let policy = "{version: 1, shield: {when: \"always\"}}"
+    let daemon = try await DaemonProcess.start(on: server, policy: policy, productDefaults: true)
+    #expect(try daemon.state()?.policy.failMode == .closed)
+    try await daemon.waitShielded(window.id)
+    daemon.signal(SIGKILL)
+    _ = await daemon.stop()
+    try await Task.sleep(for: .milliseconds(200))
+    #expect(try await Self.redCounts(.getImageWindow, window.id, server) == [0], "the shield went with the daemon")
+    let restarted = try await DaemonProcess.start(on: server, policy: policy, productDefaults: true)
+    try await restarted.waitShielded(window.id)
+    let tree = try await server.run("xwininfo", ["-children", "-id", hex(window.id)])
+    #expect(tree.stdoutText.contains("1 child:"), "\(tree.stdoutText)")
+    _ = await restarted.stop()
+    #expect(try await Self.redCounts(.xwdRoot, window.id, server) == [0], "a clean stop took the shield down")
+    window.close()
+    await server.stop()
+  }
+
   @Test("SIGTERM in open mode removes shields and exits 0")
   func sigtermOpenMode() async throws {
     let server = try await XvfbServer.start()
     let window = try await TestWindow.open(on: server, rect: Self.rect, color: Self.red, secure: true)
+    // (the tests' default policy: failMode open)
     let daemon = try await DaemonProcess.start(on: server)
+    #expect(try daemon.state()?.policy.failMode == .open)
     try await daemon.waitShielded(window.id)
     let result = await daemon.stop()
     #expect(result.status == .exited(0), "\(result)")

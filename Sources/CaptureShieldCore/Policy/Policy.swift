@@ -303,7 +303,11 @@ public struct Policy: Sendable, Hashable {
   /// `defaultCompositors` unless `capture.replaceDefaultCompositors`): see `compositorTrust`.
   public var compositors: [Matcher] = Policy.defaultCompositors
   public var when: ShieldWhen = .capturing
-  public var failMode: FailMode = .open
+  /// Closed by default: a same-user process that kills the daemon (or a crash) leaves the
+  /// shields up until the next daemon adopts them; open, every frame until the restart
+  /// showed the secret (shieldbench row 12: 68 of 95 frames over 2.3 s under the systemd
+  /// unit's 2 s restart; closed: 0, for 0.1 s more dark after the capture ended).
+  public var failMode: FailMode = .closed
   public var input: ShieldInput = .passthrough
   /// Text drawn on shields so users see why the window went dark.
   public var label: String = "Hidden by CaptureShield"

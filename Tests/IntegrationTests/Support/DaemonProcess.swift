@@ -52,22 +52,28 @@ final class DaemonProcess: @unchecked Sendable {
   /// Starts the daemon with `policy` (JSON5 text) and waits until it publishes its state.
   static func start(
     on server: XvfbServer, policy: String = "{version: 1, shield: {when: \"always\"}}",
-    extraArguments: [String] = [], waitUntilReady: Bool = true
+    extraArguments: [String] = [], waitUntilReady: Bool = true, productDefaults: Bool = false
   ) async throws -> DaemonProcess {
     let directory = try makeTemporaryDirectory(prefix: "captureshield-daemon")
     let policyPath = directory + "/policy.json5"
     try policy.write(toFile: policyPath, atomically: true, encoding: .utf8)
     chmod(policyPath, 0o644)
-    // `capture.learn` off unless the test's policy turns it on (a later file wins): the
-    // test process itself is a program that captures (in-process GetImage) and connects
-    // again, and most tests count sessions of tools they run several times (LearnTests
-    // tests learning).
-    let learnOff = directory + "/learn-off.json5"
-    try "{version: 1, capture: {learn: false}}".write(toFile: learnOff, atomically: true, encoding: .utf8)
-    chmod(learnOff, 0o644)
+    // Unless `productDefaults`, two defaults differ for tests (the test's policy, a later
+    // file, wins): `capture.learn` off, since the test process itself is a program that
+    // captures (in-process GetImage) and connects again, and most tests count sessions of
+    // tools they run several times (LearnTests tests learning); `shield.failMode` open,
+    // since tests stop daemons and look at the window afterwards (ShieldTests tests both
+    // modes and the default, closed).
+    var files = [policyPath]
+    if !productDefaults {
+      let testDefaults = directory + "/test-defaults.json5"
+      try "{version: 1, capture: {learn: false}, shield: {failMode: \"open\"}}".write(
+        toFile: testDefaults, atomically: true, encoding: .utf8)
+      chmod(testDefaults, 0o644)
+      files.insert(testDefaults, at: 0)
+    }
     let process = try server.startBackground(
-      Shieldctl.path,
-      ["watch", "--policy", learnOff, "--policy", policyPath, "--log-format", "json"] + extraArguments)
+      Shieldctl.path, ["watch"] + files.flatMap { ["--policy", $0] } + ["--log-format", "json"] + extraArguments)
     let d = DaemonProcess(server: server, process: process, policyPath: policyPath, directory: directory)
     if waitUntilReady {
       try await waitUntil("the daemon publishes its state", timeout: .seconds(10)) {
