@@ -30,17 +30,17 @@ enum SingleWriter {
   static let allowed: [String: (calls: Set<String>, why: String)] = [
     // The quarantine fast path: the RECORD thread maps the shields the engine armed, the
     // moment it reads a new client's ClientStarted (one MapWindow, documented there).
-    "X/RecordPump.swift": (["map_window"], "the RECORD thread's early map"),
+    "Record/RecordPump.swift": (["map_window"], "the RECORD thread's early map"),
     // The CLI's one-shot commands: `shieldctl tag/untag` (the tag), `--pick` (a pointer
     // grab and cursor), commands to the daemon (SendEvent). The daemon never runs them.
-    "X/XControl.swift": (
+    "Control/XControl.swift": (
       [
         "change_property", "delete_property", "send_event", "open_font", "create_glyph_cursor", "grab_pointer",
         "ungrab_pointer", "allow_events",
       ], "the CLI's one-shot commands"
     ),
     // `shieldctl test-window`: a demo app window of its own.
-    "X/TestWindow.swift": (
+    "Control/TestWindow.swift": (
       ["create_window", "change_property", "map_window", "create_gc", "poly_fill_rectangle"],
       "the CLI's test window (an app, not the daemon)"
     ),
@@ -100,7 +100,7 @@ struct SingleWriterTests {
   }
 
   @Test func theRecordThreadMapsOnlyOnce() throws {
-    let src = try String(contentsOf: librarySources.appendingPathComponent("X/RecordPump.swift"), encoding: .utf8)
+    let src = try String(contentsOf: librarySources.appendingPathComponent("Record/RecordPump.swift"), encoding: .utf8)
     #expect(SingleWriter.calls(in: src) == ["map_window"])
   }
 }

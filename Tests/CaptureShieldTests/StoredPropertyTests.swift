@@ -1,4 +1,4 @@
-// No type in the daemon's shell (Sources/CaptureShield/X/Daemon) holds more than 15 stored
+// No type in the daemon's shell (Sources/CaptureShield/Daemon) holds more than 15 stored
 // properties: a type that grows past it holds more than one concern's state, and the concern
 // becomes a component of its own (docs/architecture.md, "Components of the loop"). Like
 // FileSizeTests, it reads the sources, with a simple parser: the `let`/`var` declarations
@@ -9,7 +9,7 @@ import Testing
 
 /// The daemon's shell (this file is Tests/CaptureShieldTests/StoredPropertyTests.swift).
 private let daemonSources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-  .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/CaptureShield/X/Daemon")
+  .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/CaptureShield/Daemon")
 
 enum StoredProperties {
   /// The most stored properties a type may have.
@@ -140,7 +140,7 @@ struct StoredPropertyTests {
     #expect(n["E"] == 0)
   }
 
-  @Test("no type in X/Daemon has more than 15 stored properties")
+  @Test("no type in Daemon/ has more than 15 stored properties")
   func noDaemonTypeIsAPropertyBag() throws {
     let files = try FileManager.default.contentsOfDirectory(atPath: daemonSources.path).filter {
       $0.hasSuffix(".swift")
