@@ -1,4 +1,4 @@
-// The keyboard watch's state machine (client-side mode of secure input, issue 27): which
+// The keyboard watch's state machine (client-side mode of secure input): which
 // clients listen to the keyboard and how, when each is audited, and when the user is told.
 // Pure (see KeylogDecoder.swift for the decoding and the overview).
 
