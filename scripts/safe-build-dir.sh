@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Xorg module trusts a program only when its file and every directory above it are
-# root's and writable by root alone (issue 26). The tests trust their own binaries (the
+# root's and writable by root alone (rule identity). The tests trust their own binaries (the
 # daemon, the test process), so the build directory must be in such a place. When this
 # tree lies below a directory others may write (a clone under /tmp), .build becomes a
 # symlink into /var/cache/captureshield-build (root's), one directory per tree; the kernel

@@ -1,4 +1,4 @@
-// A test recorder that sits open (issue 29, point 3), built from C at test time (cc, libxcb,
+// A test recorder that sits open (`capture.idle`, bench row 10), built from C at test time (cc, libxcb,
 // libxcb-shm). It connects, attaches a shared-memory segment (as x11vnc does at its start),
 // prints "ready", then waits for commands written to `DIR/cmd`, and captures the way real
 // recorders do, printing the red pixels it read in the rectangle:

@@ -1,4 +1,4 @@
-// Row 9: the flicker `capture.quarantineOnLaunch` causes per launch (issue 18, point 5). A
+// Row 9: the flicker `capture.quarantineOnLaunch` causes per launch. A
 // secure window nobody captures; the daemon with quarantine 300 ms on launch; then
 // BENCH_LAUNCH_RUNS (default 10) launches of each kind, one at a time: an X client of this
 // display (xdpyinfo), the daemon's own CLI (`shieldctl status`), a non-X program that loads

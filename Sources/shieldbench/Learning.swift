@@ -1,4 +1,4 @@
-// Row 11: learning per program (`capture.learn`, issue 29 point 1), learning off (today's
+// Row 11: learning per program (`capture.learn`), learning off (today's
 // behaviour) and on, in one run, each daemon with a history of its own:
 // - first-shot leaks: each one-shot screenshot tool BENCH_LEARN_USES times in a row (default
 //   5; import, scrot, maim, xwd, gnome-screenshot (GTK), flameshot (Qt)) against a red secure window nobody else captures, waiting between uses until no

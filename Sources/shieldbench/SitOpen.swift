@@ -1,4 +1,4 @@
-// Row 10: a known recorder that sits open (issue 29, point 3; `capture.idle`). (a) How long
+// Row 10: a known recorder that sits open (`capture.idle`). (a) How long
 // the secure window is hidden while a recorder (ShieldTestSupport's `IdleRecorder`, named in
 // `capture.known`) sits open for 12 s without capturing: `capture.idle` off (before) and at
 // its default (after). (b) Secret pixels in the first frame of each way of capturing again

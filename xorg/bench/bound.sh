@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg bench: the cost bound (issue 25 point 10), before and after in one run.
+# CaptureShield Xorg bench: the cost bound (`CS_MAX_BOXES`, area.c), before and after in one run.
 # Servers under valgrind callgrind, side by side: without the module, and with the module
 # of each DIR given (default: the build, $OUT). On each, a victim's red secure window and
 # an attacker that maps 2,000 shaped (L) secure windows of its own (tests/atk-bound.c,

@@ -146,7 +146,7 @@ struct cs_client {
     int owned_secure;           /* secure windows this client owns */
     CARD32 event_mask;
     unsigned long reported_seq; /* cs_report_once: sequence + 1 of the last reported request */
-    /* issue 26: the identity trust was given to (identity.c), re-checked on use */
+    /* rule identity: the identity trust was given to (identity.c), re-checked on use */
     unsigned char refused;      /* trust refused or lost: for good on this connection */
     int role;                   /* enum cs_role */
     dev_t dev;
@@ -188,7 +188,7 @@ void cs_set_event_mask(ClientPtr client, CARD32 mask);
 CARD32 cs_event_mask(ClientPtr client);
 void cs_note_redirect(ClientPtr client, WindowPtr win);
 
-/* identity.c: who a client is, from the kernel (issue 26) */
+/* identity.c: who a client is, from the kernel (rule identity) */
 enum cs_role { CS_ROLE_NONE = 0, CS_ROLE_TRUST, CS_ROLE_DAEMON, CS_ROLE_GRANT };
 enum cs_reason {
     CS_REASON_NONE = 0, CS_REASON_INJECTED, CS_REASON_HANDOVER, CS_REASON_NAMESPACE,

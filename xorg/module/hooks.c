@@ -299,7 +299,7 @@ cs_prop_allowed(Atom a)
     return 0;
 }
 
-/* Is property `name` of `win` hidden from `client` (issue 25 point 8)? When `win` is, is
+/* Is property `name` of `win` hidden from `client` (rule properties)? When `win` is, is
  * inside or frames a secure window of another client (cs_win_title_secret): every
  * property but the allow-list above, to untrusted clients other than `win`'s owner; a
  * window manager is exempt only when trusted. Rule "properties" off: only the six title

@@ -1,4 +1,4 @@
-/* CaptureShield Xorg module: a client's identity from the kernel (issue 26).
+/* CaptureShield Xorg module: a client's identity from the kernel (rule identity).
  *
  * A Trust or Daemon entry is a file (st_dev, st_ino), recorded at option parse time; a
  * client is that program only if its /proc/PID/exe is that file AND nothing borrowed it:
@@ -317,7 +317,7 @@ cs_identity_check(ClientPtr client, struct cs_verdict *v)
     return 1;
 }
 
-/* Path-only trust (DisableRules identity: the module before issue 26). */
+/* Path-only trust (DisableRules identity: trust by path string alone). */
 int
 cs_identity_path_only(ClientPtr client, struct cs_verdict *v)
 {

@@ -1,4 +1,4 @@
-// Window-manager frames of shielded windows (issue 18): a reparenting window manager draws a
+// Window-manager frames of shielded windows (`FrameShieldTests`): a reparenting window manager draws a
 // secure window's title ("vault.kdbx - KeePassXC") in the frame around it, which the shield
 // inside the window does not cover. While a window is shielded, its frame gets a shield
 // too: the same tiled, override-redirect child (see `ShieldDriver`), created in the frame

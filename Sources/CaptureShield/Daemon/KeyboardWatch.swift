@@ -1,4 +1,4 @@
-// Client-side mode of secure input (issue 27, points 6 and 7): without the Xorg module the
+// Client-side mode of secure input (docs/security.md, "Input"): without the Xorg module the
 // daemon cannot keep a client from reading the keyboard, so it notices the clients that
 // listen (`KeyloggerRecorder`, RECORD), audits each once per kind (`keylogger-suspected`,
 // `KeyloggerWatch`) and tells the user when a secure window has the focus while one is

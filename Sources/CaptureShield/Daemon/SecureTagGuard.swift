@@ -1,4 +1,4 @@
-// A secure tag sticks against other clients (issue 17, finding 6): who removed it comes from
+// A secure tag sticks against other clients: who removed it comes from
 // RECORD (`TagWatch`), and only the window's own client (or the daemon, for `shieldctl
 // untag`) lifts it. See `TagGuard`, `TagRemovals` and docs/security.md, "Tags".
 

@@ -349,7 +349,7 @@ final class WatcherLoop {
   /// Whether pixmap reads must be recorded: when the policy allows some client, or a
   /// trusted compositor runs. Such a client names window pixmaps without starting a
   /// session, and any other client can then use such a pixmap as a tile or stipple and read
-  /// its own drawable (issue 17, finding 10). Without one, a secure window's pixels reach a
+  /// its own drawable (`AllowedPixmapTests`). Without one, a secure window's pixels reach a
   /// pixmap only through a recorded request of the pixmap's owner.
   static func recordsPixmapReads(_ policy: Policy, trustedCompositor: Bool) -> Bool {
     !policy.captureAllow.isEmpty || trustedCompositor

@@ -1,5 +1,5 @@
 // The daemon's own connections killed by another client (KillClient), and their
-// replacement (issue 17, finding 3).
+// replacement (`SelfExclusionTests`).
 //
 // Any client may KillClient any resource's owner. The X server then hands the killed
 // connection's resource base to the next client that connects. Whatever still treats that

@@ -1,4 +1,4 @@
-// The keyboard watch's RECORD context (client-side mode of secure input, issue 27): the
+// The keyboard watch's RECORD context (client-side mode of secure input): the
 // requests by which a client listens to the keyboard (`KeylogOpcodes`: ChangeWindowAttributes,
 // GrabKeyboard, GrabKey, QueryKeymap, XI SelectExtensionEvent and XISelectEvents, XKB
 // SelectEvents, RECORD CreateContext and RegisterClients), SetInputFocus (the focus moved)

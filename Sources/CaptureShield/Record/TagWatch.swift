@@ -1,5 +1,5 @@
 // Who removed a secure tag: a RECORD context of its own for the core DeleteProperty request
-// (issue 17, finding 6). Two connections, as RECORD requires (see CaptureDetector for how
+// (docs/security.md, "Tags"). Two connections, as RECORD requires (see CaptureDetector for how
 // the EnableContext replies are read without blocking). Only DeleteProperty is recorded: a
 // small request (12 bytes) that apps send rarely (mostly after reading a selection), so
 // the X server copies little and wakes the daemon seldom. ChangeProperty is not recorded:

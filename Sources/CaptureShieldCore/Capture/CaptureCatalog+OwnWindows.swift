@@ -1,4 +1,4 @@
-// Reads of a client's own window (issue 17, finding 1). A window with background None shows
+// Reads of a client's own window (docs/security.md, "Known limitations"). A window with background None shows
 // whatever the screen holds beneath it, and GetImage on a window returns the screen's pixels
 // for its obscured parts too: a client that maps a window of its own over a secure window
 // (or below it) and reads that window reads the secure window. So does a copy from such a

@@ -5,7 +5,7 @@
 // connection's resource base to the next client that connects. RECORD reports the two in
 // order, ClientDied of our connection before ClientStarted of the next holder, so the exact
 // moment a base stops being ours is its ClientDied record: from then on its records are a
-// stranger's (issue 17, finding 3).
+// stranger's (docs/security.md, "Known limitations": a killed daemon connection).
 
 /// The self-exclusion of the RECORD stream (pure, no X): the bases of our connections, and
 /// the decisions on ClientStarted and ClientDied records of those bases.

@@ -1,4 +1,4 @@
-// `capture.idle`: a recorder that sits open (issue 29, point 3). A known capturer's session
+// `capture.idle`: a recorder that sits open (bench row 10). A known capturer's session
 // is pinned while it is connected, so OBS open with no source, or x11vnc with no viewer, hid
 // the secure windows for their whole life. A session of a known client whose client makes
 // no capture request for `capture.idle` goes idle (it shields nothing) until the client's
@@ -10,8 +10,8 @@
 //   foreign drawable, GrabServer), recorded so the shields go up before the capture;
 // - a new connection of the same program needs nothing here: it is a new known client, whose
 //   session starts at its connection as before (OBS opens one per screen-capture source).
-// Request sessions of clients that are not known keep `capture.hold` (a patient capturer,
-// issue 17, would otherwise get one frame per idle period). Compositor and quarantine
+// Request sessions of clients that are not known keep `capture.hold` (a patient capturer
+// would otherwise get one frame per idle period). Compositor and quarantine
 // sessions never go idle.
 
 extension Engine {

@@ -162,7 +162,7 @@ public struct Engine: Sendable {
   /// Windows never mapped whose facts count as known: `provisionalLimit` passed. Decided by
   /// the facts the shell has followed since (property changes), like a mapped window.
   var settled: Set<WindowID> = []
-  /// How long a window that is not mapped may stay provisional (issue 18): the provisional
+  /// How long a window that is not mapped may stay provisional (`ProvisionalTests`): the provisional
   /// shield guards the moment between a new window's MapWindow and the daemon reading its
   /// facts; an app sets its class and tag before it maps. After this, a window that never
   /// mapped is decided by the facts it has, and later property changes re-decide it.

@@ -1,5 +1,5 @@
-/// Which window facts another X client can rewrite, for `policy explain` (issue 17,
-/// finding 6): `class`, `instance` and `title` are properties of the window (`WM_CLASS`,
+/// Which window facts another X client can rewrite, for `policy explain` (docs/policy.md,
+/// "Matchers"): `class`, `instance` and `title` are properties of the window (`WM_CLASS`,
 /// `_NET_WM_NAME`, `WM_NAME`), and X11 lets any client change any window's properties, so a
 /// `secure` rule on them is dodged by one ChangeProperty. `exe`, `comm`, `pid` and `uid`
 /// come from the X server (X-Resource) and /proc, which no other client can change.

@@ -1,4 +1,4 @@
-// Client-side mode of secure input (issue 27, points 6 and 7): without the Xorg module, X
+// Client-side mode of secure input (docs/security.md, "Input"): without the Xorg module, X
 // gives no way to keep a client from reading the keyboard, so the daemon notices the
 // requests by which a client listens to keys typed into other clients' windows (RECORD,
 // `X/KeyloggerRecorder`), audits each client once per kind (`keylogger-suspected`), and

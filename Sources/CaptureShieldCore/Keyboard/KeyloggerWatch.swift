@@ -1,4 +1,4 @@
-// The keyboard watch's state machine (client-side mode of secure input, issue 27): which
+// The keyboard watch's state machine (client-side mode of secure input): which
 // clients listen to the keyboard and how, when each is audited, and when the user is told.
 // Pure (see KeylogDecoder.swift for the decoding and the overview).
 
@@ -14,7 +14,7 @@
 public struct KeyloggerWatch: Sendable {
   /// QueryKeymap this many times within `keymapPollWindowMs` counts as polling: 4 per
   /// second or faster. (A poller every 200 ms saw 2 of 13 keys held 100 ms each; one every
-  /// 100 ms, 12 of 13; see docs/security.md, "Input".)
+  /// 100 ms, 12 of 13; see docs/security.md, "Known limitations".)
   public var keymapPollCount = 5
   public var keymapPollWindowMs: UInt32 = 1000
 

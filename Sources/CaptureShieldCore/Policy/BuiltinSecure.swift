@@ -1,5 +1,5 @@
 // The built-in secure list: password managers and credential prompts whose windows are
-// secure with no policy file (issue "Protected out of the box", point 1). Each entry is
+// secure with no policy file. Each entry is
 // matched by what the real program was seen to set when it ran on Debian 12 (docs/policy.md,
 // "Built-in secure programs": the table of WM_CLASS and executables and how each was found).
 

@@ -1,5 +1,5 @@
-// The `keyloggers` policy section: the client-side keyboard watch (issue 27, points 6 and 7;
-// `KeyloggerWatch`). Known input programs (input methods, hotkey daemons) listen to the
+// The `keyloggers` policy section: the client-side keyboard watch
+// (`KeyloggerWatch`; docs/security.md, "Input"). Known input programs (input methods, hotkey daemons) listen to the
 // keyboard by design and are allowed: not audited, not named in notices.
 
 /// `keyloggers.*`, merged.

@@ -241,7 +241,7 @@ public enum CaptureHold: Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-/// Policy for the copied-text guard (issue: copied-text guard). Parsed and validated here.
+/// Policy for the copied-text guard (docs/clipboard.md). Parsed and validated here.
 public struct ClipboardPolicy: Sendable, Hashable {
   public var enabled: Bool = true
   public var sources: [Matcher] = []

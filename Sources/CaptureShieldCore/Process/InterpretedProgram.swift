@@ -1,4 +1,4 @@
-// Which script an interpreter runs (issue 29, point 2). xpra, shutter and many other
+// Which script an interpreter runs (`ClientIdentity.script`). xpra, shutter and many other
 // capture tools are scripts: their executable is `/usr/bin/python3.11` or `/usr/bin/perl`,
 // so the audit log and the notice named the interpreter, and a known-capturer rule on the
 // tool's name missed them. The script is the first argument that is not an interpreter

@@ -1,4 +1,4 @@
-/// Who may lift a window's `_CAPTURE_SHIELD_SECURE` tag (issue 17, finding 6): the window's
+/// Who may lift a window's `_CAPTURE_SHIELD_SECURE` tag (docs/security.md, "Tags"): the window's
 /// own client, or the daemon on behalf of `shieldctl untag` (a command over the command
 /// socket). Another client's removal is undone. The remover comes from RECORD (the
 /// `DeleteProperty` request, `TagWatch`); a tag zeroed or removed with no recorded

@@ -1,4 +1,4 @@
-/// The tag guard's bookkeeping (issue 17, finding 6; `TagGuard` gives each verdict): the
+/// The tag guard's bookkeeping (docs/security.md, "Tags"; `TagGuard` gives each verdict): the
 /// removals of secure tags seen as PropertyNotify and as recorded `DeleteProperty`
 /// requests, which arrive in either order, matched by window. No I/O, no clock: the shell
 /// (`SecureTagGuard`) passes the time and the window's owner and carries out the outcome.

@@ -1,5 +1,5 @@
 // The shield registry of record: which windows are our shields, in a file only this user
-// can write (issue 17, finding 5).
+// can write (`ForgedRegistryTests`).
 //
 // `_CAPTURE_SHIELD_SHIELDS` on the root lists the (shield, target) pairs for tools and tests,
 // but any client of the display can rewrite a root property: a forged list plus a fake
