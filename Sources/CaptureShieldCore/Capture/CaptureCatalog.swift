@@ -1,6 +1,6 @@
 // The catalog of X requests by which a client can obtain pixels of a drawable it does not
 // own, and the pure decoding of what the RECORD extension delivers. No X imports: the
-// detector (X/CaptureDetector.swift) feeds raw bytes in, tests feed hand-built bytes in.
+// detector (Record/CaptureDetector.swift) feeds raw bytes in, tests feed hand-built bytes in.
 //
 // Conventions used throughout:
 // - Offsets are byte offsets in the request as the protocol defines it (byte 0 is the major

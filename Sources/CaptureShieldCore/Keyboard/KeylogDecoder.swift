@@ -1,7 +1,7 @@
 // Client-side mode of secure input (docs/security.md, "Input"): without the Xorg module, X
 // gives no way to keep a client from reading the keyboard, so the daemon notices the
 // requests by which a client listens to keys typed into other clients' windows (RECORD,
-// `X/KeyloggerRecorder`), audits each client once per kind (`keylogger-suspected`), and
+// `Record/KeyloggerRecorder`), audits each client once per kind (`keylogger-suspected`), and
 // tells the user when a secure window gets the keyboard focus while such a client is
 // connected. Pure: the decoding of recorded requests (`KeylogDecoder`, here) and the state
 // machine (`KeyloggerWatch.swift`); no I/O, no clock (the RECORD replies' server time is the

@@ -1,7 +1,7 @@
 // Desktop notifications of capture (`notify.enabled`): when a capture starts and secure
 // windows are hidden (shields) or censored (the Xorg module), the user is told who captures
 // and how many windows are protected. This pure state machine decides when and what; the
-// shell (`X/DesktopNotifier`) sends it on the session bus from a thread of its own.
+// shell (`DBus/DesktopNotifier`) sends it on the session bus from a thread of its own.
 
 /// Decides the desktop notices of capture. No I/O: the shell calls `sync(engine:)` after
 /// every engine event (it walks the sessions only when one started: O(1) otherwise) and

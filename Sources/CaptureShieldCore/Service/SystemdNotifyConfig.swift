@@ -1,6 +1,6 @@
 /// What the service manager asks of the daemon through its environment (`sd_notify(3)`,
 /// `sd_watchdog_enabled(3)`), decided without I/O: where to send notifications, and how
-/// often to tell the watchdog that the loop is alive. The sender is `SystemdNotify` (X/Daemon).
+/// often to tell the watchdog that the loop is alive. The sender is `SystemdNotify` (the shell's Daemon/).
 public struct SystemdNotifyConfig: Sendable, Hashable {
   /// The notification socket's address, as the bytes of `sockaddr_un.sun_path` (a leading
   /// 0 for an abstract socket), without a terminating 0.
