@@ -24,6 +24,11 @@ xorg=(gcc make pkg-config xserver-xorg-core xserver-xorg-video-dummy xserver-xor
       libxcb1-dev libxcb-shm0-dev libxcb-render0-dev libxcb-composite0-dev libxcb-record0-dev
       x11-apps imagemagick ffmpeg scrot maim openbox xinput xcb-proto x11-utils python3
       picom xkbset x11-xkb-utils x11-xserver-utils)   # t-compositor, t-keymap
+# adversaries of the other byte order (tests/t-fuzz.sh): the probes cross-built for s390x
+# (big-endian), linked statically against its libxcb, run by qemu-user
+xorg+=(qemu-user gcc-s390x-linux-gnu libc6-dev-s390x-cross libxcb1-dev:s390x libxcb-shm0-dev:s390x
+       libxcb-render0-dev:s390x libxcb-composite0-dev:s390x libxcb-record0-dev:s390x
+       libxau-dev:s390x libxdmcp-dev:s390x)
 # `make deb`: dpkg-shlibdeps, file (strip decides by it), lintian to check the packages;
 # the module's dependency is derived from the installed xserver-xorg-core
 deb=(dpkg-dev file binutils lintian xserver-xorg-core)
@@ -65,5 +70,19 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo="sudo"
 fi
 export DEBIAN_FRONTEND=noninteractive
+# packages of another architecture (name:arch) need it added to dpkg first; Debian's mirrors
+# carry s390x, Ubuntu's main archive does not (ports.ubuntu.com does: add it by hand)
+for p in "${missing[@]}"; do
+  arch=${p#*:}
+  [ "$arch" != "$p" ] || continue
+  dpkg --print-foreign-architectures | grep -qx "$arch" && continue
+  if grep -qi '^ID=ubuntu' /etc/os-release 2>/dev/null; then
+    echo "Error: $p: Ubuntu's archive has no $arch packages; add ports.ubuntu.com for $arch" \
+      "(deb [arch=$arch] http://ports.ubuntu.com/ubuntu-ports ...) and run this again" >&2
+    exit 1
+  fi
+  echo "Adding the $arch architecture to dpkg (for $p)" >&2
+  $sudo dpkg --add-architecture "$arch"
+done
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

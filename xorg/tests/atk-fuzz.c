@@ -253,12 +253,12 @@ red_pixels(const uint8_t *d, size_t len, int xy, int depth, int w, int h, uint32
     if (!xy) {
         size_t stride = (size_t) w * 4;
         for (y = 0; y < h && (size_t) (y + 1) * stride <= len; y++) {
-            const uint32_t *l = (const uint32_t *) (d + (size_t) y * stride);
+            const uint8_t *l = d + (size_t) y * stride;
             for (x = 0; x < w; x++) {
                 if (excl.on && x + excl.ox >= excl.x0 && x + excl.ox < excl.x1 &&
                     y + excl.oy >= excl.y0 && y + excl.oy < excl.y1)
                     continue;
-                n += secret_px(l[x], cpm, base);
+                n += secret_px(cs_px(l + 4 * x), cpm, base);
             }
         }
         return n;
@@ -1187,7 +1187,10 @@ got:
             long px = 0, bytes = title_in(d + 32, len);
             uint32_t i;
             for (i = 0; i + 4 <= len; i += 4)
-                px += *(const uint32_t *) (d + 32 + i) == 0x00ff0000;
+                /* a request's field (the client's byte order) or image data (the
+                 * server's) */
+                px += *(const uint32_t *) (d + 32 + i) == 0x00ff0000 ||
+                    cs_px(d + 32 + i) == 0x00ff0000;
             if (px || bytes) {
                 memset(&k, 0, sizeof(k));
                 k.kind = K_RECORD;
@@ -1523,7 +1526,7 @@ setup(void)
             !chk(cv, xcb_shm_attach_checked(cv, vseg, (uint32_t) id, 0)) &&
             !chk(cv, xcb_shm_create_pixmap_checked(cv, VSHM, vroot, 128, 128, 24, vseg, 0))) {
             for (i = 0; i < 128 * 128; i++)
-                ((uint32_t *) vmem)[i] = RED;
+                cs_put_px((uint8_t *) vmem + 4 * i, RED);
         } else {
             serr[S_VSHM] = -1;
         }

@@ -55,9 +55,9 @@ count(struct stats *s, const uint8_t *data, int w, int h, int stride)
     int x, y;
 
     for (y = 0; y < h; y++) {
-        const uint32_t *l = (const uint32_t *) (data + (size_t) y * stride);
+        const uint8_t *l = data + (size_t) y * stride;
         for (x = 0; x < w; x++) {
-            uint32_t v = l[x] & 0xffffff;
+            uint32_t v = cs_px(l + 4 * x) & 0xffffff;
             red += v == RED;
             black += v == 0;
             blue += v == BLUE;

@@ -11,6 +11,24 @@
 #include <sys/uio.h>
 #include <xcb/xcb.h>
 #include <xcb/xcbext.h>
+
+/* A pixel of image data (GetImage, SHM, a recorded reply): the server's image byte order,
+ * least significant byte first for Xorg on this machine's CPUs, whatever the client's own
+ * byte order (the probes also run byte-swapped, built for a big-endian CPU under qemu). */
+static inline uint32_t
+cs_px(const uint8_t *p)
+{
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+static inline void
+cs_put_px(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t) v;
+    p[1] = (uint8_t) (v >> 8);
+    p[2] = (uint8_t) (v >> 16);
+    p[3] = (uint8_t) (v >> 24);
+}
 #include <xcb/shm.h>
 #include <xcb/render.h>
 #include <xcb/composite.h>

@@ -143,4 +143,43 @@ for s in C B; do
     fi
   done
 done
+# The same generator as a client of the other byte order: built for a big-endian CPU
+# (s390x) and run by qemu-user, its connection setup, requests, replies and events are all
+# byte-swapped for this server (the module's wrappers see swapped clients through
+# SwappedProcVector). As many cases (CS_FUZZ_SWAP_CASES: another count); the rules on: no
+# secret, the server alive; the positive controls (rules off, no module): the same swapped
+# client reads the secrets through every path.
+SWAP=$OUT/be/atk-fuzz
+SWAP_CASES=${CS_FUZZ_SWAP_CASES:-$CASES}
+SWAP_LIMIT=$(( 60 + SWAP_CASES / 100 ))
+[ -x "$SWAP" ] || { echo "Error: $SWAP not built (make -C xorg probes; scripts/install-deps.sh xorg)" >&2; exit 1; }
+command -v qemu-s390x >/dev/null || { echo "Error: qemu-s390x missing (scripts/install-deps.sh xorg)" >&2; exit 1; }
+for s in A D C B; do
+  case $s in A) name=censor ;; D) name=deny ;; C) name=rules-off ;; B) name=no-module ;; esac
+  disp=XDISPLAY_$s
+  if [ $s = C ] || [ $s = B ]; then export CS_FUZZ_STOCK_SAFE=1; else unset CS_FUZZ_STOCK_SAFE; fi
+  out=$(DISPLAY=${!disp} timeout "$SWAP_LIMIT" qemu-s390x "$SWAP" "$SWAP_CASES" 2>&1) || true
+  last=$(lastline "$out")
+  echo "## swapped $name: $last"
+  if [ $s = A ] || [ $s = D ]; then
+    echo "$out" | grep -E "^(LEAK|connection)" | sed "s/^/# swapped $name: /" || true
+    expect "fuzz swapped $name: $SWAP_CASES cases from a byte-swapped client, no secret, server alive" \
+      "$last" cases -ge "$SWAP_CASES" leaked_px -eq 0 title_bytes -eq 0 alive -eq 1
+    for p in $PATHS; do
+      expect "fuzz swapped $name: $p, no secret pixels or title bytes" "$(pathline "$out" "$p")" \
+        leaked_px -eq 0 title_bytes -eq 0
+    done
+  else
+    expect "fuzz swapped control $name: the byte-swapped client reads secrets (not vacuous)" \
+      "$last" leaked_px -gt 0 title_bytes -gt 0
+    for p in $PATHS; do
+      l=$(pathline "$out" "$p")
+      if [ "$p" = title ]; then
+        expect "fuzz swapped control $name: $p read" "$l" title_bytes -gt 0
+      else
+        expect "fuzz swapped control $name: $p read" "$l" leaked_px -gt 0
+      fi
+    done
+  fi
+done
 summary
