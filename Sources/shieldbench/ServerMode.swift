@@ -191,7 +191,59 @@ func runServerModeBenchmark(scratch: String, shieldctl: String, alternations: In
       row: "8 server", figure: "shieldctl tag → first censored frame of an untrusted GetImage loop (median / worst)",
       value: String(format: "%.1f / %.1f ms (%d/%d)", med, delays.max() ?? .nan, delays.count, tagRuns), target: "-",
       met: nil))
+  // Secret before the tag (rule pending), its cost: on the server whose daemon has a rule
+  // about windows (it announces _CAPTURE_SHIELD_CLASSIFY), an ordinary window mapped by an
+  // untrusted client is held secure until the daemon's answer. How long an untrusted reader
+  // (a screen share) sees it black: from the map until its first frame shows the window's
+  // blue, and until the daemon's `_CAPTURE_SHIELD_POLICY` answer is on the window. (The
+  // user sees it at once: t-pending's trusted reader.)
+  let pendingReader = try XClient(display: ruled.display)
+  let policyAtom = pendingReader.atom("_CAPTURE_SHIELD_POLICY")
+  var blackMs: [Double] = []
+  var answerMs: [Double] = []
+  for run in 0..<tagRuns {
+    let t0 = monotonicNow()
+    let w = apps[3].appWindow(
+      x: 700, y: 400, width: 100, height: 100, color: 0x0000FF, title: "pending run \(run)")
+    apps[3].sync()
+    var answered: Double?
+    var shown: Double?
+    while monotonicNow() < t0 + 5 && (answered == nil || shown == nil) {
+      if answered == nil, pendingReader.property(w, policyAtom) != nil { answered = monotonicNow() }
+      if shown == nil {
+        let ck = xcb_get_image(
+          pendingReader.conn, UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), pendingReader.root, 750, 450, 1, 1, ~0)
+        if let r = xcb_get_image_reply(pendingReader.conn, ck, nil) {
+          let px = xcb_get_image_data(r)!.withMemoryRebound(to: UInt32.self, capacity: 1) { $0.pointee }
+          free(r)
+          if px & 0xFF_FFFF == 0x0000FF { shown = monotonicNow() }
+        }
+      }
+    }
+    if ProcessInfo.processInfo.environment["BENCH_PENDING_TRACE"] != nil {
+      let a = answered.map { ($0 - t0) * 1000 } ?? -1
+      let v = shown.map { ($0 - t0) * 1000 } ?? -1
+      print("    pending run \(run): answer \(a) ms, shown \(v) ms")
+    }
+    if let a = answered { answerMs.append((a - t0) * 1000) }
+    if let v = shown { blackMs.append((v - t0) * 1000) }
+    xcb_destroy_window(apps[3].conn, w)
+    apps[3].sync()
+  }
+  print(
+    String(
+      format:
+        "  pending (a new ordinary window of an untrusted client, daemon with a window rule): untrusted reader sees it "
+        + "after median %.1f ms, worst %.1f ms (%d of %d); the daemon's answer after median %.1f ms",
+      median(blackMs) ?? .nan, blackMs.max() ?? .nan, blackMs.count, tagRuns, median(answerMs) ?? .nan))
+  table.append(
+    TableRow(
+      row: "8 server", figure: "pending: a new ordinary window black to an untrusted reader (median / worst)",
+      value: String(
+        format: "%.1f / %.1f ms (%d/%d)", median(blackMs) ?? .nan, blackMs.max() ?? .nan, blackMs.count, tagRuns),
+      target: "-", met: nil))
   let figures: [String: Any] = [
+    "pending_black_ms": blackMs, "pending_answer_ms": answerMs,
     "iterations": iterations, "without_it_per_s": without, "with_it_per_s": with, "ratio_best_runs": best,
     "ratio_bracketed_median": ratio, "module_alone_it_per_s": moduleAlone, "module_alone_ratio": moduleRatio,
     "with_rule_it_per_s": withRules, "with_rule_ratio": rulesRatio,
