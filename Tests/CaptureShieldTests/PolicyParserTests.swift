@@ -16,15 +16,6 @@ private func diagnostics(_ text: String) -> [String] {
   }
 }
 
-private func parseOK(_ text: String, path: String = "t.json5") throws -> PolicyFile {
-  do {
-    return try PolicyParser.parse(text, path: path)
-  } catch {
-    Issue.record("unexpected diagnostics:\n\(error)")
-    throw error
-  }
-}
-
 private func pattern(_ s: String) -> Pattern { try! Pattern.parse(s) }
 
 private func loc(_ line: Int, _ column: Int, _ file: String = "t.json5") -> CaptureShield.SourceLocation {
