@@ -19,9 +19,9 @@ done
 [ -f /usr/share/xcb/xproto.xml ] || { echo "Error: xcb-proto missing (scripts/install-deps.sh xorg)" >&2; exit 1; }
 [ -f "$OUT/libcaptureshield.so" ] || { echo "Error: $OUT/libcaptureshield.so not built" >&2; exit 1; }
 
-write_conf "$TMP/A.conf" 1
+mod_conf "$TMP/A.conf"
 start_xorg A "$TMP/A.conf"
-echo "# server: $XDISPLAY_A (module: $OUT)"
+echo "# server: $XDISPLAY_A (module: ${CS_MODDIR:-$OUT})"
 if grep -q "CAPTURESHIELD: active" "$LOG_A"; then ok "the module is active"; else bad "the module is not active"; fi
 
 # the extensions the running server offers, by name ("Generic Event Extension" has spaces)

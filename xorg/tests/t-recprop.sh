@@ -3,7 +3,7 @@
 # properties of secure windows. Attacks (atk-recprop.c) by an untrusted client, as uid
 # nobody and as the same uid, on a censor-mode and a deny-mode server; positive controls on
 # servers with the rules off (DisableRules record, properties, wmtitle), where each leaks.
-# MODDIR=DIR runs the suite against another build of the module (e.g. main's, to see the
+# CS_MODDIR=DIR runs the suite against another build of the module (e.g. main's, to see the
 # attacks work there).
 set -euo pipefail
 . "$(dirname "$0")/t-lib.sh"
@@ -17,15 +17,12 @@ T21="test.kdbx - KeePassXC"       # atk-recprop obapp's title (21 bytes)
 # servers: A censor, D deny (openbox untrusted), OA/OD the same with openbox trusted,
 # R rules off (openbox untrusted), RO rules off (openbox trusted)
 OFF='Option "DisableRules" "record,properties,wmtitle"'
-write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\""
-write_conf "$TMP/D.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\"" 'Option "Mode" "deny"'
-write_conf "$TMP/OA.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\""
-write_conf "$TMP/OD.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" 'Option "Mode" "deny"'
-write_conf "$TMP/R.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\"" "$OFF"
-write_conf "$TMP/RO.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" "$OFF"
-if [ -n "${MODDIR:-}" ]; then
-  sed -i "s|ModulePath \"$OUT,|ModulePath \"$MODDIR,|" "$TMP"/*.conf
-fi
+mod_conf "$TMP/A.conf" "Option \"Trust\" \"$TATK:$TPROBE\""
+mod_conf "$TMP/D.conf" "Option \"Trust\" \"$TATK:$TPROBE\"" 'Option "Mode" "deny"'
+mod_conf "$TMP/OA.conf" "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\""
+mod_conf "$TMP/OD.conf" "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" 'Option "Mode" "deny"'
+mod_conf "$TMP/R.conf" "Option \"Trust\" \"$TATK:$TPROBE\"" "$OFF"
+mod_conf "$TMP/RO.conf" "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" "$OFF"
 for s in A D OA OD R RO; do start_xorg "$s" "$TMP/$s.conf"; done
 
 # recorder WHO...: starts `atk-recprop record` (as WHO: the command prefix) in the
