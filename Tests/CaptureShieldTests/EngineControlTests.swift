@@ -194,6 +194,8 @@ extension EngineTests {
       ]),
   ]
 
+  /// Decisions the shell once made itself (issue 28): what it does at once, decided by the
+  /// engine as it stands (no clock step, no deadline handled, no state changed).
   static let shellDecisionScenarios: [Scenario] = [
     Scenario(
       name: "a new top-level is shielded at once while shields are up, as the engine stands",

@@ -146,9 +146,6 @@ extension EngineTests {
       ]),
   ]
 
-  /// Decisions the shell once made itself (issue 28): what it does at once, decided by the
-  /// engine as it stands (no clock step, no deadline handled, no state changed).
-
   /// Provisional windows: secure until their facts are known.
   @Suite struct Provisional {
     @Test("provisional windows", arguments: provisionalScenarios)
