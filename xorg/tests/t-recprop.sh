@@ -80,7 +80,7 @@ act_stay() {
   eval "$(head -1 "$TMP/act.out")"
 }
 act_stop() { kill "$ACT_PID_" 2>/dev/null || true; wait "$ACT_PID_" 2>/dev/null || true; }
-# start_openbox / stop_openbox as in run.sh: openbox frames a secure window titled T21
+# start_openbox / stop_openbox as in t-frames.sh: openbox frames a secure window titled T21
 # (atk-recprop obapp; sets O_S, O_F: the window and its frame)
 start_openbox() {
   local i
