@@ -83,7 +83,7 @@ extension EngineTests {
 
     /// A request recorded before its client's end but handled after it (the shell reads
     /// RECORD in batches; the order of its parts is not the server's): the session must not
-    /// be pinned to a connection that is over (issue 29: a shield that never came down).
+    /// be pinned to a connection that is over (a shield that never came down).
     struct LateRequestCase: Sendable, CustomTestStringConvertible {
       var name: String
       var before: [Engine.Event]
@@ -126,7 +126,7 @@ extension EngineTests {
     }
 
     /// InputOnly windows have no pixels: never shielded, even secure, provisional or forced
-    /// (a shield inside one fails with BadMatch: issue 29's "error" records at shutter's start).
+    /// (a shield inside one fails with BadMatch: the "error" records at shutter's start).
     @Test("an InputOnly window is never shielded", arguments: [false, true])
     func inputOnlyNeverShielded(_ inputOnly: Bool) {
       var e = Engine(policy: policy())

@@ -194,7 +194,7 @@ extension EngineTests {
       ]),
   ]
 
-  /// Decisions the shell once made itself (issue 28): what it does at once, decided by the
+  /// Decisions the shell once made itself: what it does at once, decided by the
   /// engine as it stands (no clock step, no deadline handled, no state changed).
   static let shellDecisionScenarios: [Scenario] = [
     Scenario(

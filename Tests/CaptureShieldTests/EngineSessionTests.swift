@@ -126,7 +126,7 @@ extension EngineTests {
       ]),
   ]
 
-  /// `capture.hold` (issue 17, finding 8: a patient capturer waiting longer than the linger
+  /// `capture.hold` (a patient capturer waiting longer than the linger
   /// between frames found the shields down for each one).
   static let held = policy(hold: .connected)
   static func heldEnd(_ why: String, _ session: Int) -> [String] {

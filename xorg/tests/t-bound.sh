@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg tests: the cost bound (issue 25 point 10). An attacker (uid nobody)
+# CaptureShield Xorg tests: the cost bound. An attacker (uid nobody)
 # maps 2,000 shaped (an L of two rectangles) secure windows of its own over a victim's
 # red secure window and moves 20 of them (each move a tree change the module computes
 # again); the module bounds the secret region it accumulates (area.c, CS_MAX_BOXES:

@@ -62,7 +62,7 @@ BLUEPX=10000
 N=${CS_CAPTURES:-100}           # captures per path
 
 export DISPLAY=$XDISPLAY_A
-# issue 18 point 5: a window manager's frame around a secure window. The victim runs a
+# rule frame: a window manager's frame around a secure window. The victim runs a
 # window manager (SubstructureRedirect on the root, WM_S0) that frames the red secure S in
 # a yellow frame F1 with a title bar T1, and a blue plain P in a cyan frame F2
 FRAME1=45696  # F1: 204x224, the secure window's 200x200 at 2,22 inside
@@ -70,7 +70,7 @@ YEL=5696      # F1 minus S
 TBAR=4080     # T1: 204x20
 CYANPX=2896   # F2 (104x124) minus P
 start_victim --framed
-# issue 25: a window manager reads titles only when trusted (this one is not; t-recprop.sh)
+# rule wmtitle: a window manager reads titles only when trusted (this one is not; t-recprop.sh)
 [ "${V_WMTITLE:-}" = 0 ] && ok "frame: an untrusted window manager reads none of the secure window's title" ||
   bad "frame: the untrusted window manager read ${V_WMTITLE:-none} bytes of the title"
 out=$("$PROBE" frame shot); expect "frame: untrusted root GetImage: frame and title bar black with the secure window, the plain frame intact" "$out" \

@@ -112,7 +112,7 @@ n=$(grep -c "kind=0" "$TMP/events10" || true)
 [ "$n" -eq 10 ] && ok "10 runs of the same capture tool: 10 CaptureNotify events" || bad "10 runs of the same capture tool: $n CaptureNotify events"
 kill "$LPID" 2>/dev/null || true
 
-# 1.2: a listener that selected the secure mask learns each window that becomes secure
+# protocol 1.2: a listener that selected the secure mask learns each window that becomes secure
 # (kind 6); one that did not gets none (its first event is the censored read below)
 stop_victim
 "$TPROBE" listen 1 3 >"$TMP/events6" &

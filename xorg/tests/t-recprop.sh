@@ -1,5 +1,5 @@
 #!/bin/bash
-# CaptureShield Xorg tests, issue 25 points 7 and 8: RECORD, and the titles and other
+# CaptureShield Xorg tests, rules record, properties and wmtitle: RECORD, and the titles and other
 # properties of secure windows. Attacks (atk-recprop.c) by an untrusted client, as uid
 # nobody and as the same uid, on a censor-mode and a deny-mode server; positive controls on
 # servers with the rules off (DisableRules record, properties, wmtitle), where each leaks.
@@ -118,7 +118,7 @@ ob_copied() {
 protected() {
   local m=$2 out
   export DISPLAY=$1
-  # ---- RECORD (point 7) ----
+  # ---- RECORD (rule record) ----
   # a context enabled while no window is secure; the victim tags its window, then sets its
   # title, puts 40,000 red pixels, draws the title: the module frees the context at the tag
   recorder as_nobody; "$ATK" act >/dev/null; rec_end
@@ -143,7 +143,7 @@ protected() {
   granted_recorder
   "$ATK" act >/dev/null; rec_end
   expect "$m: RECORD enabled while granted, grant revoked: ended, 0 title bytes, 0 pixels" "$out" enabled -eq 1 ended -eq 1 title -eq 0 pixels -eq 0
-  # ---- properties (point 8) ----
+  # ---- properties (rules properties, wmtitle) ----
   out=$(as_nobody "$ATK" props "$T24" "$S" WM_NAME _KEEPASS_DOCUMENT)
   expect "$m: GetProperty of the title and of an own property naming the document: 0 title bytes" "$out" WM_NAME -eq 0 _KEEPASS_DOCUMENT -eq 0
   out=$("$TATK" props "$T24" "$S" WM_NAME _KEEPASS_DOCUMENT)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg tests: one definition of what is secret (issue 25 points 1, 2, 6).
+# CaptureShield Xorg tests: one definition of what is secret (rules ownsecure, resources, stale, taint).
 # Each attack runs as uid nobody against a censor-mode and a deny-mode server, and against
 # a server with the rule it tests switched off (positive control: the attack gets the
 # secret there). CS_MODDIR=DIR runs the suite with the module built in DIR (e.g. main's,

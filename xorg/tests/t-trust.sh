@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg tests: trust that cannot be borrowed (issue 26, the module side).
+# CaptureShield Xorg tests: trust that cannot be borrowed (rules identity, handover, daemonrole; the module side).
 # An attacker (uid nobody) gets a trusted program's trust by loading code into it
 # (LD_PRELOAD kept or scrubbed, LD_AUDIT, a fake library through LD_LIBRARY_PATH), by
 # handing a connection over to its own process (fork, SCM_RIGHTS) before the connecting
@@ -45,7 +45,7 @@ cp "$ATK" "$NOB/atk"
 chown -R nobody:nogroup "$NOB"
 # the server's socket is reachable by nobody (no -auth: any local user may connect)
 
-# Servers: <M> rules on, <M>I identity off (path-only trust, the module before issue 26),
+# Servers: <M> rules on, <M>I identity off (path-only trust),
 # <M>H handover off (no sole-holder check, no re-checks), <M>R daemonrole off; M = C
 # censor, D deny
 TRUST="Option \"Trust\" \"$TDIR/trusted:$TPROBE:$TDIR/notinstalled/compiz\""
