@@ -5,7 +5,7 @@ DESTDIR ?=
 CONFIG ?= debug
 
 .PHONY: all build release deps test test-unit test-one lint format demo bench clean fuzz sanitize
-.PHONY: xorg-module xorg-test xorg-bench xorg-fuzz
+.PHONY: xorg-module xorg-test xorg-test-one xorg-bench xorg-fuzz
 
 all: build
 
@@ -113,6 +113,14 @@ xorg-test:
 	@$(MAKE) -C xorg test
 	@$(MAKE) -C xorg abi-test
 	@scripts/test-install-xorg.sh
+
+## One suite of the Xorg module's tests (xorg/tests/t-SUITE.sh), after building the module and
+## the probes: `make xorg-test-one SUITE=t-keymap`. CS_MODDIR=DIR runs it against the module
+## built in DIR (e.g. an older build, to see the suite fail there).
+xorg-test-one:
+	@test -n "$(SUITE)" || { echo "usage: make xorg-test-one SUITE=<suite>, e.g. SUITE=t-keymap (xorg/tests/t-*.sh)" >&2; exit 64; }
+	@scripts/install-deps.sh xorg
+	@$(MAKE) -C xorg test-one SUITE='$(SUITE)'
 
 ## the Xorg module's property-based generator, long run (500,000 random and extreme requests
 ## per server, xorg/tests/t-fuzz.sh, which xorg-test runs with 100,000; CS_FUZZ_SEED replays)

@@ -65,8 +65,8 @@ struct HostileInputTests {
     #expect(throws: RegexSafety.Rejection.self) { try RegexPattern(body) }
   }
 
-  @Test("the issue's example: /(a+)+$/ is reported as path:line:col: error")
-  func issueExample() {
+  @Test("the ReDoS example: /(a+)+$/ is reported as path:line:col: error")
+  func redosExample() {
     let d = diagnostics("{version: 1, secure: [{class: \"/(a+)+$/\"}]}", path: "/etc/x.json5")
     #expect(
       d == [

@@ -1,4 +1,4 @@
-// `capture.idle` (issue 29, point 3): a known recorder that sits open stops hiding the secure
+// `capture.idle`: a known recorder that sits open stops hiding the secure
 // windows after the idle time, and its next sign of capture (a request, a prelude) or a new
 // connection of the same program raises them again.
 

@@ -1,4 +1,4 @@
-// The keyboard watch (client-side mode of secure input, issue 27): the decoding of
+// The keyboard watch (client-side mode of secure input): the decoding of
 // recorded requests on hand-built bytes (offsets written from the protocol: xproto,
 // XI 1.x and XI2, XKB, RECORD), and the state machine (once per client and kind, the
 // keymap-polling rate, the notice once per client per focus period, the allow list).

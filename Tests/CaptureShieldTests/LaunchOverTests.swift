@@ -14,7 +14,7 @@ private func proc(
     injection: injection)
 }
 
-/// Issue 18, point 5: a quarantine that does not blank on launches of the daemon's own CLI or
+/// `capture.quarantineOnLaunch`: a quarantine that does not blank on launches of the daemon's own CLI or
 /// of programs that cannot connect to this display.
 @Suite("launches that cannot be clients of this display")
 struct LaunchOverTests {

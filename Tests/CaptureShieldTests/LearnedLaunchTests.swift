@@ -3,8 +3,8 @@ import Testing
 @testable import CaptureShieldCore
 
 // A learned capturer pre-empted at its start (`capture.learn`, `Engine.learnedLaunchPaths`),
-// and a learned one-shot tool's session over with the tool (issue: "no first shot for
-// learned tools").
+// and a learned one-shot tool's session over with the tool (no first shot for learned
+// tools).
 
 private let secure = WindowInfo(
   id: 0x100, client: ClientID(0x40_0000), facts: Facts(class: "secret"), tag: .secure, propertiesKnown: true)

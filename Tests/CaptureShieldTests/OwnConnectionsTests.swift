@@ -1,6 +1,6 @@
 // The RECORD self-exclusion (`OwnConnections`): which ClientStarted and ClientDied records
 // are the daemon's own, and when a killed connection's base becomes a stranger's
-// (issue 17, finding 3). Tables of steps and the verdicts and exclusions they leave.
+// (stale self-exclusion). Tables of steps and the verdicts and exclusions they leave.
 
 import Testing
 

@@ -1,4 +1,4 @@
-// Reads of a client's own window (issue 17, finding 1): which requests the catalog hands
+// Reads of a client's own window: which requests the catalog hands
 // out as own reads, and the pure verdict on them.
 
 import CaptureShield

@@ -2,8 +2,8 @@ import Testing
 
 @testable import CaptureShield
 
-// Which requests can only read a pixmap, and when the daemon records them (issue 17,
-// finding 10: an allowed compositor's named pixmaps used as another client's tile).
+// Which requests can only read a pixmap, and when the daemon records them (an
+// allowed compositor's named pixmaps used as another client's tile).
 
 struct PixmapKindCase: Sendable, CustomTestStringConvertible {
   var kind: String

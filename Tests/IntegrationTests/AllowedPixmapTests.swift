@@ -1,4 +1,4 @@
-// Reading an allowed client's pixmaps (issue 17, finding 10, first half). An allowed
+// Reading an allowed client's pixmaps. An allowed
 // compositor names every window's pixmap (Composite NameWindowPixmap) without starting a
 // capture session. Any other client can then use such a pixmap as a GC tile, fill a pixmap
 // of its own with it and read that back: a request that can only read a pixmap, which the

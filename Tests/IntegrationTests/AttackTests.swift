@@ -1,5 +1,4 @@
-// Client-side mode against an attacker on the same display (issue "client-side mode against
-// an active attacker"): each test is an attack by a client of our own on a real Xvfb, and
+// Client-side mode against an attacker on the same display: each test is an attack by a client of our own on a real Xvfb, and
 // what the daemon must do about it.
 
 import CXCB

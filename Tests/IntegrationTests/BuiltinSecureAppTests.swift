@@ -1,5 +1,5 @@
-// The built-in secure list with the real programs (issue "Protected out of the box", point
-// 1): each Debian-packaged password manager or credential prompt is started for real (a
+// The built-in secure list with the real programs (docs/policy.md, "Built-in secure programs"):
+// each Debian-packaged password manager or credential prompt is started for real (a
 // pinentry asked for a PIN over its Assuan pipe, an ssh-askpass asked for a passphrase,
 // KeePassXC, KeePass2 and KWalletManager opened, lxpolkit's error window), with the default policy (no rule, no tag). Its window is
 // secure by its built-in rule, and a capture (an ffmpeg recording, with xwd and import run

@@ -1,4 +1,4 @@
-// Issue 18, point 5: the `_CAPTURE_SHIELD_CAPTURE_CHANGED` ClientMessage goes only to apps
+// Capture notices: the `_CAPTURE_SHIELD_CAPTURE_CHANGED` ClientMessage goes only to apps
 // that opted in with `_CAPTURE_SHIELD_NOTIFY` (Qt logs every message it does not know:
 // KeePassXC wrote 162 "Unhandled client message" lines). The root's
 // `_CAPTURE_SHIELD_CAPTURING` stays for everyone.

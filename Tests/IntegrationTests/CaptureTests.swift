@@ -208,7 +208,7 @@ struct CaptureTests {
   /// libavdevice) and never connects, so only the launch watch can have put the shield up
   /// (and, no client coming, the launch ends with the quarantine duration). Off, the same
   /// launch does nothing. Launches that cannot be clients of this display end at once
-  /// (issue 18.5): `launchOfAnotherDisplayOrOurCLI`.
+  /// (`launchOfAnotherDisplayOrOurCLI`).
   @Test(
     "with capture.quarantineOnLaunch, a process loading libxcb shields secure windows before it connects",
     arguments: [true, false])
@@ -271,7 +271,7 @@ struct CaptureTests {
     await server.stop()
   }
 
-  /// Issue 18, point 5: with `capture.quarantineOnLaunch`, the launch of a program pointed
+  /// With `capture.quarantineOnLaunch`, the launch of a program pointed
   /// at another display (xwd, `DISPLAY=:999`) ends as soon as the daemon has looked at the
   /// process (it names another display, or it has exited), not after the quarantine
   /// duration; and `shieldctl status`, the daemon's own program, starts no quarantine with

@@ -1,4 +1,4 @@
-// The source app's own read-back and clear (issue 18, point 5), with a source of the
+// The source app's own read-back and clear, with a source of the
 // test's own that behaves as a password manager does: it copies at its own timestamp
 // (ICCCM), and later, while another app has the focus, reads the clipboard back to check
 // it still holds its text, then clears it with that same timestamp.

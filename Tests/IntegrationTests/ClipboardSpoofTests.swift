@@ -1,5 +1,4 @@
-// The copied-text guard against a spoofed requestor (issue "client-side mode against an
-// active attacker", finding 7): a background client sends ConvertSelection naming another
+// The copied-text guard against a spoofed requestor: a background client sends ConvertSelection naming another
 // client's focused window as the requestor, then reads the property back from that window
 // (any client may read any window's properties). The guard must refuse it, whatever the
 // target, and audit the client that sent it, not the window's owner.

@@ -1,4 +1,4 @@
-// `shieldctl clipboard status` over time (issue 18, point 5): the copy's age and the
+// `shieldctl clipboard status` over time: the copy's age and the
 // countdown to its clear come from one clock. The daemon republishes its state whenever
 // anything changes (here: a new window); every republished status must give the same
 // copy time and clear time, so that two status calls in sequence show the age grown and

@@ -1,4 +1,4 @@
-// Issue 17, finding 6: forged commands, untagging and relabelling by other clients. Each
+// Forged commands, untagging and relabelling by other clients. Each
 // test is an attack by a client of our own on a real Xvfb, then the frames a capture tool
 // gets afterwards and the audit record that names the attacker.
 

@@ -1,4 +1,4 @@
-// Compositors trusted by default, safely (issue 18, point 1): with the default policy a
+// Compositors trusted by default, safely: with the default policy a
 // standard compositor (picom from /usr/bin) that owns _NET_WM_CM_S0 no longer keeps every
 // secure window hidden, while captures are still detected; the same program copied to a
 // temporary directory is not trusted.

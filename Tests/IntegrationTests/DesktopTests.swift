@@ -1,4 +1,4 @@
-// The real desktops, tested (issue 18, point 3): Debian's window managers and compositors
+// The real desktops, tested: Debian's window managers and compositors
 // (xfwm4, marco, mutter, kwin_x11 with compositing on; i3 with picom; openbox), with the
 // default policy and the release daemon, on Xvfb (client-side shields) and on a headless
 // Xorg with the module (as the installed snippet sets it: the compositor granted by the daemon). For

@@ -1,4 +1,4 @@
-// `shieldctl doctor` on real X servers (issue 18, point 6): a healthy desktop, an untrusted
+// `shieldctl doctor` on real X servers: a healthy desktop, an untrusted
 // compositor, a server without RECORD, an invalid policy, no daemon.
 
 import CaptureShield

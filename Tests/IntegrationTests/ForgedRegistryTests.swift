@@ -1,4 +1,4 @@
-// Forged registry plus a restart (issue 17, finding 5): another client plants a fake shield
+// Forged registry plus a restart: another client plants a fake shield
 // (a child of the secure window, named and marked like ours, with an empty SHAPE, so it
 // covers nothing) and lists it in `_CAPTURE_SHIELD_SHIELDS`. A restarted daemon must adopt
 // only what an earlier daemon provably left (its registry file) and what provably covers:

@@ -1,4 +1,4 @@
-// The window manager's frame of a shielded window (issue 18, point 5): a reparenting window
+// The window manager's frame of a shielded window: a reparenting window
 // manager draws the window's title ("vault.kdbx - KeePassXC") in the frame around it. While
 // the window is shielded, its frame is covered too, title bar and borders included. Another
 // client that tampers with the frame's shield, or takes the window out of its frame, gets

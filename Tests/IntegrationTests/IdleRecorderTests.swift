@@ -1,4 +1,4 @@
-// A known recorder that sits open (issue 29, point 3): OBS open with no source hid the secure
+// A known recorder that sits open (`capture.idle`): OBS open with no source hid the secure
 // window for its whole life (12.2 of 12.2 s), x11vnc too. With `capture.idle` (default 5 s)
 // the window is visible again once the recorder has been idle that long, and the recorder's
 // next capture made the way real recorders make it finds the shield up. The recorder is a

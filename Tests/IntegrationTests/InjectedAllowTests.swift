@@ -1,4 +1,4 @@
-// An allowed program with code injected into it (issue 17, finding 10): an allow rule on
+// An allowed program with code injected into it: an allow rule on
 // `exe` trusts whatever runs inside that program. A library preloaded into an allowed
 // capture tool (or found first in a directory others can write, LD_LIBRARY_PATH), or a
 // tracer that can write code into it, captured with the program's trust

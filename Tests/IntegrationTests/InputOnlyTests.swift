@@ -1,4 +1,4 @@
-// InputOnly windows created during a capture session (issue 29, point 5): while shields are
+// InputOnly windows created during a capture session: while shields are
 // up, every new top-level gets a shield at once, before its facts are read; an InputOnly
 // window cannot hold one (CreateWindow of an InputOutput child: BadMatch). That was logged
 // as an `error` record each time (20 in 2.6 s at shutter's start). It is an expected race

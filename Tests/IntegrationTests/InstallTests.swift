@@ -541,7 +541,7 @@ struct InstallTests {
     let conf = try readText(destdir + "/" + snippet)
     let active = conf.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-    // The daemon by its role (issue 26), no compositor list: the daemon grants the
+    // The daemon by its role (rule daemonrole), no compositor list: the daemon grants the
     // compositor after its own checks.
     #expect(
       active.filter { $0.hasPrefix(#"Option "Daemon""#) } == [#"Option "Daemon" "/usr/bin/shieldctl""#], "\(conf)")

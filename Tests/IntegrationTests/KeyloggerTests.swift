@@ -1,4 +1,4 @@
-// Client-side mode of secure input (issue 27, points 6 and 7): without the Xorg module the
+// Client-side mode of secure input: without the Xorg module the
 // daemon cannot keep keyboard listeners from the keys, so it notices them (RECORD), audits
 // each by name (`keylogger-suspected`) and tells the user when a secure window has the
 // focus. Real listeners on Xvfb: `xinput test-xi2 --root`, `xev -id <secure window>`, and

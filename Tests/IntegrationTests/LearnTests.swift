@@ -1,4 +1,4 @@
-// Learning per program (issue 29, point 1; `capture.learn`): a one-shot screenshot tool
+// Learning per program (`capture.learn`): a one-shot screenshot tool
 // unknown to the daemon gets its first shot (its capture request is seen after the server
 // ran it: the documented limit of the client-side mode); the daemon learns its program
 // file, and from its next use the tool's connection starts a `known` session before its

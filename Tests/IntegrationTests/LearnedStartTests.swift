@@ -1,5 +1,5 @@
-// A learned capturer pre-empted at its start (issue "Client-side mode: no first shot for
-// learned tools", points 1 and 2). scrot asks for its picture about 4 ms after it connects,
+// A learned capturer pre-empted at its start (`capture.learn`:
+// no first shot for learned tools). scrot asks for its picture about 4 ms after it connects,
 // so a known session started at its connection lost that race in some uses (`LearnTests`
 // leaves scrot out for that reason). Now the daemon watches the program files the history
 // marks as capturers (`Engine.learnedLaunchPaths`): scrot's exec opens /usr/bin/scrot, the

@@ -1,4 +1,4 @@
-// The desktop notification of a capture (issue 18, point 7), against a real notification
+// The desktop notification of a capture, against a real notification
 // server: the test's own dbus-daemon (a private session bus, never the machine's) and
 // dunst on the test's Xvfb.
 

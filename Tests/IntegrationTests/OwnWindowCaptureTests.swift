@@ -1,4 +1,4 @@
-// Capture through the client's own window (issue 17, finding 1): a client maps a window of
+// Capture through the client's own window: a client maps a window of
 // its own with background None over a secure window and reads that window (GetImage, or
 // CopyArea into an own pixmap read back later, or Composite's pixmap of it, named by
 // NameWindowPixmap), or reparents the secure window into a

@@ -1,4 +1,4 @@
-// Password fields anywhere (issue "Protected out of the box", point 3): real applications
+// Password fields anywhere (`accessibility.passwordFields`): real applications
 // on the test's own session bus and accessibility bus (at-spi-bus-launcher), the daemon
 // following that bus. A GTK 3 password field (`zenity --password`): its window is secure
 // and carries the field as a secure view; captures during a capture session show none of

@@ -1,4 +1,4 @@
-// A patient capturer (issue 17, finding 8): a client that captures one frame at a time,
+// A patient capturer (`capture.hold`): a client that captures one frame at a time,
 // waiting longer than `capture.linger` between frames, made each frame a new first capture
 // request that the shields had to race (and lost). With `capture.hold: "connected"` (the
 // default) a client that captured once keeps its capture session, and the shields, until

@@ -1,4 +1,4 @@
-// Provisional windows (issue 18, point 2): a window whose facts are not known yet (created,
+// Provisional windows: a window whose facts are not known yet (created,
 // not mapped) is shielded while shields are up, so that it cannot appear unshielded in a
 // live capture between its MapWindow and the daemon reading its class and tag. It must not
 // stay so: a window never mapped (a toolkit's hidden helper window, a window manager's

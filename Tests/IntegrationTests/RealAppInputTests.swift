@@ -1,5 +1,5 @@
-// A real app's master password under the CaptureShield Xorg module (issue 27, "Done
-// when"): KeePassXC 2.7 opened on a locked test database (made by keepassxc-cli) on a
+// A real app's master password under the CaptureShield Xorg module (rule
+// input): KeePassXC 2.7 opened on a locked test database (made by keepassxc-cli) on a
 // headless Xorg with the module and openbox, secured by a `class` rule of the daemon. The
 // user types the master password (a trusted typing client: xdotool, in the module's Trust
 // list, stands for the keyboard) while an untrusted listener records XI2 raw and device

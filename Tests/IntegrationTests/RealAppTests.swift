@@ -1,4 +1,4 @@
-// Real apps people protect (issue 18, point 4), on a desktop with a window manager
+// Real apps people protect, on a desktop with a window manager
 // (Xvfb + openbox): KeePassXC 2.7 secured by a `class` rule, with a database made by
 // keepassxc-cli and unlocked from stdin, and a GTK app (zenity) tagged from the CLI.
 //

@@ -1,6 +1,6 @@
 // Capture tools written in python, perl or ruby run as their interpreter: the audit log and
 // the notice named `python3.11` instead of the tool, and a `capture.known` rule on the
-// tool's name missed it (issue 29, point 2). The daemon now reads which script an
+// tool's name missed it. The daemon now reads which script an
 // interpreter runs (`ClientIdentity.script`). A real python client (ctypes over libxcb)
 // reads the secure window with GetImage.
 

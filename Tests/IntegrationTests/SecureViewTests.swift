@@ -1,4 +1,4 @@
-// Secure views in client-side mode (issue "Protected out of the box", point 2): the shield
+// Secure views in client-side mode (`_CAPTURE_SHIELD_VIEWS`): the shield
 // covers a view, not the whole window. A 400x300 green top-level holds a 200x100 red area:
 // (1) a child window tagged `_CAPTURE_SHIELD_SECURE` (an embedded widget), (2) a rectangle of
 // the top-level declared in its `_CAPTURE_SHIELD_VIEWS` (what toolkits without native child

@@ -1,4 +1,4 @@
-// Stale self-exclusion (issue 17, finding 3): another client KillClients one of the
+// Stale self-exclusion: another client KillClients one of the
 // daemon's own connections. The X server hands that connection's resource base to the next
 // client that connects; a daemon that still counts the base as its own drops that client's
 // capture requests unseen. Each test kills one connection, makes sure the next client really

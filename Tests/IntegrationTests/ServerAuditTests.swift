@@ -1,5 +1,4 @@
-// The audit under the Xorg module (issue "Client-side mode: no first shot for learned
-// tools", point 3): shieldctl's own commands are not `trust-refused`; a recorder that is
+// The audit under the Xorg module: shieldctl's own commands are not `trust-refused`; a recorder that is
 // recording is not `session-idle` and its session counts its reads; no request is named by
 // bare numbers; and censored captures teach the history (scrot is a capturer, not "quiet").
 // A headless Xorg with the module as the installed snippet sets it (`ServerEnforcementTests`).

@@ -1,5 +1,5 @@
-// Secure views under the Xorg module with the daemon (issue "Protected out of the box",
-// point 2): the module censors exactly the rectangles of `_CAPTURE_SHIELD_VIEWS`, and the
+// Secure views under the Xorg module with the daemon (rule
+// views): the module censors exactly the rectangles of `_CAPTURE_SHIELD_VIEWS`, and the
 // daemon, which lists the window as secure by its views, must not give it the policy tag
 // (that would make the whole window secret). The same 400x300 green window with a 200x100
 // red area as `SecureViewTests`; xwd (untrusted) of the root: 0 red and all 100,000 green

@@ -1,4 +1,4 @@
-// A capture session never outlives its client (issue 29, point 4). With `capture.hold:
+// A capture session never outlives its client. With `capture.hold:
 // "connected"` a request session lasts while its client is connected; the daemon reads
 // RECORD in batches, and a read of a client's own drawable used to be handled after the
 // batch's ClientDied: the client was then taken for a new one, and its session was pinned

@@ -1,5 +1,5 @@
 // Client-side mode: another client of the display tampers with a shield other than by
-// unmapping or destroying it (issue 17, finding 4). Each attack, on a real Xvfb against a
+// unmapping or destroying it. Each attack, on a real Xvfb against a
 // daemon whose shields are always up, must be repaired at once, audited, and leave no
 // secret pixel in a screenshot, also after the attacker has gone.
 

@@ -1,4 +1,4 @@
-// Trust that cannot be borrowed (issue 26), the daemon's side, on a headless Xorg with the
+// Trust that cannot be borrowed (rules identity, handover, daemonrole), the daemon's side, on a headless Xorg with the
 // module as the installed snippet sets it (the daemon by its role, no compositor list):
 // the daemon grants a compositor the session started and refuses one an untrusted client
 // started; the published state holds no title; shieldctl's commands other than the daemon

@@ -1,4 +1,4 @@
-// A stopped or stuck daemon (issue 17, finding 9): the systemd watchdog stops hearing from
+// A stopped or stuck daemon: the systemd watchdog stops hearing from
 // it (sd_notify datagrams to $NOTIFY_SOCKET), and `shieldctl status` tells it from a live one.
 
 import CaptureShield

@@ -1,4 +1,4 @@
-// A window manager's exit is not a capture (issue 29, point 5): openbox gives up WM_S0 and
+// A window manager's exit is not a capture: openbox gives up WM_S0 and
 // then reparents the windows it managed back to the root. Recorded, those ReparentWindow
 // requests of secure windows by a client that is no longer the window manager were
 // "capture requests" (audited, a session, shields up for the linger). A reparent counts

@@ -1,4 +1,4 @@
-// xpra shadow with the client-side daemon (issue 29, point 6): xpra is a python script, so
+// xpra shadow with the client-side daemon: xpra is a python script, so
 // its X connection is `python3 /usr/bin/xpra shadow :N`, and the daemon used to name it
 // `python3.11` and not know it: its first screenshot leaked every time. The default known
 // list now has `*/xpra`, matched against the script an interpreter runs, so the daemon holds

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The extension ABI the module declares is the installed server's, and a module built for
 # another major ABI is refused by the Xorg loader with a plain log line, without harm to the
-# server. Runs headless Xorg servers (dummy driver) as run.sh does. Needs OUT (build dir,
+# server. Runs headless Xorg servers (dummy driver) as the suites do. Needs OUT (build dir,
 # with libcaptureshield.so). Usage: OUT=.build/xorg xorg/tests/abi.sh   (make xorg-test runs it)
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,4 +1,4 @@
-/* CaptureShield Xorg tests (t-bound.sh): the cost bound (issue 25 point 10). An attacker
+/* CaptureShield Xorg tests (t-bound.sh): the cost bound. An attacker
  * maps thousands of shaped secure windows of its own over a victim's secure window; the
  * module then bounds the secret region (area.c, CS_MAX_BOXES) and must still give no
  * secret pixel to another untrusted client, and the screen must stay as it is.

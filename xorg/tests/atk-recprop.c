@@ -1,5 +1,5 @@
-/* CaptureShield Xorg tests: RECORD and title/property attacks on a secure window (issue 25
- * points 7 and 8). Commands:
+/* CaptureShield Xorg tests: RECORD and title/property attacks on a secure window (rules
+ * record, properties, wmtitle). Commands:
  *   record SECS        records all clients (core requests, replies, events, errors) through
  *                      a RECORD context until EndOfData, the act's end marker or SECS; prints
  *                      "ready ..." once enabled (or refused), then the title bytes and red

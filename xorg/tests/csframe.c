@@ -1,4 +1,4 @@
-/* CaptureShield Xorg tests: a window manager's frame around a secure window (issue 18 point 5). */
+/* CaptureShield Xorg tests: a window manager's frame around a secure window (rule frame). */
 #include "csprobe.h"
 #include <poll.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg tests: the cost bound (issue 25 point 10). An attacker (uid nobody)
+# CaptureShield Xorg tests: the cost bound. An attacker (uid nobody)
 # maps 2,000 shaped (an L of two rectangles) secure windows of its own over a victim's
 # red secure window and moves 20 of them (each move a tree change the module computes
 # again); the module bounds the secret region it accumulates (area.c, CS_MAX_BOXES:
@@ -32,15 +32,12 @@ set -euo pipefail
 ATK=$OUT/atk-bound
 for b in "$ATK" "$TPROBE"; do [ -x "$b" ] || { echo "Error: $b not built" >&2; exit 1; }; done
 ATKT=$(trusted_copy "$ATK" atk-bound-trusted)
-MODDIR=${CS_MODDIR:-$OUT}
 NWIN=${CS_BOUND_WINDOWS:-2000}
 MOVES=20
 
 conf() {
   local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "Option \"Trust\" \"$TPROBE:$ATKT\"" "$@"
-  OUT=$save
+  mod_conf "$f" "Option \"Trust\" \"$TPROBE:$ATKT\"" "$@"
 }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
@@ -51,7 +48,7 @@ CS_VERIFY_REGION=1 start_xorg D "$TMP/D.conf" -logverbose 7
 start_xorg C "$TMP/C.conf"
 start_xorg N "$TMP/N.conf"
 echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, getimage rule off $XDISPLAY_C," \
-  "no module $XDISPLAY_N (module: $MODDIR); $NWIN windows, $MOVES moves"
+  "no module $XDISPLAY_N (module: ${CS_MODDIR:-$OUT}); $NWIN windows, $MOVES moves"
 
 # flood SRV [plain]: the attacker's windows on server SRV (plain: untagged ones, over
 # everything), held until the end of the suite

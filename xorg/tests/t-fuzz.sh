@@ -34,9 +34,9 @@ PATHS="getimage shm copy render namewindowpixmap dbe title record"
 [ -x "$FUZZ" ] || { echo "Error: $FUZZ not built (make -C xorg probes)" >&2; exit 1; }
 echo "# seed=$SEED cases=$CASES (replay: CS_FUZZ_SEED=$SEED)"
 
-write_conf "$TMP/A.conf" 1
-write_conf "$TMP/D.conf" 1 'Option "Mode" "deny"'
-write_conf "$TMP/C.conf" 1 "Option \"DisableRules\" \"$ALL_RULES\""
+mod_conf "$TMP/A.conf"
+mod_conf "$TMP/D.conf" 'Option "Mode" "deny"'
+mod_conf "$TMP/C.conf" "Option \"DisableRules\" \"$ALL_RULES\""
 write_conf "$TMP/B.conf" 0
 # the censor and deny servers check each computation of the secret area (incremental or
 # full, refresh.c) against an exact full one (CS_VERIFY_REGION=1; checked at the end)

@@ -6,22 +6,20 @@
 # (atk-geom, run as uid nobody) reads the victim's 200x200 red secure window (37,500 px
 # visible: the blue window covers a corner) on a censor-mode and a deny-mode server; each
 # attack also runs on a control server with the rules off, where it must get the red pixels.
-# GEOM_MODDIR=DIR loads the module from DIR instead of $OUT (e.g. an older build, to
+# CS_MODDIR=DIR loads the module from DIR instead of $OUT (e.g. an older build, to
 # measure it: the cases then fail where that build leaks).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/t-lib.sh"
 ATK=$OUT/atk-geom
-MODDIR=${GEOM_MODDIR:-$OUT}
 
-# server NAME [Option lines]: a server with the module (from MODDIR); "none": without it
+# server NAME [Option lines]: a server with the module (from CS_MODDIR or OUT); "none": without it
 server() {
   local name=$1; shift
   if [ "${1:-}" = none ]; then
     write_conf "$TMP/$name.conf" 0
   else
-    write_conf "$TMP/$name.conf" 1 "$@"
-    sed -i "s#ModulePath \"$OUT,#ModulePath \"$MODDIR,#" "$TMP/$name.conf"
+    mod_conf "$TMP/$name.conf" "$@"
   fi
   start_xorg "$name" "$TMP/$name.conf"
   local d="XDISPLAY_$name"

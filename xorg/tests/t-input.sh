@@ -15,7 +15,7 @@
 # and CapsLock+ 13 keys are typed: none while the secure window has the focus, all without;
 # the same for AccessXNotify with slow keys on (sent at each press and from XKB's timer).
 # The victim's program selects XKB StateNotify too (as Qt and GTK do): it gets them all.
-# CS_BEFORE=DIR: also print the figures of the module in DIR (e.g. main's, /tmp/buildchk).
+# CS_MODDIR=DIR runs the suite with the module built in DIR (e.g. main's: its figures).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/t-lib.sh"
@@ -265,7 +265,7 @@ fig() { echo "#   $1: $2"; }
 # server_run NAME CONF_EXTRA...: a server, then the secure and the plain victim
 run_server() {
   local name=$1; shift
-  write_conf "$TMP/$name.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\"" "$@"
+  mod_conf "$TMP/$name.conf" "Option \"Trust\" \"$TATK:$TPROBE\"" "$@"
   start_xorg "$name" "$TMP/$name.conf"
   local dv="XDISPLAY_$name"
   export DISPLAY=${!dv}
@@ -331,14 +331,4 @@ scenario "DisableRules input, secure window focused (control)" 1 all
 mpx_case "DisableRules input, second master keyboard (control)" all
 stop_all_xorg
 
-if [ -n "${CS_BEFORE:-}" ]; then
-  echo "# before: the module in $CS_BEFORE"
-  write_conf "$TMP/Ib.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\""
-  sed -i "s|ModulePath \"$OUT,|ModulePath \"$CS_BEFORE,|" "$TMP/Ib.conf"
-  start_xorg Ib "$TMP/Ib.conf"
-  export DISPLAY=$XDISPLAY_Ib
-  set_xtestid
-  CHECK=0 scenario "before, secure window focused" 1 all
-  stop_all_xorg
-fi
 summary

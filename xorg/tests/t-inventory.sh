@@ -19,9 +19,9 @@ done
 [ -f /usr/share/xcb/xproto.xml ] || { echo "Error: xcb-proto missing (scripts/install-deps.sh xorg)" >&2; exit 1; }
 [ -f "$OUT/libcaptureshield.so" ] || { echo "Error: $OUT/libcaptureshield.so not built" >&2; exit 1; }
 
-write_conf "$TMP/A.conf" 1
+mod_conf "$TMP/A.conf"
 start_xorg A "$TMP/A.conf"
-echo "# server: $XDISPLAY_A (module: $OUT)"
+echo "# server: $XDISPLAY_A (module: ${CS_MODDIR:-$OUT})"
 if grep -q "CAPTURESHIELD: active" "$LOG_A"; then ok "the module is active"; else bad "the module is not active"; fi
 
 # the extensions the running server offers, by name ("Generic Event Extension" has spaces)
@@ -96,8 +96,8 @@ set_col core request GetImage 6 getimage,norule <"$CLASSES" >"$TMP/rule.tsv"
 control "a row naming rule 'norule'" "rule 'norule' is not a DisableRules name" --classes "$TMP/rule.tsv"
 set_col core request GetImage 8 "t-nosuch.sh: case" <"$CLASSES" >"$TMP/test.tsv"
 control "a row naming test file t-nosuch.sh" "no file t-nosuch.sh" --classes "$TMP/test.tsv"
-set_col core request GetImage 8 "run.sh: no such case here" <"$CLASSES" >"$TMP/case.tsv"
-control "a row naming a case run.sh does not contain" "run.sh does not contain" --classes "$TMP/case.tsv"
+set_col core request GetImage 8 "t-paths.sh: no such case here" <"$CLASSES" >"$TMP/case.tsv"
+control "a row naming a case t-paths.sh does not contain" "t-paths.sh does not contain" --classes "$TMP/case.tsv"
 # a changed classification: the docs written from it differ from the committed ones
 set_col core request GrabPointer 7 guarded <"$CLASSES" | set_col core request GrabPointer 6 input \
   >"$TMP/changed.tsv"

@@ -1,9 +1,9 @@
 #!/bin/bash
-# CaptureShield Xorg tests, issue 25 points 7 and 8: RECORD, and the titles and other
+# CaptureShield Xorg tests, rules record, properties and wmtitle: RECORD, and the titles and other
 # properties of secure windows. Attacks (atk-recprop.c) by an untrusted client, as uid
 # nobody and as the same uid, on a censor-mode and a deny-mode server; positive controls on
 # servers with the rules off (DisableRules record, properties, wmtitle), where each leaks.
-# MODDIR=DIR runs the suite against another build of the module (e.g. main's, to see the
+# CS_MODDIR=DIR runs the suite against another build of the module (e.g. main's, to see the
 # attacks work there).
 set -euo pipefail
 . "$(dirname "$0")/t-lib.sh"
@@ -17,15 +17,12 @@ T21="test.kdbx - KeePassXC"       # atk-recprop obapp's title (21 bytes)
 # servers: A censor, D deny (openbox untrusted), OA/OD the same with openbox trusted,
 # R rules off (openbox untrusted), RO rules off (openbox trusted)
 OFF='Option "DisableRules" "record,properties,wmtitle"'
-write_conf "$TMP/A.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\""
-write_conf "$TMP/D.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\"" 'Option "Mode" "deny"'
-write_conf "$TMP/OA.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\""
-write_conf "$TMP/OD.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" 'Option "Mode" "deny"'
-write_conf "$TMP/R.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE\"" "$OFF"
-write_conf "$TMP/RO.conf" 1 "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" "$OFF"
-if [ -n "${MODDIR:-}" ]; then
-  sed -i "s|ModulePath \"$OUT,|ModulePath \"$MODDIR,|" "$TMP"/*.conf
-fi
+mod_conf "$TMP/A.conf" "Option \"Trust\" \"$TATK:$TPROBE\""
+mod_conf "$TMP/D.conf" "Option \"Trust\" \"$TATK:$TPROBE\"" 'Option "Mode" "deny"'
+mod_conf "$TMP/OA.conf" "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\""
+mod_conf "$TMP/OD.conf" "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" 'Option "Mode" "deny"'
+mod_conf "$TMP/R.conf" "Option \"Trust\" \"$TATK:$TPROBE\"" "$OFF"
+mod_conf "$TMP/RO.conf" "Option \"Trust\" \"$TATK:$TPROBE:$OPENBOX\"" "$OFF"
 for s in A D OA OD R RO; do start_xorg "$s" "$TMP/$s.conf"; done
 
 # recorder WHO...: starts `atk-recprop record` (as WHO: the command prefix) in the
@@ -83,7 +80,7 @@ act_stay() {
   eval "$(head -1 "$TMP/act.out")"
 }
 act_stop() { kill "$ACT_PID_" 2>/dev/null || true; wait "$ACT_PID_" 2>/dev/null || true; }
-# start_openbox / stop_openbox as in run.sh: openbox frames a secure window titled T21
+# start_openbox / stop_openbox as in t-frames.sh: openbox frames a secure window titled T21
 # (atk-recprop obapp; sets O_S, O_F: the window and its frame)
 start_openbox() {
   local i
@@ -121,7 +118,7 @@ ob_copied() {
 protected() {
   local m=$2 out
   export DISPLAY=$1
-  # ---- RECORD (point 7) ----
+  # ---- RECORD (rule record) ----
   # a context enabled while no window is secure; the victim tags its window, then sets its
   # title, puts 40,000 red pixels, draws the title: the module frees the context at the tag
   recorder as_nobody; "$ATK" act >/dev/null; rec_end
@@ -146,7 +143,7 @@ protected() {
   granted_recorder
   "$ATK" act >/dev/null; rec_end
   expect "$m: RECORD enabled while granted, grant revoked: ended, 0 title bytes, 0 pixels" "$out" enabled -eq 1 ended -eq 1 title -eq 0 pixels -eq 0
-  # ---- properties (point 8) ----
+  # ---- properties (rules properties, wmtitle) ----
   out=$(as_nobody "$ATK" props "$T24" "$S" WM_NAME _KEEPASS_DOCUMENT)
   expect "$m: GetProperty of the title and of an own property naming the document: 0 title bytes" "$out" WM_NAME -eq 0 _KEEPASS_DOCUMENT -eq 0
   out=$("$TATK" props "$T24" "$S" WM_NAME _KEEPASS_DOCUMENT)

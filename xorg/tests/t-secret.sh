@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg tests: one definition of what is secret (issue 25 points 1, 2, 6).
+# CaptureShield Xorg tests: one definition of what is secret (rules ownsecure, resources, stale, taint).
 # Each attack runs as uid nobody against a censor-mode and a deny-mode server, and against
 # a server with the rule it tests switched off (positive control: the attack gets the
 # secret there). CS_MODDIR=DIR runs the suite with the module built in DIR (e.g. main's,
@@ -8,15 +8,12 @@ set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/t-lib.sh"
 ATK=$OUT/atk-secret
 for b in "$ATK" "$PROBE" "$TPROBE"; do [ -x "$b" ] || { echo "Error: $b not built" >&2; exit 1; }; done
-MODDIR=${CS_MODDIR:-$OUT}
 
 # A censor, D deny, C censor with this suite's rules off. A trail long enough for any
 # machine's pace (the compositor cases run last on each server).
 conf() {
   local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "Option \"Trust\" \"$TPROBE\"" 'Option "TrailMs" "60000"' "$@"
-  OUT=$save
+  mod_conf "$f" "Option \"Trust\" \"$TPROBE\"" 'Option "TrailMs" "60000"' "$@"
 }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
@@ -24,7 +21,7 @@ conf "$TMP/C.conf" 'Option "DisableRules" "ownsecure,resources,stale,taint,blank
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rules off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 # sv [--untagged]: the victim (atk-secret victim): its secure window S, double buffer BUF,
 # SHM segment SEG and picture PIC (sets V_S V_BUF V_SEG V_PIC); SV_IN: its stdin

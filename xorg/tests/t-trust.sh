@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CaptureShield Xorg tests: trust that cannot be borrowed (issue 26, the module side).
+# CaptureShield Xorg tests: trust that cannot be borrowed (rules identity, handover, daemonrole; the module side).
 # An attacker (uid nobody) gets a trusted program's trust by loading code into it
 # (LD_PRELOAD kept or scrubbed, LD_AUDIT, a fake library through LD_LIBRARY_PATH), by
 # handing a connection over to its own process (fork, SCM_RIGHTS) before the connecting
@@ -7,13 +7,13 @@
 # its own, or by running the daemon's program with another command or as another user.
 # Each attack on a censor and a deny server: 0 secret pixels, logged with pid/exe/reason;
 # the same on a server with the rule off (DisableRules identity/handover/daemonrole): the
-# 40,000 secret pixels. TRUST_MODDIR=DIR runs the same attacks against the module in DIR
+# 40,000 secret pixels. CS_MODDIR=DIR runs the same attacks against the module in DIR
 # (the "before" figures: every check is reported, failures expected).
 set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/t-lib.sh"
 ATK=$OUT/atk-trust
 SECRET=40000
-BEFORE=${TRUST_MODDIR:-}
+BEFORE=${CS_MODDIR:-}
 [ -x "$ATK" ] || { echo "Error: $ATK not built (make probes)" >&2; exit 1; }
 
 # The trusted programs: copies in a directory of root's that nobody else may write (t-lib's
@@ -45,7 +45,7 @@ cp "$ATK" "$NOB/atk"
 chown -R nobody:nogroup "$NOB"
 # the server's socket is reachable by nobody (no -auth: any local user may connect)
 
-# Servers: <M> rules on, <M>I identity off (path-only trust, the module before issue 26),
+# Servers: <M> rules on, <M>I identity off (path-only trust),
 # <M>H handover off (no sole-holder check, no re-checks), <M>R daemonrole off; M = C
 # censor, D deny
 TRUST="Option \"Trust\" \"$TDIR/trusted:$TPROBE:$TDIR/notinstalled/compiz\""
@@ -65,8 +65,7 @@ for s in C CI CH CR D DI DH DR; do
   [ "${s:0:1}" = D ] && opts+=('Option "Mode" "deny"')
   [ "$s" = D ] && opts+=('Option "DaemonUsers" "root,daemon"')
   [ -n "${SERVERS[$s]}" ] && opts+=("Option \"DisableRules\" \"${SERVERS[$s]}\"")
-  write_conf "$TMP/$s.conf" 1 "${opts[@]}"
-  [ -n "$BEFORE" ] && sed -i "s|ModulePath \"$OUT,|ModulePath \"$BEFORE,|" "$TMP/$s.conf"
+  mod_conf "$TMP/$s.conf" "${opts[@]}"
   start_xorg "$s" "$TMP/$s.conf"
   XPID[$s]=${XORG_PIDS[-1]}
 done

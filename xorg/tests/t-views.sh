@@ -15,21 +15,15 @@ set -euo pipefail
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/t-lib.sh"
 ATK=$OUT/atk-views
 [ -x "$ATK" ] || { echo "Error: $ATK not built" >&2; exit 1; }
-MODDIR=${CS_MODDIR:-$OUT}
 export CS_VERIFY_REGION=1       # each incremental area checked against a full one
-conf() {
-  local f=$1; shift
-  local save=$OUT; OUT=$MODDIR
-  write_conf "$f" 1 "$@"
-  OUT=$save
-}
+conf() { mod_conf "$@"; }
 conf "$TMP/A.conf"
 conf "$TMP/D.conf" 'Option "Mode" "deny"'
 conf "$TMP/C.conf" 'Option "DisableRules" "views"'
 start_xorg A "$TMP/A.conf"
 start_xorg D "$TMP/D.conf"
 start_xorg C "$TMP/C.conf"
-echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule views off $XDISPLAY_C (module: $MODDIR)"
+echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule views off $XDISPLAY_C (module: ${CS_MODDIR:-$OUT})"
 
 # app MODE: starts the app on $DISPLAY, sets T and C
 app() {

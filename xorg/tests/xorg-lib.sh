@@ -1,5 +1,5 @@
 # CaptureShield Xorg tests: starts and stops headless Xorg servers (dummy driver) in a temp dir.
-# Sourced by run.sh and bench.sh. Needs: OUT (build dir), TMP (temp dir).
+# Sourced by t-lib.sh (every suite) and bench.sh. Needs: OUT (build dir), TMP (temp dir).
 XORG_BIN=${XORG_BIN:-/usr/lib/xorg/Xorg}
 XORG_PIDS=()
 

@@ -1,5 +1,5 @@
-// The real desktops of Debian on a private Xvfb, or a headless Xorg with the module (issue
-// 18, point 3): their window managers and compositors, started as each desktop ships them, each with a private session bus
+// The real desktops of Debian on a private Xvfb, or a headless Xorg with the module
+// (docs/desktops.md): their window managers and compositors, started as each desktop ships them, each with a private session bus
 // and home; the screen as the user sees it (Xvfb's framebuffer file, read without any X
 // request); the window manager's requests sent as a pager or taskbar sends them; ffmpeg
 // recording in the background; a process's CPU time.
@@ -29,7 +29,7 @@ struct DesktopKind: Sendable, CustomStringConvertible {
 
   var description: String { name }
 
-  /// The desktops of issue 18, point 3, each with compositing on as it ships (openbox
+  /// The desktops of docs/desktops.md, each with compositing on as it ships (openbox
   /// without a compositor, as it ships). See docs/desktops.md.
   static let all: [DesktopKind] = [
     DesktopKind(

@@ -45,7 +45,7 @@ enum XorgModule {
   /// The daemon the tests run (`Shieldctl.path`), resolved.
   static var daemon: String { realPath(Shieldctl.path) }
 
-  /// Whether the built module knows `Option "Daemon"` (issue 26's module).
+  /// Whether the built module knows `Option "Daemon"` (rule daemonrole).
   static var knowsDaemonOption: Bool {
     guard let data = FileManager.default.contents(atPath: directory + "/libcaptureshield.so") else { return false }
     return data.range(of: Data("DaemonUsers".utf8)) != nil

@@ -15,7 +15,7 @@ private func frame(_ id: WindowID, _ pid: Int, _ x: Int, _ y: Int, _ w: Int, _ h
 }
 
 @Suite("Password fields (accessibility bus)")
-struct PasswordFieldTests {
+struct PasswordViewsTests {
   struct ViewCase: Sendable, CustomStringConvertible {
     let name: String
     let fields: [AccessibleField]

@@ -4,7 +4,7 @@ import Testing
 
 /// `_CAPTURE_SHIELD_NOTIFY`: only apps that opted in get `_CAPTURE_SHIELD_CAPTURE_CHANGED`.
 @Suite("capture notices go only to windows that opted in")
-struct CaptureNoticeTests {
+struct CaptureNoticeOptInTests {
   struct Decoding: Sendable, CustomTestStringConvertible {
     var name: String
     var isCardinal: Bool

@@ -93,7 +93,7 @@ private let cases: [EnforcementCase] = [
 ]
 
 @Suite("Server enforcement (ServerEnforcement)")
-struct ServerEnforcementTests {
+struct ServerEnforcementCoreTests {
   @Test(arguments: cases)
   func effects(_ c: EnforcementCase) {
     var engine = Engine(policy: serverPolicy())
@@ -216,7 +216,7 @@ struct ServerEnforcementTests {
   func windowWatch(_ c: (String, Bool, Bool, Bool, ServerEnforcement.WindowWatch)) {
     var p = Policy()
     p.builtinSecure = []  // replaceDefaultSecure: true
-    p.passwordFields = false  // password fields need every window (PasswordFieldTests)
+    p.passwordFields = false  // password fields need every window (PasswordViewsTests)
     if c.1 { p.secure = [Matcher(class: try! Pattern.parse("Bank"))] }
     if c.2 { p.clipboard.sources = [Matcher(exe: try! Pattern.parse("/usr/bin/keepassxc"))] }
     #expect(ServerEnforcement.windowWatch(policy: p, moduleReportsTags: c.3) == c.4, "\(c.0)")

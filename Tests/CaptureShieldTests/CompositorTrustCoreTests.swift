@@ -2,7 +2,7 @@ import Testing
 
 @testable import CaptureShield
 
-// Compositors trusted by default, safely (issue 18, point 1): a standard compositing manager
+// Compositors trusted by default, safely: a standard compositing manager
 // is trusted as the owner of _NET_WM_CM_Sn when it runs a root-owned program from a system
 // directory; a copy in /tmp named like one is not.
 

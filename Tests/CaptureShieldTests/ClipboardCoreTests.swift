@@ -335,7 +335,7 @@ struct ClipboardCoreTests {
     #expect(c.policy == p)
   }
 
-  // MARK: The source's own read-back and clear (issue 18)
+  // MARK: The source's own read-back and clear
 
   struct SourceCase: Sendable, CustomStringConvertible {
     var name: String
