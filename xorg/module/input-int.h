@@ -219,5 +219,6 @@ int cs_wmfocus_allowed(ClientPtr client);
  * (rule pointer); from cs_receive_hook and cs_device_hook: 1 when it refused */
 int cs_pointer_receive_check(XaceReceiveAccessRec *rec);
 int cs_pointer_device_check(XaceDeviceAccessRec *rec);
+Bool cs_pointer_init(void);
 
 #endif

@@ -8,8 +8,11 @@
  * over a secure window, an untrusted client that does not own it gets:
  * - QueryPointer: the answer dix gives a client refused read access to the pointer
  *   (position 0,0, no child, no mask: ProcQueryPointer on XACE_DEVICE_ACCESS BadAccess);
- *   XIQueryPointer and the motion histories are not refused (dix would answer them with
- *   an error, which ends toolkits that do not expect one: a bound);
+ * - XIQueryPointer: the same answer, made here (dix would answer a refused read with an
+ *   error, which ends toolkits that do not expect one: GTK 3 sends it at any time): root,
+ *   no child, position 0,0, no button, no modifier, group 0;
+ * - GetMotionEvents: no event (an empty motion history, as a server that keeps none);
+ *   XI 1.x GetDeviceMotionEvents is not changed (a bound);
  * - no pointer event: button presses and releases, motion, enter and leave, core, XI 1.x
  *   and XI2, raw included, are not delivered to it (XACE_RECEIVE_ACCESS), except into a
  *   pointer grab it holds because the user pressed a button on its own passive grab (a
@@ -108,4 +111,103 @@ cs_pointer_device_check(XaceDeviceAccessRec *rec)
     rec->status = BadAccess;
     cs_input_report(client, secure->drawable.id);
     return 1;
+}
+
+/* ---- the answers made here: XIQueryPointer and GetMotionEvents ---- */
+
+static struct {
+    int xi_major;
+    CsProcPtr xi_orig, xi_sorig, motion_orig;
+} cs_pointer_st;
+
+/* A read of the pointer's position by `client` now: refused (and reported) while the
+ * pointer is over a secure window it may not read. */
+static int
+cs_pointer_read_refused(ClientPtr client)
+{
+    WindowPtr secure, under = NULL;
+
+    if (!cs_rule_on(CS_RULE_POINTER) || !cs_secure_count() || cs_client_trusted(client))
+        return 0;
+    cs_input_ext();
+    if (!(secure = cs_pointer_secure(&under)) || cs_key_reader_ok(client, secure))
+        return 0;
+    cs_input_report(client, secure->drawable.id);
+    return 1;
+}
+
+static int
+cs_ProcXI(ClientPtr client)
+{
+    const xXIQueryPointerReq *req = (const xXIQueryPointerReq *) client->requestBuffer;
+    xXIQueryPointerReply rep;
+    DeviceIntPtr dev;
+    WindowPtr win;
+    CARD16 deviceid;
+    Window wid;
+
+    if (client->minorOp != X_XIQueryPointer || client->req_len != sizeof(*req) >> 2)
+        goto pass;
+    deviceid = req->deviceid;
+    wid = req->win;
+    if (cs_req_swapped(client)) {
+        deviceid = bswap_16(deviceid);
+        wid = bswap_32(wid);
+    }
+    /* what dix checks first, with the server's rights: its errors stay its own */
+    if (dixLookupDevice(&dev, deviceid, serverClient, DixReadAccess) != Success ||
+        !dev->valuator || IsKeyboardDevice(dev) || (!IsMaster(dev) && !IsFloating(dev)) ||
+        dixLookupWindow(&win, wid, serverClient, DixGetAttrAccess) != Success ||
+        !cs_pointer_read_refused(client))
+        goto pass;
+    memset(&rep, 0, sizeof(rep));
+    rep.repType = X_Reply;
+    rep.RepType = X_XIQueryPointer;
+    rep.sequenceNumber = client->sequence;
+    rep.root = win->drawable.pScreen->root->drawable.id;
+    rep.same_screen = xTrue;
+    if (client->swapped) {
+        swaps(&rep.sequenceNumber);
+        swapl(&rep.root);
+    }
+    WriteToClient(client, sizeof(rep), &rep);
+    return Success;
+pass:
+    return cs_req_swapped(client) ? cs_pointer_st.xi_sorig(client) : cs_pointer_st.xi_orig(client);
+}
+
+static int
+cs_ProcGetMotionEvents(ClientPtr client)
+{
+    const xGetMotionEventsReq *req = (const xGetMotionEventsReq *) client->requestBuffer;
+    xGetMotionEventsReply rep;
+    WindowPtr win;
+
+    if (client->req_len != sizeof(*req) >> 2 ||
+        dixLookupWindow(&win, req->window, serverClient, DixGetAttrAccess) != Success ||
+        !cs_pointer_read_refused(client))
+        return cs_pointer_st.motion_orig(client);
+    memset(&rep, 0, sizeof(rep));
+    rep.type = X_Reply;
+    rep.sequenceNumber = client->sequence;
+    if (client->swapped)
+        swaps(&rep.sequenceNumber);
+    WriteToClient(client, sizeof(rep), &rep);
+    return Success;
+}
+
+/* From cs_input_init: the XInputExtension's dispatcher (both byte orders) and the core
+ * GetMotionEvents (ProcVector: a swapped client's request comes swapped by then). */
+Bool
+cs_pointer_init(void)
+{
+    ExtensionEntry *e;
+
+    memset(&cs_pointer_st, 0, sizeof(cs_pointer_st));
+    if (!cs_wrap_proc(X_GetMotionEvents, cs_ProcGetMotionEvents, &cs_pointer_st.motion_orig, NULL))
+        return FALSE;
+    if (!(e = CheckExtension("XInputExtension")))
+        return TRUE;
+    cs_pointer_st.xi_major = e->base;
+    return cs_wrap_proc(e->base, cs_ProcXI, &cs_pointer_st.xi_orig, &cs_pointer_st.xi_sorig);
 }

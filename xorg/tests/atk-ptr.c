@@ -3,6 +3,8 @@
  *                               $CS_STOP_FILE, plus 300 ms): "polls=N inside=N
  *                               positions=N" (answers inside the rectangle X,Y WxH; how
  *                               many different positions inside)
+ *   atk-ptr xipoll MS X Y W H   the same with XIQueryPointer of the core pointer (GTK 3's
+ *                               way): "xipolls=N xierr=E xiinside=N xipositions=N"
  *   atk-ptr xi2 MS              XI 2.2 raw button presses and raw motion of every master
  *                               device selected on the root: "select_err=E
  *                               raw_buttons=N raw_motion=N"
@@ -76,6 +78,73 @@ poll_(long ms)
 }
 
 static int xi_major;
+
+/* XIQueryVersion 2.2, then XIQueryPointer of the core pointer (device 2) on the root as
+ * often as it can, as poll_ does */
+static int
+xipoll(long ms)
+{
+    long polls = 0, in = 0, npos = 0, err = 0;
+    static int seen[64][2];
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+    void *r;
+
+    conn();
+    xi_major = ext_major("XInputExtension");
+    if (xi_major < 0)
+        die("no XInputExtension");
+    {
+        struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv = { xi_major, 47, 2, 2, 2 };
+        iov[2].iov_base = &qv;
+        iov[2].iov_len = sizeof(qv);
+        free(xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                                    &iov[2], &pr), &e));
+        free(e);
+        e = NULL;
+    }
+    cs_ready();
+    end_ms = cs_now_ms() + ms;
+    while (listening()) {
+        struct { uint8_t major, minor; uint16_t len; uint32_t win; uint16_t dev, pad; } q =
+            { xi_major, 40, 3, root, 2, 0 };
+        iov[2].iov_base = &q;
+        iov[2].iov_len = sizeof(q);
+        r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                                   &iov[2], &pr), &e);
+        polls++;
+        if (e) {
+            err = e->error_code;
+            free(e);
+            e = NULL;
+        }
+        if (r) {
+            /* root_x, root_y: FP1616 at bytes 16 and 20 */
+            int32_t fx, fy;
+            int x, y, k;
+            memcpy(&fx, (uint8_t *) r + 16, 4);
+            memcpy(&fy, (uint8_t *) r + 20, 4);
+            x = fx >> 16;
+            y = fy >> 16;
+            if (inside(x, y)) {
+                in++;
+                for (k = 0; k < npos && k < 64; k++)
+                    if (seen[k][0] == x && seen[k][1] == y)
+                        break;
+                if (k == npos && npos < 64) {
+                    seen[npos][0] = x;
+                    seen[npos][1] = y;
+                    npos++;
+                }
+            }
+            free(r);
+        }
+        usleep(1000);
+    }
+    printf("xipolls=%ld xierr=%ld xiinside=%ld xipositions=%ld\n", polls, err, in, npos);
+    return 0;
+}
 static long raw_buttons, raw_motion, motion_in;
 
 static void
@@ -135,7 +204,7 @@ history(void)
     long in = 0;
 
     conn();
-    r = xcb_get_motion_events_reply(c, xcb_get_motion_events(c, root, 0, 0), &e);
+    r = xcb_get_motion_events_reply(c, xcb_get_motion_events(c, root, 1, 0), &e);   /* from time 1 to now */
     if (r) {
         xcb_timecoord_t *t = xcb_get_motion_events_events(r);
         int k, n = xcb_get_motion_events_events_length(r);
@@ -193,6 +262,10 @@ main(int argc, char **argv)
         rect(argv + 3);
         return poll_(atol(argv[2]));
     }
+    if (argc > 6 && !strcmp(argv[1], "xipoll")) {
+        rect(argv + 3);
+        return xipoll(atol(argv[2]));
+    }
     if (argc > 2 && !strcmp(argv[1], "xi2"))
         return xi2(atol(argv[2]));
     if (argc > 6 && !strcmp(argv[1], "motion")) {
@@ -207,7 +280,7 @@ main(int argc, char **argv)
         rect(argv + 2);
         return user(atoi(argv[6]));
     }
-    fprintf(stderr, "usage: atk-ptr poll MS X Y W H | xi2 MS | motion MS X Y W H | "
+    fprintf(stderr, "usage: atk-ptr poll MS X Y W H | xipoll MS X Y W H | xi2 MS | motion MS X Y W H | "
             "history X Y W H | user X Y W H N\n");
     return 64;
 }
