@@ -30,10 +30,10 @@ reads(int sx, int sy)
                              200, 200, 0xffffffff), NULL);
         long e = 0, t = 0, o = 0;
         if (r) {
-            const uint32_t *p = (const uint32_t *) xcb_get_image_data(r);
+            const uint8_t *p = xcb_get_image_data(r);
             int n = xcb_get_image_data_length(r) / 4, k;
             for (k = 0; k < n; k++) {
-                uint32_t v = p[k] & 0xffffff;
+                uint32_t v = cs_px(p + 4 * k) & 0xffffff;
                 int R = (int) (v >> 16);
                 if (v == 0xff0000)
                     e++;

@@ -54,10 +54,10 @@ red_in(const uint8_t *data, int w, int h, int stride)
     int x, y;
 
     for (y = 0; y < h; y++) {
-        const uint32_t *l = (const uint32_t *) (data + (size_t) y * stride);
+        const uint8_t *l = data + (size_t) y * stride;
         for (x = 0; x < w; x++) {
-            n += (l[x] & 0xffffff) == RED;
-            blue_n += (l[x] & 0xffffff) == BLUE;
+            n += (cs_px(l + 4 * x) & 0xffffff) == RED;
+            blue_n += (cs_px(l + 4 * x) & 0xffffff) == BLUE;
         }
     }
     return n;
@@ -141,11 +141,11 @@ static volatile long hits;
 static void *
 reader(void *arg)
 {
-    const volatile uint32_t *px =
-        (const volatile uint32_t *) (shm_mem + ((size_t) (VY + 50) * shm_w + VX + 50) * 4);
+    const volatile uint8_t *px = shm_mem + ((size_t) (VY + 50) * shm_w + VX + 50) * 4;
     (void) arg;
     while (!stop) {
-        if ((*px & 0xffffff) == RED) {
+        /* red in the server's image byte order (cs_px): bytes 00 00 ff */
+        if (px[0] == 0 && px[1] == 0 && px[2] == 0xff) {
             long n = red_in(shm_mem, shm_w, shm_h, shm_w * 4);
             hits++;
             if (n > seen)
@@ -328,13 +328,13 @@ plane_own(void)
     for (y = 0; y < bh; y += 10) {
         xcb_get_image_reply_t *r = xcb_get_image_reply(
             c, xcb_get_image(c, XCB_IMAGE_FORMAT_Z_PIXMAP, pix, 0, y, bw, 10, ~0u), NULL);
-        const uint32_t *d;
+        const uint8_t *d;
         if (!r)
             break;
-        d = (const uint32_t *) xcb_get_image_data(r);
+        d = xcb_get_image_data(r);
         for (x = 0; x < bw * 10; x++) {
             int sx = bx + x % bw, sy = by + y + x / bw;
-            if ((d[x] & 0xffffff) != RED)
+            if ((cs_px(d + 4 * x) & 0xffffff) != RED)
                 continue;
             if (sx >= VX && sx < VX + VW && sy >= VY && sy < VY + VH)
                 red++;

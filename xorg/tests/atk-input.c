@@ -12,25 +12,6 @@
 #define NKEYS 13
 static const uint8_t keycodes[NKEYS] = { 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 38, 39, 40 };
 
-/* XTEST FakeInput of one event (deviceid 0: a core event, else an XI device event of that
- * device); returns the error code (0: none) */
-static int
-fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y, uint8_t deviceid)
-{
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint8_t type, detail;
-        uint16_t pad0;
-        uint32_t time, root, pad1, pad2;
-        int16_t x, y;
-        uint32_t pad3;
-        uint16_t pad4;
-        uint8_t pad5, deviceid;
-    } req = { xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, deviceid };
-    return raw_void(&req, sizeof(req));
-}
-
 static int xkb_base;
 static int xkb_setup(int dev, int slow, unsigned mask, int *supported);
 
@@ -177,9 +158,9 @@ mpx_type(int kbd, int xkbd, xcb_window_t win)
     sf.pad = 0;
     ferr = raw_void(&sf, sizeof(sf));
     for (i = 0; i < NKEYS; i++) {
-        e = fake_dev(xtest, xi_event + 1, keycodes[i], 0, 0, (uint8_t) xkbd);   /* DeviceKeyPress */
+        e = cs_xtest_fake_dev(xtest, xi_event + 1, keycodes[i], 0, 0, (uint8_t) xkbd);   /* DeviceKeyPress */
         usleep(15000);
-        fake_dev(xtest, xi_event + 2, keycodes[i], 0, 0, (uint8_t) xkbd);       /* DeviceKeyRelease */
+        cs_xtest_fake_dev(xtest, xi_event + 2, keycodes[i], 0, 0, (uint8_t) xkbd);       /* DeviceKeyRelease */
         usleep(15000);
         if (e)
             err = e;

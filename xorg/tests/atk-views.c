@@ -109,7 +109,7 @@ shot(void)
     stride = xcb_get_image_data_length(r) / SH;
     for (y = 0; y < SH; y++)
         for (x = 0; x < SW; x++) {
-            uint32_t v = ((const uint32_t *) (d + (size_t) y * stride))[x] & 0xffffff;
+            uint32_t v = cs_px(d + (size_t) y * stride + 4 * (size_t) x) & 0xffffff;
             red += v == RED;
             green += v == GREEN;
             black += v == 0;

@@ -191,9 +191,9 @@ shot(xcb_drawable_t d)
     }
     stride = xcb_get_image_data_length(r) / h;
     for (y = 0; y < h; y++) {
-        const uint32_t *l = (const uint32_t *) (xcb_get_image_data(r) + (size_t) y * stride);
+        const uint8_t *l = xcb_get_image_data(r) + (size_t) y * stride;
         for (x = 0; x < w; x++) {
-            uint32_t v = l[x] & 0xffffff;
+            uint32_t v = cs_px(l + 4 * x) & 0xffffff;
             red += v == RED;
             yellow += v == YELLOW;
             cyan += v == CYAN;

@@ -53,6 +53,13 @@ cs_listen(long ms, void (*on)(xcb_generic_event_t *))
 int
 cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
 {
+    return cs_xtest_fake_dev(xtest, type, detail, x, y, 0);
+}
+
+/* The same of an XI device event of device `deviceid` (0: a core event) */
+int
+cs_xtest_fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y, uint8_t deviceid)
+{
     struct {
         uint8_t major, minor;
         uint16_t len;
@@ -63,7 +70,7 @@ cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
         uint32_t pad3;
         uint16_t pad4;
         uint8_t pad5, deviceid;
-    } req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, 0 };
+    } req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, deviceid };
     return raw_void(&req, sizeof(req));
 }
 
@@ -79,8 +86,9 @@ cs_xi2_select_root(uint32_t mask, int *major)
         uint32_t win;
         uint16_t nmasks, pad;
         uint16_t dev, mlen;
-        uint32_t mask;
+        uint8_t mask[4];        /* XI2 masks are bytes: event N is bit N % 8 of byte N / 8 */
     } sel;
+    int i;
     struct iovec iov[3];
     xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
     xcb_generic_error_t *e = NULL;
@@ -106,6 +114,8 @@ cs_xi2_select_root(uint32_t mask, int *major)
     sel.nmasks = 1;
     sel.dev = 1;                /* XIAllMasterDevices */
     sel.mlen = 1;
-    sel.mask = mask;
+    for (i = 0; i < 32; i++)
+        if (mask & (1u << i))
+            sel.mask[i / 8] |= (uint8_t) (1u << (i % 8));
     return raw_void(&sel, sizeof(sel));
 }

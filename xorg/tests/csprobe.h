@@ -77,6 +77,8 @@ long cs_now_ms(void);
 void cs_ready(void);
 void cs_listen(long ms, void (*on)(xcb_generic_event_t *));
 int cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y);
+int cs_xtest_fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y,
+                      uint8_t deviceid);
 int cs_xi2_select_root(uint32_t mask, int *major);
 
 int victim(int argc, char **argv);

@@ -67,9 +67,34 @@ bg() { local n=$1; shift; "$@" >"$TMP/$n" 2>&1 & echo $! >"$TMP/$n.pid"; BG_PIDS
 wait_ready() { local n i; for n in "$@"; do for i in $(seq 100); do grep -q ready "$TMP/$n" && break; sleep 0.1; done; done; }
 wait_done() { local n; for n in "$@"; do wait "$(cat "$TMP/$n.pid")" 2>/dev/null || true; done; }
 last() { tail -1 "$TMP/$1" | tr -d '\n'; }
-# as_nobody CMD...: runs CMD as uid nobody (another user of the display)
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+# as_nobody CMD...: runs CMD as uid nobody (another user of the display). With CS_SWAP=1,
+# the suites' own attack programs ($OUT/atk-*, $OUT/csprobe) run as clients of the other
+# byte order: their s390x builds ($OUT/be/, static) under qemu-user (make test-swapped)
+as_nobody() {
+  if [ "${CS_SWAP:-0}" = 1 ]; then
+    # the first argument that is one of our attack programs (after `timeout N`, ...)
+    local a args=() done=0 be
+    for a in "$@"; do
+      if [ $done = 0 ]; then
+        case $a in
+          "$OUT"/atk-swap) done=1 ;;   # it writes either byte order itself
+          "$OUT"/atk-*|"$OUT"/csprobe)
+            be="$OUT/be/$(basename "$a")"
+            [ -x "$be" ] || { echo "Error: $be not built (make -C xorg probes)" >&2; exit 1; }
+            args+=(qemu-s390x "$be")
+            done=1
+            continue
+            ;;
+        esac
+      fi
+      args+=("$a")
+    done
+    set -- "${args[@]}"
+  fi
+  setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"
+}
 summary() {
+  [ "${CS_SWAP:-0}" = 1 ] && echo "# attack programs run as uid nobody were byte-swapped clients (CS_SWAP=1)"
   echo "# $(basename "$0") took $(( $(date +%s) - start )) s"
   echo "$pass passed, $fail failed"
   [ "$fail" -eq 0 ]
