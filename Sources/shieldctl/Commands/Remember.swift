@@ -87,13 +87,13 @@ enum RememberedFile {
         }
         let next = RememberedRules.adding(app, to: apps)
         print(
-          (next == apps ? "already remembered " : "remembered ") + Text.show(app.name) + " (" + describe(app)
+          (next == apps ? "already remembered " : "remembered ") + Text.quoted(app.name) + " (" + describe(app)
             + "): its windows are secure from now on")
         apps = next
       } else {
         let (kept, removed) = RememberedRules.removing(covering: facts, from: apps)
         if removed.isEmpty { print("nothing remembered for \(Text.hex(w)) (\(PolicyExplainCommand.describe(facts)))") }
-        for app in removed { print("forgot \(Text.show(app.name)) (\(describe(app)))") }
+        for app in removed { print("forgot \(Text.quoted(app.name)) (\(describe(app)))") }
         apps = kept
       }
     }
