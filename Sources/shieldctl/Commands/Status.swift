@@ -256,9 +256,8 @@ struct StatusCommand: Command {
     let p = s.policy
     var out = [
       "default (built-in list): " + (p.builtinRules.map { Text.count($0, "rule") + "; " } ?? "") + windows(builtin),
-      "your rules: " + Text.count(p.rules, "rule")
-        + (p.rememberedRules.map { " (\($0) remembered: \(Text.count(remembered.count, "window")))" } ?? "") + "; "
-        + windows(rules),
+      "your rules: " + Text.count(p.rules, "rule") + (p.rememberedRules.map { " (\($0) remembered)" } ?? "") + "; "
+        + windows(rules) + (remembered.isEmpty ? "" : " (\(remembered.count) by remembered rules)"),
       "tags: " + windows(tags),
     ]
     if other > 0 { out.append("views, password fields, provisional: " + Text.count(other, "window")) }
