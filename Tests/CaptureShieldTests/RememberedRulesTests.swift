@@ -74,7 +74,8 @@ private func temporaryDirectory() throws -> String {
     let other = RememberedApp(name: "Xmessage", class: "Xmessage", exe: "/usr/bin/xmessage")
     let apps = [keepass, other]
     // a window of the same program whose class was rewritten still finds it
-    let (kept, removed) = RememberedRules.removing(covering: Facts(class: "Renamed", exe: "/usr/bin/keepassxc"), from: apps)
+    let (kept, removed) = RememberedRules.removing(
+      covering: Facts(class: "Renamed", exe: "/usr/bin/keepassxc"), from: apps)
     #expect(kept == [other])
     #expect(removed == [keepass])
     let again = RememberedRules.removing(covering: keepassFacts, from: kept)
@@ -99,7 +100,9 @@ private func temporaryDirectory() throws -> String {
       { version: 1, secure: [], shield: {when: "always"} }
       """
     #expect(throws: RememberedRules.Problem.self) { try RememberedRules.parse(setting, path: "r.json5") }
-    #expect(throws: RememberedRules.Problem.self) { try RememberedRules.parse("{ version: 1, secure: [", path: "r.json5") }
+    #expect(throws: RememberedRules.Problem.self) {
+      try RememberedRules.parse("{ version: 1, secure: [", path: "r.json5")
+    }
   }
 
   @Test func pathIsNextToTheUsersPolicy() {

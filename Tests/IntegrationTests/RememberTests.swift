@@ -49,7 +49,9 @@ struct RememberTests {
       let d = try BackgroundProcess(Shieldctl.path, ["watch", "--log-format", "json"], environment: environment)
       daemon = d
       try await waitUntil("the daemon publishes its state", timeout: .seconds(10)) {
-        guard d.isRunning else { throw ProcessError.io("the daemon exited: \(String(decoding: d.stderr, as: UTF8.self))") }
+        guard d.isRunning else {
+          throw ProcessError.io("the daemon exited: \(String(decoding: d.stderr, as: UTF8.self))")
+        }
         return (try? self.state()) != nil
       }
     }

@@ -69,12 +69,15 @@ public enum RememberedRules {
         m.instance == nil, m.title == nil, m.comm == nil, m.pid == nil, m.uid == nil,
         (m.class == nil) != (m.exe == nil)
       else {
-        throw Problem(description: "\(label): a rule shieldctl did not write (edit this file by hand, or move it to policy.json5)")
+        throw Problem(
+          description: "\(label): a rule shieldctl did not write (move it to policy.json5)")
       }
       let appName = String(name.dropFirst(namePrefix.count))
       let cls = m.class.map { unescape($0.source) }
       let exe = m.exe.map { unescape($0.source) }
-      if let i = apps.firstIndex(where: { $0.name == appName && ($0.class == nil && cls != nil || $0.exe == nil && exe != nil) }) {
+      if let i = apps.firstIndex(where: {
+        $0.name == appName && ($0.class == nil && cls != nil || $0.exe == nil && exe != nil)
+      }) {
         if let cls { apps[i].class = cls }
         if let exe { apps[i].exe = exe }
       } else {
