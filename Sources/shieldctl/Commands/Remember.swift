@@ -76,6 +76,8 @@ enum RememberedFile {
   /// reload. Prints one line per change.
   static func update(remember: Bool, windows: [WindowID], on x: borrowing XControl) throws -> Int32 {
     let path = try path()
+    let lock = try lock(path)
+    defer { close(lock) }
     var apps = try read(path)
     let before = apps
     for w in windows {
@@ -101,6 +103,31 @@ enum RememberedFile {
     try write(apps, to: path)
     print("wrote \(Text.show(path))")
     return try reload(x, path: path)
+  }
+
+  /// Holds an exclusive lock (`.remembered.json5.lock` next to the file) until the
+  /// descriptor is closed: two shieldctl at once do not lose each other's change.
+  static func lock(_ path: String) throws -> Int32 {
+    let directory = (path as NSString).deletingLastPathComponent
+    do {
+      try FileManager.default.createDirectory(
+        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+      throw RuntimeError("cannot create \(Text.show(directory)): \(error.localizedDescription)")
+    }
+    let lockPath = directory + "/.\(RememberedRules.fileName).lock"
+    let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else {
+      throw RuntimeError("cannot open \(Text.show(lockPath)): \(String(cString: strerror(errno)))")
+    }
+    while flock(fd, LOCK_EX) != 0 {
+      guard errno == EINTR else {
+        let reason = String(cString: strerror(errno))
+        close(fd)
+        throw RuntimeError("cannot lock \(Text.show(lockPath)): \(reason)")
+      }
+    }
+    return fd
   }
 
   /// `class "KeePassXC", exe "/usr/bin/keepassxc"`.
