@@ -174,6 +174,8 @@ struct RememberTests {
     try await s.caughtUp()  // the user's own rule works
     let doctor = try await s.shieldctl(["doctor"])
     #expect(doctor.stdoutText.contains("PROBLEM  remembered rules: NOT in force"), "\(doctor.stdoutText)")
+    let status = try await s.shieldctl(["status"])
+    #expect(status.stdoutText.contains("remembered:  NOT in force"), "\(status.stdoutText)")
     // tag --remember does not overwrite a file it cannot read back
     let app = try await s.openApp(name: "app")
     let tag = try await s.shieldctl(["tag", "--remember", hex(app)])

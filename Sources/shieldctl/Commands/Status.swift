@@ -20,7 +20,9 @@ struct StatusCommand: Command {
     are secure and how many are shielded or protected by the X server, what makes
     windows secure (the built-in list of password managers and credential prompts,
     your rules, the remembered ones among them, and tags: how many rules and which
-    windows each covers now), and whether shielding is paused.
+    windows each covers now), and whether shielding is paused. A file of remembered
+    rules ('shieldctl tag --remember') that cannot be read is shown as
+    'remembered:  NOT in force: ...'.
 
     The state is only what a daemon once wrote, so status also checks that its writer
     still owns the daemon's manager selection (by the X server's PID of the owner) and
@@ -119,6 +121,9 @@ struct StatusCommand: Command {
       try Output.json(answered)
     } else {
       print(Self.summary(state, now: Date().timeIntervalSince1970).joined(separator: "\n"))
+      if let problem = DoctorCommand.rememberedProblem() {
+        print("remembered:  NOT in force: " + Text.show(problem, limit: 2000))
+      }
     }
     return ExitCode.ok
   }
