@@ -26,13 +26,23 @@ public enum Watcher {
     let policyPaths = options.policyPaths ?? PolicyLoader.defaultPaths(environment: ProcessInfo.processInfo.environment)
     let policy: Policy
     do {
-      policy = try loadPolicy(policyPaths)
+      // A broken file of remembered rules (shieldctl writes it) does not keep the daemon
+      // from protecting with the rest; a reload keeps the last good policy instead.
+      let remembered = options.policyPaths == nil ? rememberedPath : nil
+      let loaded = try loadPolicy(policyPaths, optional: remembered)
+      policy = loaded.policy
+      if let skipped = loaded.skipped {
+        log.error(
+          "the remembered rules are invalid and NOT in force (the rest of the policy is; fix or remove the file):\n\(skipped)"
+        )
+      }
     } catch {
       log.error("invalid policy; not starting (no last good policy to keep):\n\(error)")
       return WatchExit.badPolicy
     }
     do {
-      let w = try WatcherLoop(options: options, policy: policy, policyPaths: policyPaths, log: log)
+      let w = try WatcherLoop(
+        options: options, policy: policy, policyPaths: policyPaths, defaultPolicy: options.policyPaths == nil, log: log)
       return w.run()
     } catch {
       log.error("\(error)")
@@ -50,13 +60,21 @@ public enum Watcher {
   }
 
   static func loadPolicy(_ paths: [String]) throws -> Policy {
+    try loadPolicy(paths, optional: nil).policy
+  }
+
+  /// The policy of `paths`; a broken `optional` file is left out (see `PolicyLoader`).
+  static func loadPolicy(_ paths: [String], optional: String?) throws -> (policy: Policy, skipped: PolicyError?) {
     if paths.isEmpty {
       var p = Policy()
       p.sources = []
-      return p
+      return (p, nil)
     }
-    return try PolicyLoader.load(paths: paths)
+    return try PolicyLoader.load(paths: paths, optional: optional)
   }
+
+  /// The remembered rules' file (`shieldctl tag --remember`), if the environment names one.
+  static var rememberedPath: String? { RememberedRules.path(environment: ProcessInfo.processInfo.environment) }
 }
 
 /// The daemon's timing constants, in one place (each is explained where it is used).
@@ -96,6 +114,9 @@ struct ShieldSide {
 struct DaemonSetup {
   let log: AuditLog
   let policyPaths: [String]
+  /// No `--policy`: each reload looks for the default files again (a user's policy or
+  /// remembered rules written since the start).
+  let defaultPolicy: Bool
   /// The display the daemon watches (for a new RECORD connection after a reload).
   let display: String?
   let startedAt = Date().timeIntervalSince1970
@@ -216,10 +237,12 @@ final class WatcherLoop {
     set { clipboardHook.guardian = newValue }
   }
 
-  init(options: WatchOptions, policy: Policy, policyPaths: [String], log: AuditLog) throws(XError) {
+  init(options: WatchOptions, policy: Policy, policyPaths: [String], defaultPolicy: Bool, log: AuditLog)
+    throws(XError)
+  {
     let x = try XConnection(display: options.display)
     setup = DaemonSetup(
-      log: log, policyPaths: policyPaths, display: options.display,
+      log: log, policyPaths: policyPaths, defaultPolicy: defaultPolicy, display: options.display,
       history: CaptureHistory.path(environment: ProcessInfo.processInfo.environment).map {
         HistoryStore(path: $0, log: log)
       })

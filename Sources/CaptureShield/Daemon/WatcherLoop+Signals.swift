@@ -90,7 +90,10 @@ extension WatcherLoop {
   func reloadPolicy(by: String) {
     trackPending()
     do {
-      let p = try Watcher.loadPolicy(setup.policyPaths)
+      let paths =
+        setup.defaultPolicy
+        ? PolicyLoader.defaultPaths(environment: ProcessInfo.processInfo.environment) : setup.policyPaths
+      let p = try Watcher.loadPolicy(paths)
       let hadTitles = policyUsesTitle
       if !hadTitles && p.secure.contains(where: { $0.title != nil }) { readAllTitles() }
       apply(.policyReplaced(enginePolicy(p)))

@@ -83,6 +83,11 @@ public struct DaemonState: Sendable, Codable, Hashable {
     /// `capture.hold`: `connected` or a duration such as `5s` (absent in states written by
     /// daemons before it existed: those held a session for the linger only).
     public var hold: String? = nil
+    /// The built-in secure rules in force (`Policy.defaultSecure`; 0 with
+    /// `replaceDefaultSecure`; absent in states of daemons before it existed).
+    public var builtinRules: Int? = nil
+    /// How many of `rules` are remembered ones (`shieldctl tag --remember`).
+    public var rememberedRules: Int? = nil
   }
   public struct WindowRow: Sendable, Codable, Hashable {
     public var id: WindowID
@@ -168,7 +173,9 @@ extension Engine {
       policy: .init(
         sources: policy.sources, when: policy.when, failMode: policy.failMode, rules: policy.secure.count,
         quarantineMs: policy.quarantine.map { Int($0.nanoseconds / 1_000_000) },
-        lingerMs: Int(policy.linger.nanoseconds / 1_000_000), hold: policy.hold.description),
+        lingerMs: Int(policy.linger.nanoseconds / 1_000_000), hold: policy.hold.description,
+        builtinRules: policy.builtinSecure.count,
+        rememberedRules: policy.secure.filter { $0.name?.hasPrefix(RememberedRules.namePrefix) == true }.count),
       paused: isPaused, pauseRemaining: pauseRemaining, capturing: isCapturing, shieldsActive: shieldsActive,
       compositor: compositor.flatMap { clients[$0] }.map(row),
       compositorTrust: compositor.map { compositorTrust($0).description },

@@ -19,8 +19,9 @@ public enum PolicyLoader {
 
   /// The policy files to load, in load order: the `*.json5` files of `systemDirectory`
   /// sorted by name (hidden files skipped), then `$XDG_CONFIG_HOME/captureshield/policy.json5`
-  /// (`$HOME/.config/...` when `XDG_CONFIG_HOME` is unset, empty or relative). Only files
-  /// that exist are listed.
+  /// (`$HOME/.config/...` when `XDG_CONFIG_HOME` is unset, empty or relative), then the
+  /// remembered rules next to it (`RememberedRules`, which `shieldctl tag --remember`
+  /// writes). Only files that exist are listed.
   public static func defaultPaths(
     environment: [String: String] = ProcessInfo.processInfo.environment,
     fileManager: FileManager = .default,
@@ -39,6 +40,9 @@ public enum PolicyLoader {
     }
     if let user = userPath(environment: environment), isFile(user, fileManager) {
       paths.append(user)
+    }
+    if let remembered = RememberedRules.path(environment: environment), isFile(remembered, fileManager) {
+      paths.append(remembered)
     }
     return paths
   }
@@ -86,6 +90,22 @@ public enum PolicyLoader {
     }
     guard diagnostics.isEmpty else { throw PolicyError(diagnostics: diagnostics) }
     return merge(files)
+  }
+
+  /// `load(paths:)`, except that a broken `optional` file (the remembered rules, which
+  /// shieldctl writes) is left out instead of failing the whole policy: the rest still
+  /// protects. Its diagnostics are returned, for the caller to report.
+  public static func load(paths: [String], optional: String?) throws(PolicyError) -> (
+    policy: Policy, skipped: PolicyError?
+  ) {
+    guard let optional, paths.contains(optional) else { return (try load(paths: paths), nil) }
+    var skipped: PolicyError?
+    do {
+      _ = try load(paths: [optional])
+    } catch {
+      skipped = error
+    }
+    return (try load(paths: skipped == nil ? paths : paths.filter { $0 != optional }), skipped)
   }
 
   static func start(of path: String) -> SourceLocation {

@@ -21,7 +21,11 @@ struct DoctorCommand: Command {
       - the compositor (the owner of _NET_WM_CM_Sn), and whether the policy trusts it
         (an untrusted compositor counts as capturing: secure windows stay hidden);
       - whether the daemon runs and answers;
-      - whether a secure window is visible to you right now.
+      - whether a secure window is visible to you right now;
+      - what makes windows secure: the built-in list (password managers, credential
+        prompts), your rules with the remembered ones ('tag --remember'), and tags,
+        with how many windows each covers while a daemon runs; a file of remembered
+        rules that cannot be read is a PROBLEM (those rules are not in force).
     The policy checked is the one given with --policy, else the running daemon's files,
     else the default files (as 'shieldctl watch' finds them).
 
@@ -50,6 +54,20 @@ struct DoctorCommand: Command {
     if policies.contains("") { throw UsageError("option '--policy' requires a file name, not an empty string") }
     return DoctorCommand(
       display: try Common.display(p), policies: policies.isEmpty ? nil : policies, json: p.flag("--json"))
+  }
+
+  /// Why the file of remembered rules cannot be read back, or nil (also when it does not exist).
+  static func rememberedProblem() -> String? {
+    guard let path = RememberedRules.path(environment: ProcessInfo.processInfo.environment),
+      FileManager.default.fileExists(atPath: path)
+    else { return nil }
+    do {
+      _ = try RememberedFile.read(path)
+      _ = try PolicyLoader.load(paths: [path])
+      return nil
+    } catch {
+      return Output.message(of: error)
+    }
   }
 
   func run() throws -> Int32 {
@@ -82,7 +100,11 @@ struct DoctorCommand: Command {
         policy = .failure(error)
       }
     }
-    let findings = Diagnosis.findings(facts: facts, policyFiles: files, policy: policy, daemon: health)
+    var findings = Diagnosis.findings(facts: facts, policyFiles: files, policy: policy, daemon: health)
+    var runningState: DaemonState?
+    if case .running(let state) = health { runningState = state }
+    findings += Diagnosis.secureSources(
+      policy: try? policy.get(), daemon: runningState, rememberedProblem: Self.rememberedProblem())
     let problems = findings.filter { $0.level == .problem }.count
     if json {
       try Output.json(findings)

@@ -17,8 +17,12 @@ struct StatusCommand: Command {
     first capture request), the enforcement (the CaptureShield Xorg module, or shield
     windows), whether the keys typed into secure windows are protected (only under the
     module; with how many input refusals it audited), the compositor, how many windows
-    are secure and how many are shielded or protected by the X server, and whether
-    shielding is paused.
+    are secure and how many are shielded or protected by the X server, what makes
+    windows secure (the built-in list of password managers and credential prompts,
+    your rules, the remembered ones among them, and tags: how many rules and which
+    windows each covers now), and whether shielding is paused. A file of remembered
+    rules ('shieldctl tag --remember') that cannot be read is shown as
+    'remembered:  NOT in force: ...'.
 
     The state is only what a daemon once wrote, so status also checks that its writer
     still owns the daemon's manager selection (by the X server's PID of the owner) and
@@ -117,6 +121,9 @@ struct StatusCommand: Command {
       try Output.json(answered)
     } else {
       print(Self.summary(state, now: Date().timeIntervalSince1970).joined(separator: "\n"))
+      if let problem = DoctorCommand.rememberedProblem() {
+        print("remembered:  NOT in force: " + Text.show(problem, limit: 2000))
+      }
     }
     return ExitCode.ok
   }
@@ -224,12 +231,41 @@ struct StatusCommand: Command {
       out.append(field("windows", "\(secure) secure, \(shielded) shielded"))
       out.append(field("shields", s.shieldsActive ? "active (secure windows are covered)" : "inactive"))
     }
+    out += secureBy(s).enumerated().map { i, line in i == 0 ? field("secure by", line) : indent + line }
     if s.paused {
       let until = s.pauseRemaining.map { "\(Text.duration(seconds: $0)) left" } ?? "until 'shieldctl resume'"
       out.append(field("paused", "yes, \(until)"))
     } else {
       out.append(field("paused", "no"))
     }
+    return out
+  }
+
+  /// What makes windows secure: the built-in list, the policy's rules (remembered ones
+  /// among them) and tags, with the windows each one covers now (by their `reason`).
+  static func secureBy(_ s: DaemonState) -> [String] {
+    let secure = s.windows.filter(\.secure)
+    func windows(_ rows: [DaemonState.WindowRow]) -> String {
+      guard !rows.isEmpty else { return "no window now" }
+      let shown = rows.prefix(8).map { w in
+        Text.hex(w.id) + (w.class.map { " \(Text.quoted($0))" } ?? "")
+      }
+      return Text.count(rows.count, "window") + ": " + shown.joined(separator: ", ")
+        + (rows.count > shown.count ? ", ..." : "")
+    }
+    let builtin = secure.filter { $0.reason.hasPrefix("built-in") }
+    let rules = secure.filter { $0.reason.hasPrefix("rule #") }
+    let remembered = rules.filter { $0.reason.contains("\"" + RememberedRules.namePrefix) }
+    let tags = secure.filter { $0.reason == "tag" || $0.reason.hasPrefix("malformed tag") }
+    let other = secure.count - builtin.count - rules.count - tags.count
+    let p = s.policy
+    var out = [
+      "default (built-in list): " + (p.builtinRules.map { Text.count($0, "rule") + "; " } ?? "") + windows(builtin),
+      "your rules: " + Text.count(p.rules, "rule") + (p.rememberedRules.map { " (\($0) remembered)" } ?? "") + "; "
+        + windows(rules) + (remembered.isEmpty ? "" : " (\(remembered.count) by remembered rules)"),
+      "tags: " + windows(tags),
+    ]
+    if other > 0 { out.append("views, password fields, provisional: " + Text.count(other, "window")) }
     return out
   }
 

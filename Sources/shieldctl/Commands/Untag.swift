@@ -17,25 +17,32 @@ struct UntagCommand: Command {
     the window's own program may, so removing another program's tag fails (exit 1).
     Each window is reported as 'untagged 0x...'.
 
+    With --forget, the remembered rules of the window's application ('shieldctl tag
+    --remember': those on its class or its program) are removed from
+    $XDG_CONFIG_HOME/captureshield/remembered.json5 and a running daemon is asked to
+    reload: its windows are no longer secure unless another rule or a tag says so.
+
     ARGUMENTS:
       WINDOW        A window id, decimal or hexadecimal with 0x, e.g. 0x1200004.
 
     OPTIONS:
       --pick        Click the window instead of naming it.
+      --forget      Also forget the window's application (above).
       --display D   The X display (default: $DISPLAY).
       -h, --help    Show this help.
 
     EXIT STATUS:
       0   the tag was removed from every window
       1   a window does not exist (the others are still untagged), the X server refused
-          (the Xorg module, no daemon), or an X error
+          (the Xorg module, no daemon), an X error, or (--forget) the remembered
+          rules cannot be read or written
       64  usage error
     """
 
   var target: WindowTarget
 
   static func parse(_ args: [String]) throws(UsageError) -> UntagCommand {
-    UntagCommand(target: try WindowTarget.parse(args))
+    UntagCommand(target: try WindowTarget.parse(args, memory: "--forget"))
   }
 
   func run() throws -> Int32 {

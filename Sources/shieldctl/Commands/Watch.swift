@@ -23,7 +23,10 @@ struct WatchCommand: Command {
                             to load several; they are merged in the order given.
                             Default: the *.json5 files of /etc/captureshield/policy.d
                             in name order, then $XDG_CONFIG_HOME/captureshield/policy.json5
-                            (~/.config/captureshield/policy.json5), those that exist.
+                            (~/.config/captureshield/policy.json5), then remembered.json5
+                            next to it ('shieldctl tag --remember'), those that exist,
+                            looked for again at each reload. A broken remembered.json5
+                            is left out at start-up (logged; the rest protects).
       --display D           The X display to protect (default: $DISPLAY).
       --log-format FORMAT   Audit record format: text (the default) or json (one JSON
                             object per line).
