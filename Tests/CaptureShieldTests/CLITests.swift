@@ -245,8 +245,8 @@ private enum GoldenHelp {
 private let cliUsageLines: [String: String] = [
   "": "shieldctl <command> [options]",
   "watch": "shieldctl watch [--policy FILE]... [--display D] [--log-format text|json] [--syslog]",
-  "tag": "shieldctl tag [--display D] (WINDOW... | --pick)",
-  "untag": "shieldctl untag [--display D] (WINDOW... | --pick)",
+  "tag": "shieldctl tag [--display D] [--remember] (WINDOW... | --pick)",
+  "untag": "shieldctl untag [--display D] [--forget] (WINDOW... | --pick)",
   "shield": "shieldctl shield [--display D] WINDOW",
   "unshield": "shieldctl unshield [--display D] WINDOW",
   "pause": "shieldctl pause [--display D] [--for DURATION]",

@@ -36,7 +36,7 @@ extension EngineTests {
         s.policy
           == DaemonState.PolicySummary(
             sources: [], when: .capturing, failMode: .closed, rules: 1, quarantineMs: 5000, lingerMs: 2000,
-            hold: "0s"))
+            hold: "0s", builtinRules: 0, rememberedRules: 0))
       #expect(
         s.windows == [
           .init(

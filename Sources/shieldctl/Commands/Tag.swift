@@ -4,11 +4,11 @@ import CaptureShield
 struct TagCommand: Command {
   static let name = "tag"
   static let abstract = "Mark windows as secure (set the _CAPTURE_SHIELD_SECURE tag)."
-  static let usage = "shieldctl tag [--display D] (WINDOW... | --pick)"
+  static let usage = "shieldctl tag [--display D] [--remember] (WINDOW... | --pick)"
   static let help = """
     OVERVIEW: Mark windows as secure (set the _CAPTURE_SHIELD_SECURE tag).
 
-    USAGE: shieldctl tag [--display D] (WINDOW... | --pick)
+    USAGE: shieldctl tag [--display D] [--remember] (WINDOW... | --pick)
 
     Sets the _CAPTURE_SHIELD_SECURE property (CARDINAL 1) on each window, the same tag
     an application sets on its own secure windows. The daemon shields tagged windows

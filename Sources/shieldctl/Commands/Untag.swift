@@ -2,11 +2,11 @@
 struct UntagCommand: Command {
   static let name = "untag"
   static let abstract = "Remove the secure tag from windows."
-  static let usage = "shieldctl untag [--display D] (WINDOW... | --pick)"
+  static let usage = "shieldctl untag [--display D] [--forget] (WINDOW... | --pick)"
   static let help = """
     OVERVIEW: Remove the secure tag from windows.
 
-    USAGE: shieldctl untag [--display D] (WINDOW... | --pick)
+    USAGE: shieldctl untag [--display D] [--forget] (WINDOW... | --pick)
 
     Deletes the _CAPTURE_SHIELD_SECURE property from each window. A window manager's
     frame is resolved to the application window inside it. Policy rules still apply:
