@@ -254,8 +254,10 @@ def render(args, exts, rows):
                 "`ProcVector` only (so its wrapper runs once, after the swap) and extension "
                 "majors in both vectors; its XACE hooks see both alike. A byte-swapped "
                 "client is tested against every wrapped request and every read of a secure "
-                "window by `t-swap.sh`; the other suites speak the host's order "
-                "(xorg/README.md, Bounds).")
+                "window by `t-swap.sh`; the generator (`t-fuzz.sh`) runs its cases a second "
+                "time as a big-endian client (s390x under qemu-user), and `make xorg-test` "
+                "runs every suite whose attackers run as uid nobody again with those "
+                "attackers byte-swapped (`make -C xorg test-swapped`; xorg/README.md, Bounds).")
     head.append("")
     head.append("**Status.** *guarded*: a rule of the module (its `DisableRules` name, or "
                 "`always` when no switch turns it off) stands between an untrusted client "
