@@ -92,6 +92,7 @@ enum cs_rule {
     CS_RULE_DAMAGE = 1ULL << 32,       /* no DAMAGE report of a secure area to untrusted clients */
     CS_RULE_PENDING = 1ULL << 33,      /* new top-levels secure until the daemon classifies them */
     CS_RULE_VIEWS = 1ULL << 34,        /* secure views: rectangles of a window (views.c) */
+    CS_RULE_MODIFIERS = 1ULL << 35,    /* no modifier state while a secure window has the focus */
 };
 
 /* Why a client is trusted (wire values of GetClientTrust). */

@@ -220,5 +220,9 @@ int cs_wmfocus_allowed(ClientPtr client);
 int cs_pointer_receive_check(XaceReceiveAccessRec *rec);
 int cs_pointer_device_check(XaceDeviceAccessRec *rec);
 Bool cs_pointer_init(void);
+/* modstate.c: no modifier state while a secure window has the focus (rule modifiers) */
+int cs_modstate_hide(ClientPtr client);
+void cs_modstate_restore(void);
+Bool cs_modstate_init(void);
 
 #endif

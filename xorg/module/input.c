@@ -396,5 +396,6 @@ cs_input_init(void)
         return FALSE;
     cs_input_st.block_on = TRUE;
     cs_input_st.open = TRUE;
-    return cs_on_close(cs_input_close) && cs_wmfocus_init() && cs_pointer_init();
+    return cs_on_close(cs_input_close) && cs_wmfocus_init() && cs_pointer_init() &&
+        cs_modstate_init();
 }

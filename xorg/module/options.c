@@ -23,7 +23,7 @@ static const struct {
     {"opacity", CS_RULE_OPACITY}, {"keymap", CS_RULE_KEYMAP},
     {"wmfocus", CS_RULE_WMFOCUS}, {"pointer", CS_RULE_POINTER},
     {"damage", CS_RULE_DAMAGE}, {"pending", CS_RULE_PENDING},
-    {"views", CS_RULE_VIEWS},
+    {"views", CS_RULE_VIEWS}, {"modifiers", CS_RULE_MODIFIERS},
     {"record", CS_RULE_RECORD}, {"properties", CS_RULE_PROPS}, {"wmtitle", CS_RULE_WMTITLE},
     {"input", CS_RULE_INPUT},
     {"ownsecure", CS_RULE_OWNSECURE}, {"resources", CS_RULE_RESOURCES},

@@ -173,6 +173,15 @@ cs_ProcXI(ClientPtr client)
     WriteToClient(client, sizeof(rep), &rep);
     return Success;
 pass:
+    if (client->minorOp == X_XIQueryPointer) {
+        /* its modifiers and group: CS_RULE_MODIFIERS (modstate.c) */
+        int hide = cs_modstate_hide(client), r;
+
+        r = cs_req_swapped(client) ? cs_pointer_st.xi_sorig(client) : cs_pointer_st.xi_orig(client);
+        if (hide)
+            cs_modstate_restore();
+        return r;
+    }
     return cs_req_swapped(client) ? cs_pointer_st.xi_sorig(client) : cs_pointer_st.xi_orig(client);
 }
 

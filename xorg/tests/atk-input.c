@@ -691,6 +691,75 @@ raw_reply(void *req, size_t len)
     return err;
 }
 
+/* modpoll MS: the modifier state polled every ms for MS ms (until $CS_STOP_FILE, plus
+ * 300 ms) three ways: XKB GetState (base modifiers), core QueryPointer (mask), XI 2.2
+ * XIQueryPointer (base modifiers); prints how many answers had Shift down in each:
+ * "mod_getstate=N mod_qp=N mod_xiqp=N mod_polls=N" */
+static int
+modpoll(long ms)
+{
+    long polls = 0, gs = 0, qp = 0, xq = 0, end = cs_now_ms() + ms, stop_at = 0;
+    const char *stop = getenv("CS_STOP_FILE");
+    int supported, xi;
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+
+    conn();
+    xi = ext_major("XInputExtension");
+    if (xi < 0 || xkb_setup(XkbUseCoreKbd, 0, 0, &supported) || !supported)
+        die("no XInputExtension or XKB");
+    {
+        struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv = { xi, 47, 2, 2, 2 };
+        iov[2].iov_base = &qv;
+        iov[2].iov_len = sizeof(qv);
+        free(xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr), NULL));
+    }
+    cs_ready();
+    while (cs_now_ms() < end) {
+        xkbGetStateReq gsr;
+        struct { uint8_t major, minor; uint16_t len; uint32_t win; uint16_t dev, pad; } xq_req =
+            { xi, 40, 3, root, 2, 0 };
+        xkbGetStateReply *g;
+        xcb_query_pointer_reply_t *q;
+        uint8_t *x;
+
+        if (!stop_at && stop && access(stop, F_OK) == 0)
+            stop_at = cs_now_ms() + 300;
+        if (stop_at && cs_now_ms() > stop_at)
+            break;
+        memset(&gsr, 0, sizeof(gsr));
+        gsr.reqType = xkb_major;
+        gsr.xkbReqType = X_kbGetState;
+        gsr.length = sizeof(gsr) / 4;
+        gsr.deviceSpec = XkbUseCoreKbd;
+        iov[2].iov_base = &gsr;
+        iov[2].iov_len = sizeof(gsr);
+        g = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr), NULL);
+        if (g && (g->baseMods & XCB_MOD_MASK_SHIFT))
+            gs++;
+        free(g);
+        q = xcb_query_pointer_reply(c, xcb_query_pointer(c, root), NULL);
+        if (q && (q->mask & XCB_MOD_MASK_SHIFT))
+            qp++;
+        free(q);
+        iov[2].iov_base = &xq_req;
+        iov[2].iov_len = sizeof(xq_req);
+        x = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr), NULL);
+        /* mods.base_mods: the CARD32 at byte 36 */
+        if (x) {
+            uint32_t base;
+            memcpy(&base, x + 36, 4);
+            if (base & XCB_MOD_MASK_SHIFT)
+                xq++;
+        }
+        free(x);
+        polls++;
+        usleep(1000);
+    }
+    printf("mod_getstate=%ld mod_qp=%ld mod_xiqp=%ld mod_polls=%ld\n", gs, qp, xq, polls);
+    return 0;
+}
+
 /* ordinary: what every GTK 3 and Qt 5 program sends, whatever has the focus: XIChangeCursor
  * on a window of its own (GTK on every hover), XkbPerClientFlags for detectable
  * auto-repeat (at start); then XkbPerClientFlags with auto-reset MouseKeys on (a change of
@@ -748,7 +817,7 @@ main(int argc, char **argv)
     if (argc < 2)
         die("usage: atk-input victim SECURE | type [MODKEY] | mpxtype KBD XKBD WIN | click N | sendevent WIN | "
             "xi2 MS | keymap MS | grabkey MS [KEY MODS] | grabfrozen MS | grabkbd MS | select WIN MS | "
-            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS | ordinary");
+            "nest WIN MS TAG | steal MS | warp X Y | bench N SECURE | xkb MS [DEV [SLOWMS]] | xi1wait MS | ordinary | modpoll MS");
     if (!strcmp(argv[1], "victim") && argc > 2)
         return victim_input(atoi(argv[2]));
     if (!strcmp(argv[1], "type"))
@@ -780,6 +849,8 @@ main(int argc, char **argv)
         return bench(atol(argv[2]), atoi(argv[3]));
     if (!strcmp(argv[1], "ordinary"))
         return ordinary();
+    if (!strcmp(argv[1], "modpoll") && argc > 2)
+        return modpoll(atol(argv[2]));
     if (!strcmp(argv[1], "xi1wait") && argc > 2)
         return xi1wait(atol(argv[2]));
     if (!strcmp(argv[1], "xkb") && argc > 2)

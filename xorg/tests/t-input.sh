@@ -99,9 +99,20 @@ scenario() {
   # code, the CapsLock LED), on the core keyboard and on the XTEST keyboard device
   bg xkb "$ATK" xkb "$MS"
   [ -n "$XTESTID" ] && bg xkbdev "$ATK" xkb "$MS" "$XTESTID"
-  wait_ready xkb; [ -n "$XTESTID" ] && wait_ready xkbdev
+  bg modpoll "$ATK" modpoll "$MS"     # the modifier state polled (rule modifiers)
+  wait_ready xkb modpoll; [ -n "$XTESTID" ] && wait_ready xkbdev
   out=$(typed sh -c "\"$TATK\" type 50 && \"$TATK\" type 66 && \"$TATK\" type 66")
-  wait_done xkb; [ -n "$XTESTID" ] && wait_done xkbdev
+  wait_done xkb modpoll; [ -n "$XTESTID" ] && wait_done xkbdev
+  fig "$label" "modifier state polled (GetState, QueryPointer, XIQueryPointer) while Shift+ $N keys are typed: $(last modpoll)"
+  if [ "${CHECK:-1}" = 1 ]; then
+    if [ "$want" = 0 ]; then
+      expect "$label: polling the modifier state three ways never shows Shift down" "$(last modpoll)" \
+        mod_polls -gt 0 mod_getstate -eq 0 mod_qp -eq 0 mod_xiqp -eq 0
+    else
+      expect "$label: polling the modifier state shows Shift down, three ways (control)" "$(last modpoll)" \
+        mod_getstate -gt 0 mod_qp -gt 0 mod_xiqp -gt 0
+    fi
+  fi
   v=$(iv_count)
   fig "$label" "XKB listener, Shift+ and twice CapsLock+ $N keys: $(last xkb)${XTESTID:+; on the XTEST device $(last xkbdev)}; victim $v"
   if [ "${CHECK:-1}" = 1 ]; then
@@ -326,8 +337,8 @@ for mode in censor deny; do
 done
 
 # the control: the same attacks with the rule off get every key
-run_server Ioff "Option \"DisableRules\" \"input\""
-scenario "DisableRules input, secure window focused (control)" 1 all
+run_server Ioff "Option \"DisableRules\" \"input,modifiers\""
+scenario "DisableRules input,modifiers, secure window focused (control)" 1 all
 mpx_case "DisableRules input, second master keyboard (control)" all
 stop_all_xorg
 
