@@ -254,7 +254,10 @@ def render(args, exts, rows):
                 "`ProcVector` only (so its wrapper runs once, after the swap) and extension "
                 "majors in both vectors; its XACE hooks see both alike. A byte-swapped "
                 "client is tested against every wrapped request and every read of a secure "
-                "window by `t-swap.sh`; the generator (`t-fuzz.sh`) runs its cases a second "
+                "window by `t-swap.sh`, and every request of this table, random content and "
+                "length, from both orders, by `t-sweep.sh` (the server answers each; two "
+                "requests kill stock Xorg from a swapped client, module or not: RANDR "
+                "SetMonitor, XTEST FakeInput); the generator (`t-fuzz.sh`) runs its cases a second "
                 "time as a big-endian client (s390x under qemu-user), and `make xorg-test` "
                 "runs every suite whose attackers run as uid nobody again with those "
                 "attackers byte-swapped (`make -C xorg test-swapped`; xorg/README.md, Bounds).")

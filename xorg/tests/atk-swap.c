@@ -8,6 +8,10 @@
  *                               limits, each followed by a round trip: prints
  *                               "sent=N errors=E alive=1" or "alive=0 at=NAME" (the server
  *                               closed the connection: it died) or "hung=1 at=NAME"
+ *   atk-swap [--host] every S   random requests (content and length) of every request
+ *                               listed on stdin ("EXTENSION OPCODE NAME"), each followed
+ *                               by a round trip (CS_SWEEP_SEED, CS_SWEEP_K): "requests=N
+ *                               kinds=N absent=N alive=1" or "alive=0 at=EXT:NAME"
  *   atk-swap [--host] read S    reads the secure window S every way the module guards:
  *                               root=, win=, copy= (red pixels read), title= (bytes of
  *                               S's WM_NAME), untag= (error code of rewriting its tag, 0 if
@@ -736,6 +740,69 @@ read_(uint32_t s)
     return 0;
 }
 
+/* ---- every: random requests of every request the inventory lists ---- */
+
+static uint64_t rs_state;
+
+static uint32_t
+rnd32(void)
+{
+    rs_state ^= rs_state << 13;
+    rs_state ^= rs_state >> 7;
+    rs_state ^= rs_state << 17;
+    return (uint32_t) (rs_state >> 11);
+}
+
+/* Lines "EXTENSION OPCODE NAME" on stdin (core: extension "core"): for each request the
+ * server offers, K requests of random content and length (1 to 24 units, and 1, 2 and
+ * the longest with all bytes 0xff), each followed by a round trip. Prints "requests=N
+ * kinds=N absent=N alive=1", or "alive=0 at=NAME" / "hung=1 at=NAME" (fail()). Seed and K:
+ * CS_SWEEP_SEED, CS_SWEEP_K. */
+static int
+every(void)
+{
+    char line[256], extname[128], name[128], last_ext[128] = "";
+    int opcode, major = 0, k, K = getenv("CS_SWEEP_K") ? atoi(getenv("CS_SWEEP_K")) : 8;
+    long nreq = 0, kinds = 0, absent = 0;
+    static uint8_t b[24 * 4];
+
+    rs_state = getenv("CS_SWEEP_SEED") ? strtoull(getenv("CS_SWEEP_SEED"), NULL, 0) : 20261207;
+    if (!rs_state)
+        rs_state = 1;
+    while (fgets(line, sizeof(line), stdin)) {
+        if (sscanf(line, "%127s %d %127s", extname, &opcode, name) != 3)
+            continue;
+        if (strcmp(extname, last_ext)) {
+            snprintf(last_ext, sizeof(last_ext), "%s", extname);
+            major = strcmp(extname, "core") ? ext(extname) : -1;
+        }
+        if (major == 0) {
+            absent++;
+            continue;
+        }
+        kinds++;
+        for (k = 0; k < K; k++) {
+            int words, i;
+            static char what[300];
+
+            snprintf(what, sizeof(what), "%s:%s", extname, name);
+            cur = what;
+            words = k == 0 ? 1 : k == 1 ? 2 : k == 2 ? 24 : 1 + (int) (rnd32() % 24);
+            for (i = 0; i < words * 4; i++)
+                b[i] = k == 2 ? 0xff : (uint8_t) rnd32();
+            b[0] = (uint8_t) (major < 0 ? opcode : major);
+            if (major > 0)
+                b[1] = (uint8_t) opcode;
+            req(b, words);
+            nreq++;
+            sync_();
+        }
+    }
+    cur = "end";
+    printf("requests=%ld kinds=%ld absent=%ld alive=1\n", nreq, kinds, absent);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -761,6 +828,8 @@ main(int argc, char **argv)
         return sweep(s);
     if (!strcmp(argv[a], "read"))
         return read_(s);
+    if (!strcmp(argv[a], "every"))
+        return every();
     fprintf(stderr, "usage: atk-swap [--host] sweep|read WINDOW\n");
     return 64;
 }
