@@ -8,7 +8,8 @@
  * property `_CAPTURE_SHIELD_CLASSIFY` = 1, which only trusted clients may write: rule
  * daemon), a top-level window an untrusted client maps (its MapWindow of an InputOutput
  * child of the root; not the window manager's frames, not a trusted client's windows) is
- * secure until the daemon classifies it: any write or deletion of its
+ * secure until the daemon classifies it (MapSubwindows of the root holds each such window
+ * it maps, whoever sends it): any write or deletion of its
  * `_CAPTURE_SHIELD_POLICY` (0: not secure, 1: secure; only trusted clients may write it)
  * ends the wait. Being secure, it is censored for untrusted readers, its title hidden
  * and untrusted RECORD refused (rule record), from its first frame; the user and trusted
@@ -25,6 +26,7 @@ static struct {
     Bool on;                    /* the daemon classifies (the root property is non-zero) */
     int waiting;                /* windows held secure until classified */
     CsProcPtr orig, sorig;      /* MapWindow */
+    CsProcPtr suborig, subsorig;    /* MapSubwindows */
 } cs_pending_st;
 
 static struct cs_window *
@@ -95,26 +97,58 @@ cs_pending_root_property(WindowPtr root, Atom prop)
         cs_pending_release_all();
 }
 
+/* `win`, a top-level about to be mapped by an untrusted client that is not the window
+ * manager, held secure until the daemon classifies it (once). */
+static void
+cs_pending_hold(WindowPtr win)
+{
+    struct cs_window *cw = cs_cw(win);
+
+    if (win->drawable.class != InputOutput || win->overrideRedirect || win->mapped ||
+        cw->classified || cw->pending)
+        return;
+    cw->pending = 1;
+    cs_pending_st.waiting++;
+    cs_set_win_secure(win, 1);
+    cs_record_sweep();          /* untrusted RECORD contexts end (rule record) */
+}
+
+static int
+cs_pending_applies(ClientPtr c)
+{
+    return cs_pending_st.on && cs_rule_on(CS_RULE_PENDING) && c->req_len == 2 &&
+        !cs_client_trusted(c) && !cs_client_is_wm(c);
+}
+
 static int
 cs_ProcMapWindow(ClientPtr c)
 {
     WindowPtr win;
 
-    if (cs_pending_st.on && cs_rule_on(CS_RULE_PENDING) && c->req_len == 2 &&
+    if (cs_pending_applies(c) &&
         dixLookupWindow(&win, ((xResourceReq *) c->requestBuffer)->id, serverClient,
                         DixGetAttrAccess) == Success &&
-        win->parent && !win->parent->parent && win->drawable.class == InputOutput &&
-        !win->overrideRedirect && CLIENT_ID(win->drawable.id) == c->index &&
-        !cs_client_trusted(c) && !cs_client_is_wm(c)) {
-        struct cs_window *cw = cs_cw(win);
-        if (!cw->classified && !cw->pending) {
-            cw->pending = 1;
-            cs_pending_st.waiting++;
-            cs_set_win_secure(win, 1);
-            cs_record_sweep();      /* untrusted RECORD contexts end (rule record) */
-        }
-    }
+        win->parent && !win->parent->parent && CLIENT_ID(win->drawable.id) == c->index)
+        cs_pending_hold(win);
     return c->swapped ? cs_pending_st.sorig(c) : cs_pending_st.orig(c);
+}
+
+/* MapSubwindows of the root maps every unmapped top-level, any client's: each one whose
+ * owner is untrusted and not the window manager is held as its own MapWindow would be. */
+static int
+cs_ProcMapSubwindows(ClientPtr c)
+{
+    WindowPtr win, child;
+
+    if (cs_pending_applies(c) &&
+        dixLookupWindow(&win, ((xResourceReq *) c->requestBuffer)->id, serverClient,
+                        DixGetAttrAccess) == Success && !win->parent)
+        for (child = win->firstChild; child; child = child->nextSib) {
+            ClientPtr owner = clients[CLIENT_ID(child->drawable.id)];
+            if (owner && !cs_client_trusted(owner) && !cs_client_is_wm(owner))
+                cs_pending_hold(child);
+        }
+    return c->swapped ? cs_pending_st.subsorig(c) : cs_pending_st.suborig(c);
 }
 
 /* From the hooks step (hooks.c). */
@@ -126,5 +160,7 @@ cs_pending_init(void)
     cs_pending_st.on = FALSE;
     cs_pending_st.waiting = 0;
     return cs_wrap_proc(X_MapWindow, cs_ProcMapWindow, &cs_pending_st.orig,
-                        &cs_pending_st.sorig);
+                        &cs_pending_st.sorig) &&
+        cs_wrap_proc(X_MapSubwindows, cs_ProcMapSubwindows, &cs_pending_st.suborig,
+                     &cs_pending_st.subsorig);
 }

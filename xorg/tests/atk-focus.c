@@ -4,6 +4,7 @@
  *                              manager when none runs), maps a window of its own and gives
  *                              it the focus; counts the keys it gets for MS ms: prints
  *                              "wm_err=E focus_err=E stolen_keys=N"
+ *   atk-focus mapsub MS        the same, mapped by MapSubwindows of the root
  *   atk-focus mapnew MS        maps an ordinary window (no override-redirect: the window
  *                              manager manages it and, as openbox does, focuses it); counts
  *                              its keys: prints "ready win=0x..", then "stolen_keys=N"
@@ -55,13 +56,16 @@ wmsteal(long ms)
 }
 
 static int
-mapnew(long ms)
+mapnew(long ms, int sub)
 {
     xcb_window_t w;
 
     conn();
     w = ordinary_window(500, 350);
-    xcb_map_window(c, w);
+    if (sub)
+        xcb_map_subwindows(c, root);   /* maps every unmapped top-level, this one too */
+    else
+        xcb_map_window(c, w);
     wait_mapped(w);
     sync_();
     printf("ready win=0x%x\n", w);
@@ -96,9 +100,11 @@ main(int argc, char **argv)
     if (argc > 2 && !strcmp(argv[1], "wmsteal"))
         return wmsteal(atol(argv[2]));
     if (argc > 2 && !strcmp(argv[1], "mapnew"))
-        return mapnew(atol(argv[2]));
+        return mapnew(atol(argv[2]), 0);
+    if (argc > 2 && !strcmp(argv[1], "mapsub"))
+        return mapnew(atol(argv[2]), 1);
     if (argc > 3 && !strcmp(argv[1], "click"))
         return click(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: atk-focus wmsteal MS | mapnew MS | click X Y\n");
+    fprintf(stderr, "usage: atk-focus wmsteal MS | mapnew MS | mapsub MS | click X Y\n");
     return 64;
 }

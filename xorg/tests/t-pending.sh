@@ -5,7 +5,7 @@
 # stand-in answers (writes the window's _CAPTURE_SHIELD_POLICY: 0 not secure, 1 secure),
 # untrusted reads of the screen get none of it (censor: black; deny: refused) and
 # untrusted RECORD is refused, while a trusted reader (the user) sees all of it; fail
-# closed: with no answer it stays so. Its answer 0 makes it an ordinary window again; a
+# closed: with no answer it stays so; the same when MapSubwindows of the root maps it. Its answer 0 makes it an ordinary window again; a
 # window mapped while no daemon classifies is not held; the stand-in's deleting the root
 # property (its clean stop) releases every held window. Positive control: the same on a
 # server with the rule off (DisableRules pending), where the first untrusted read gets the
@@ -27,8 +27,8 @@ echo "# servers: censor $XDISPLAY_A, deny $XDISPLAY_D, rule pending off $XDISPLA
 W=; WPID=
 # window: nobody maps an ordinary window (atk-focus mapnew: 150x100 blue); sets W, WPID
 window() {
-  local line
-  coproc MW { exec setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$ATKF" mapnew 600000; }
+  local line how=${1:-mapnew}
+  coproc MW { exec setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$ATKF" "$how" 600000; }
   WPID=$MW_PID; BG_PIDS+=("$WPID")
   read -r -t 10 line <&"${MW[0]}" || { echo "Error: the window did not map" >&2; exit 1; }
   W=${line#ready win=}
@@ -52,11 +52,17 @@ for srv in A D C; do
   classify 1
   window
   u=$(untrusted); t=$(trusted); r=$(record)
+  # 2b. the same window mapped by MapSubwindows of the root
+  unwindow; window mapsub
+  us=$(untrusted)
+  unwindow; window
   if [ $srv = C ]; then
-    expect "$srv (control, pending off): the new window reads before the daemon answers" "u=$u t=$t" u = $FULL t = $FULL
+    expect "$srv (control, pending off): the new window reads before the daemon answers, MapWindow and MapSubwindows" \
+      "u=$u t=$t us=$us" u = $FULL t = $FULL us = $FULL
     unwindow; classify 0
     continue
   fi
+  expect "$srv: mapped by MapSubwindows of the root, the new window is held too" "us=$us" us = 0
   expect "$srv: the new window before the daemon answered: untrusted 0, untrusted RECORD refused, the user sees it" \
     "u=$u t=$t record=$r" u = 0 t = $FULL record = 10
   sleep 1
