@@ -181,6 +181,15 @@ public struct Engine: Sendable {
 
   // MARK: Handling events
 
+  /// What handling one event has decided so far: the effects in order, whether the
+  /// published state changed, and which windows to reconcile (`all`: every one).
+  struct Step {
+    var fx: [Effect] = []
+    var stateChanged = false
+    var all = false
+    var touched: [WindowID] = []
+  }
+
   /// Applies `event` at time `now` and returns what the shell must do.
   public mutating func handle(_ event: Event, now: MonotonicTime) -> [Effect] {
     // Decisions about what the shell does at once: the engine as it stands decides (no clock
@@ -195,10 +204,7 @@ public struct Engine: Sendable {
     }
     if now > self.now { self.now = now }
     let now = self.now  // deadlines never go backwards, whatever the event's stamp
-    var fx: [Effect] = []
-    var stateChanged = false
-    var all = false  // reconcile every window
-    var touched: [WindowID] = []
+    var step = Step()
 
     switch event {
     case .windowAppeared(let info), .windowChanged(let info):
@@ -212,12 +218,12 @@ public struct Engine: Sendable {
       setWindow(WindowState(info: info, reason: reason))
       let decisionChanged = old.map { $0.reason != reason } ?? reason.isSecure
       if reason.isSecure, let old, old.info.facts != info.facts || old.info.tag != info.tag {
-        stateChanged = true  // its published row changed
+        step.stateChanged = true  // its published row changed
       }
       if decisionChanged {
-        stateChanged = true
+        step.stateChanged = true
         do {
-          fx.append(
+          step.fx.append(
             .audit(
               AuditRecord(
                 "secure-decision",
@@ -227,10 +233,10 @@ public struct Engine: Sendable {
                 ] + factsFields(effectiveFacts(info)))))
         }
       }
-      touched.append(info.id)
+      step.touched.append(info.id)
       // A client's first secure window makes its other unknown windows provisional.
       if decisionChanged, reason.isSecure, reason != .provisional, let c = info.client {
-        touched += redecide(client: c, onlyUnknown: true, except: info.id)
+        step.touched += redecide(client: c, onlyUnknown: true, except: info.id)
       }
 
     case .windowGone(let id):
@@ -240,31 +246,31 @@ public struct Engine: Sendable {
           windowsByClient[c]?.remove(id)
           if windowsByClient[c]?.isEmpty == true { windowsByClient[c] = nil }
         }
-        if w.reason.isSecure { stateChanged = true }
+        if w.reason.isSecure { step.stateChanged = true }
       }
       overrides[id] = nil
       passwordViews[id] = nil
       passwordFocus.remove(id)
       unsettled[id] = nil
       settled.remove(id)
-      if shielded.remove(id) != nil { stateChanged = true }
+      if shielded.remove(id) != nil { step.stateChanged = true }
 
     case .clientConnected(let id, let identity):
-      stateChanged = true
+      step.stateChanged = true
       departed.remove(id)
       let cls = classify(identity)
       let quiet = isLearnedQuiet(identity)
-      learnStart(identity, fx: &fx)
+      learnStart(identity, fx: &step.fx)
       clients[id] = ClientState(
         id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
         captureRequests: 0)
-      auditAllowRefusal(id, identity, fx: &fx)
-      touched += redecide(client: id, onlyUnknown: false, except: nil)
-      matchLaunch(id, identity, fx: &fx)
+      auditAllowRefusal(id, identity, fx: &step.fx)
+      step.touched += redecide(client: id, onlyUnknown: false, except: nil)
+      matchLaunch(id, identity, fx: &step.fx)
       if cls == .known {
-        startKnownSession(id, fx: &fx)
+        startKnownSession(id, fx: &step.fx)
       } else if cls != .allowed, !isOwnClient(identity), !quiet, let q = policy.quarantine {
-        startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
+        startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &step.fx)
       }
 
     case .clientLaunching(let program):
@@ -278,10 +284,10 @@ public struct Engine: Sendable {
       }
 
     case .launchProcesses(let processes, let complete):
-      if checkLaunches(processes, complete: complete, fx: &fx) { all = true }
+      if checkLaunches(processes, complete: complete, fx: &step.fx) { step.all = true }
 
     case .clientIdentified(let id, let identity):
-      stateChanged = true
+      step.stateChanged = true
       let quiet = isLearnedQuiet(identity)  // by the starts before this one
       if clients[id] == nil {
         clients[id] = ClientState(
@@ -289,21 +295,23 @@ public struct Engine: Sendable {
           captureRequests: 0)
       }
       if clients[id]!.identity?.programFile == nil {
-        learnStart(identity, fx: &fx)
-        if clients[id]!.captureRequests > 0, policy.classify(identity) != .allowed { learnCapture(identity, fx: &fx) }
+        learnStart(identity, fx: &step.fx)
+        if clients[id]!.captureRequests > 0, policy.classify(identity) != .allowed {
+          learnCapture(identity, fx: &step.fx)
+        }
       }
       clients[id]!.identity = identity
-      matchLaunch(id, identity, fx: &fx)
-      auditAllowRefusal(id, identity, fx: &fx)
-      reclassify(id, fx: &fx)
-      if quiet { endQuarantine(of: id, fx: &fx) }
-      touched += redecide(client: id, onlyUnknown: false, except: nil)
+      matchLaunch(id, identity, fx: &step.fx)
+      auditAllowRefusal(id, identity, fx: &step.fx)
+      reclassify(id, fx: &step.fx)
+      if quiet { endQuarantine(of: id, fx: &step.fx) }
+      step.touched += redecide(client: id, onlyUnknown: false, except: nil)
 
     case .captureRequest(let id, let req):
       // Its client already went (the record was handled after its end): the session
       // starts detached, for the linger.
       let afterItsEnd = clients[id] == nil && departed.contains(id)
-      defer { if afterItsEnd { endSessions(ofGone: id, fx: &fx) } }
+      defer { if afterItsEnd { endSessions(ofGone: id, fx: &step.fx) } }
       if clients[id] == nil {
         clients[id] = ClientState(
           id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
@@ -313,8 +321,8 @@ public struct Engine: Sendable {
       let c = clients[id]!
       if c.firstCaptureAt == nil {
         clients[id]!.firstCaptureAt = now
-        stateChanged = true
-        fx.append(
+        step.stateChanged = true
+        step.fx.append(
           .audit(
             AuditRecord(
               "capture-request",
@@ -325,7 +333,7 @@ public struct Engine: Sendable {
               ] + identityFields(c.identity))))
       }
       if req.bypassesShield {
-        fx.append(
+        step.fx.append(
           .audit(
             AuditRecord(
               "shield-bypass-attempt",
@@ -335,8 +343,8 @@ public struct Engine: Sendable {
               ] + identityFields(c.identity))))
       }
       if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
-      captureActivity(id, kind: req.kind, fx: &fx)
-      if c.firstCaptureAt == nil, c.clientClass != .allowed { learnCapture(c.identity, fx: &fx) }
+      captureActivity(id, kind: req.kind, fx: &step.fx)
+      if c.firstCaptureAt == nil, c.clientClass != .allowed { learnCapture(c.identity, fx: &step.fx) }
       let hold = requestHold(after: now)
       if let sid = sessions.first(where: {
         $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
@@ -348,26 +356,26 @@ public struct Engine: Sendable {
         if sessions[sid]!.expires.map({ $0 < hold.expires }) ?? true { sessions[sid]!.expires = hold.expires }
       } else {
         startSession(
-          client: id, kind: .request, pinned: hold.pinned, expires: hold.expires, firstRequest: req.kind, fx: &fx)
+          client: id, kind: .request, pinned: hold.pinned, expires: hold.expires, firstRequest: req.kind, fx: &step.fx)
         if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
-        stateChanged = true
+        step.stateChanged = true
       }
 
     case .capturePrelude(let id, let req):
-      captureActivity(id, kind: req.kind, fx: &fx)
+      captureActivity(id, kind: req.kind, fx: &step.fx)
 
     case .captureCensored(let id, let req, let identity):
-      if censored(id, req, identity, fx: &fx) { stateChanged = true }
+      if censored(id, req, identity, fx: &step.fx) { step.stateChanged = true }
 
     case .clientGone(let id):
-      stateChanged = clients[id] != nil
+      step.stateChanged = clients[id] != nil
       departed.insert(id)
-      endSessions(ofGone: id, fx: &fx)
+      endSessions(ofGone: id, fx: &step.fx)
       if compositor == id { compositor = nil }
 
     case .compositorChanged(let id, let ownsSelection):
       guard id != compositor || ownsSelection != compositorOwnsSelection else { break }
-      stateChanged = true
+      step.stateChanged = true
       if let old = compositor {
         for (sid, s) in sessions where s.client == old && s.kind == .compositor {
           sessions[sid]!.pinned = false
@@ -379,24 +387,24 @@ public struct Engine: Sendable {
       var fields: [(String, AuditRecord.Value)] = [("client", .string(id?.description ?? "none"))]
       fields += identityFields(id.flatMap { clients[$0]?.identity })
       if let id { fields.append(("trust", .string(compositorTrust(id).description))) }
-      fx.append(.audit(AuditRecord("compositor", fields)))
+      step.fx.append(.audit(AuditRecord("compositor", fields)))
       if let id {
         let cls = clients[id]?.clientClass ?? .unidentified
         if cls != .allowed && !isTrustedCompositor(id) {
-          startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
+          startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &step.fx)
         }
-        endTrustedCompositorSiblingSessions(fx: &fx)
+        endTrustedCompositorSiblingSessions(fx: &step.fx)
       }
-      all = true
+      step.all = true
 
     case .tick:
-      all = true
+      step.all = true
 
     case .pause(let until, let by):
       pausedUntil = .some(until)
-      stateChanged = true
-      all = true
-      fx.append(
+      step.stateChanged = true
+      step.all = true
+      step.fx.append(
         .audit(
           AuditRecord(
             "pause",
@@ -408,9 +416,9 @@ public struct Engine: Sendable {
     case .resume(let by):
       if pausedUntil != nil {
         pausedUntil = nil
-        stateChanged = true
-        all = true
-        fx.append(.audit(AuditRecord("resume", [("by", .string(by))])))
+        step.stateChanged = true
+        step.all = true
+        step.fx.append(.audit(AuditRecord("resume", [("by", .string(by))])))
       }
 
     case .policyReplaced(let p):
@@ -418,12 +426,12 @@ public struct Engine: Sendable {
       rehold()
       if p.quarantine == nil || !p.quarantineOnLaunch {
         let (kept, ended) = (launches.filter { isLearnedLaunch($0.program) }, launches)
-        for l in ended where !kept.contains(l) { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
+        for l in ended where !kept.contains(l) { endLaunch(l, why: "quarantine off", client: nil, fx: &step.fx) }
         launches = kept
       }
-      stateChanged = true
-      all = true
-      fx.append(
+      step.stateChanged = true
+      step.all = true
+      step.fx.append(
         .audit(
           AuditRecord(
             "policy-loaded",
@@ -431,8 +439,8 @@ public struct Engine: Sendable {
               ("files", .int(p.sources.count)), ("rules", .int(p.secure.count)),
               ("when", .string(p.when.rawValue)), ("failMode", .string(p.failMode.rawValue)),
             ])))
-      for id in clients.keys.sorted() { reclassify(id, fx: &fx) }
-      if !p.passwordFields { touched += passwordFieldsShown([], frames: [], fx: &fx) }
+      for id in clients.keys.sorted() { reclassify(id, fx: &step.fx) }
+      if !p.passwordFields { step.touched += passwordFieldsShown([], frames: [], fx: &step.fx) }
       for (id, w) in windows {
         let r = decide(w.info)
         if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
@@ -440,35 +448,35 @@ public struct Engine: Sendable {
       }
 
     case .policyRejected(let why):
-      fx.append(.audit(AuditRecord("policy-rejected", [("error", .string(why)), ("kept", "last good policy")])))
+      step.fx.append(.audit(AuditRecord("policy-rejected", [("error", .string(why)), ("kept", "last good policy")])))
 
     case .manualOverride(let id, let on, let by):
       guard let w = windows[id] else {
-        fx.append(
+        step.fx.append(
           .audit(AuditRecord("override-ignored", [("window", .string(hex(id))), ("why", "window not tracked")])))
         break
       }
       overrides[id] = (forced: on, baseline: baseline(w))
-      stateChanged = true
-      touched.append(id)
-      fx.append(
+      step.stateChanged = true
+      step.touched.append(id)
+      step.fx.append(
         .audit(
           AuditRecord(on ? "manual-shield" : "manual-unshield", [("window", .string(hex(id))), ("by", .string(by))])))
 
     case .shieldLost(let id, let how):
       if shielded.remove(id) != nil {
-        fx.append(
+        step.fx.append(
           .audit(
             AuditRecord(
               "shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
-        touched.append(id)
+        step.touched.append(id)
       }
 
     case .frameShieldLost(let frame, let id, let how):
       // Audited like a window's shield while the window in the frame is shielded; a frame
       // the engine shields itself is a window of its own (`shieldLost`).
       if shielded.contains(id), !shielded.contains(frame) {
-        fx.append(
+        step.fx.append(
           .audit(
             AuditRecord(
               "shield-tampered",
@@ -482,16 +490,16 @@ public struct Engine: Sendable {
       break  // decided above, as the engine stands
 
     case .accessibleFields(let fields, let frames):
-      let changed = passwordFieldsShown(fields, frames: frames, fx: &fx)
-      if !changed.isEmpty { stateChanged = true }
-      touched += changed
+      let changed = passwordFieldsShown(fields, frames: frames, fx: &step.fx)
+      if !changed.isEmpty { step.stateChanged = true }
+      step.touched += changed
     }
 
-    expireDeadlines(fx: &fx, all: &all, stateChanged: &stateChanged)
+    expireDeadlines(fx: &step.fx, all: &step.all, stateChanged: &step.stateChanged)
     let settledNow = settleProvisional()
     if !settledNow.isEmpty {
-      touched += settledNow
-      stateChanged = true
+      step.touched += settledNow
+      step.stateChanged = true
     }
 
     // Only a change of `shieldsActive` (or of the policy, a tick, a pause) moves every
@@ -500,33 +508,33 @@ public struct Engine: Sendable {
     let active = shieldsActive
     if active != lastActive {
       lastActive = active
-      all = true
-      stateChanged = true
+      step.all = true
+      step.stateChanged = true
       // Windows whose facts are not known yet are provisional exactly while shields are up.
       for (_, w) in windows where !w.info.propertiesKnown {
         let r = decide(w.info)
         if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
       }
     }
-    if all {
-      reconcile(Array(windows.keys).sorted(), fx: &fx, stateChanged: &stateChanged)
+    if step.all {
+      reconcile(Array(windows.keys).sorted(), fx: &step.fx, stateChanged: &step.stateChanged)
       // Windows gone but still believed shielded.
       for id in shielded.subtracting(windows.keys).sorted() {
         shielded.remove(id)
-        fx.append(.unshield(id))
+        step.fx.append(.unshield(id))
       }
     } else {
-      reconcile(touched, fx: &fx, stateChanged: &stateChanged)
+      reconcile(step.touched, fx: &step.fx, stateChanged: &step.stateChanged)
     }
 
     let capturing = isCapturing
     if capturing != lastCapturing {
       lastCapturing = capturing
-      stateChanged = true
+      step.stateChanged = true
       let asked = windows.values.filter(Engine.sendsCaptureChanged).map(\.info.id).sorted()
-      fx.append(.notifyCapture(active: capturing, windows: asked))
+      step.fx.append(.notifyCapture(active: capturing, windows: asked))
     }
-    if stateChanged { fx.append(.publishState) }
-    return fx
+    if step.stateChanged { step.fx.append(.publishState) }
+    return step.fx
   }
 }
