@@ -202,299 +202,38 @@ public struct Engine: Sendable {
       return Set(fired).sorted().filter { !shielded.contains($0) }.map { .unshield($0) }
     default: break
     }
-    if now > self.now { self.now = now }
-    let now = self.now  // deadlines never go backwards, whatever the event's stamp
+    if now > self.now { self.now = now }  // deadlines never go backwards, whatever the event's stamp
     var step = Step()
-
     switch event {
-    case .windowAppeared(let info), .windowChanged(let info):
-      let old = windows[info.id]
-      if info.propertiesKnown {
-        unsettled[info.id] = nil
-      } else if old == nil, !settled.contains(info.id) {
-        unsettled[info.id] = now + Self.provisionalLimit
-      }
-      let reason = decide(info)
-      setWindow(WindowState(info: info, reason: reason))
-      let decisionChanged = old.map { $0.reason != reason } ?? reason.isSecure
-      if reason.isSecure, let old, old.info.facts != info.facts || old.info.tag != info.tag {
-        step.stateChanged = true  // its published row changed
-      }
-      if decisionChanged {
-        step.stateChanged = true
-        do {
-          step.fx.append(
-            .audit(
-              AuditRecord(
-                "secure-decision",
-                [
-                  ("window", .string(hex(info.id))), ("secure", .bool(reason.isSecure)),
-                  ("reason", .string(reason.description)),
-                ] + factsFields(effectiveFacts(info)))))
-        }
-      }
-      step.touched.append(info.id)
-      // A client's first secure window makes its other unknown windows provisional.
-      if decisionChanged, reason.isSecure, reason != .provisional, let c = info.client {
-        step.touched += redecide(client: c, onlyUnknown: true, except: info.id)
-      }
-
-    case .windowGone(let id):
-      if let w = windows.removeValue(forKey: id) {
-        if let c = w.info.client {
-          secureByClient[c]?.remove(id)
-          windowsByClient[c]?.remove(id)
-          if windowsByClient[c]?.isEmpty == true { windowsByClient[c] = nil }
-        }
-        if w.reason.isSecure { step.stateChanged = true }
-      }
-      overrides[id] = nil
-      passwordViews[id] = nil
-      passwordFocus.remove(id)
-      unsettled[id] = nil
-      settled.remove(id)
-      if shielded.remove(id) != nil { step.stateChanged = true }
-
-    case .clientConnected(let id, let identity):
-      step.stateChanged = true
-      departed.remove(id)
-      let cls = classify(identity)
-      let quiet = isLearnedQuiet(identity)
-      learnStart(identity, fx: &step.fx)
-      clients[id] = ClientState(
-        id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
-        captureRequests: 0)
-      auditAllowRefusal(id, identity, fx: &step.fx)
-      step.touched += redecide(client: id, onlyUnknown: false, except: nil)
-      matchLaunch(id, identity, fx: &step.fx)
-      if cls == .known {
-        startKnownSession(id, fx: &step.fx)
-      } else if cls != .allowed, !isOwnClient(identity), !quiet, let q = policy.quarantine {
-        startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &step.fx)
-      }
-
-    case .clientLaunching(let program):
-      // A learned capturer's start (`capture.learn`) holds the shields until its client is
-      // identified (its own known session takes over), at most `learnedKnownHold`.
-      let learned = isLearnedLaunch(program) ? Engine.learnedKnownHold : nil
-      let q = policy.quarantineOnLaunch ? policy.quarantine : nil
-      if let hold = [q, learned].compactMap({ $0 }).max() {
-        launches.append(
-          Launch(seen: now, until: now + hold, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
-      }
-
-    case .launchProcesses(let processes, let complete):
-      if checkLaunches(processes, complete: complete, fx: &step.fx) { step.all = true }
-
-    case .clientIdentified(let id, let identity):
-      step.stateChanged = true
-      let quiet = isLearnedQuiet(identity)  // by the starts before this one
-      if clients[id] == nil {
-        clients[id] = ClientState(
-          id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
-          captureRequests: 0)
-      }
-      if clients[id]!.identity?.programFile == nil {
-        learnStart(identity, fx: &step.fx)
-        if clients[id]!.captureRequests > 0, policy.classify(identity) != .allowed {
-          learnCapture(identity, fx: &step.fx)
-        }
-      }
-      clients[id]!.identity = identity
-      matchLaunch(id, identity, fx: &step.fx)
-      auditAllowRefusal(id, identity, fx: &step.fx)
-      reclassify(id, fx: &step.fx)
-      if quiet { endQuarantine(of: id, fx: &step.fx) }
-      step.touched += redecide(client: id, onlyUnknown: false, except: nil)
-
-    case .captureRequest(let id, let req):
-      // Its client already went (the record was handled after its end): the session
-      // starts detached, for the linger.
-      let afterItsEnd = clients[id] == nil && departed.contains(id)
-      defer { if afterItsEnd { endSessions(ofGone: id, fx: &step.fx) } }
-      if clients[id] == nil {
-        clients[id] = ClientState(
-          id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
-          captureRequests: 0)
-      }
-      clients[id]!.captureRequests += 1
-      let c = clients[id]!
-      if c.firstCaptureAt == nil {
-        clients[id]!.firstCaptureAt = now
-        step.stateChanged = true
-        step.fx.append(
-          .audit(
-            AuditRecord(
-              "capture-request",
-              [
-                ("client", .string(id.description)), ("request", .string(req.kind)),
-                ("target", .string(req.target.map(hex) ?? "-")),
-                ("class", .string(c.clientClass.rawValue)),
-              ] + identityFields(c.identity))))
-      }
-      if req.bypassesShield {
-        step.fx.append(
-          .audit(
-            AuditRecord(
-              "shield-bypass-attempt",
-              [
-                ("client", .string(id.description)), ("request", .string(req.kind)),
-                ("target", .string(req.target.map(hex) ?? "-")),
-              ] + identityFields(c.identity))))
-      }
-      if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
-      captureActivity(id, kind: req.kind, fx: &step.fx)
-      if c.firstCaptureAt == nil, c.clientClass != .allowed { learnCapture(c.identity, fx: &step.fx) }
-      let hold = requestHold(after: now)
-      if let sid = sessions.first(where: {
-        $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
-      })?.key {
-        sessions[sid]!.requests += 1
-        sessions[sid]!.lastRequestAt = now
-        if req.bypassesShield { sessions[sid]!.bypass = true }
-        sessions[sid]!.pinned = hold.pinned
-        if sessions[sid]!.expires.map({ $0 < hold.expires }) ?? true { sessions[sid]!.expires = hold.expires }
-      } else {
-        startSession(
-          client: id, kind: .request, pinned: hold.pinned, expires: hold.expires, firstRequest: req.kind, fx: &step.fx)
-        if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
-        step.stateChanged = true
-      }
-
-    case .capturePrelude(let id, let req):
-      captureActivity(id, kind: req.kind, fx: &step.fx)
-
-    case .captureCensored(let id, let req, let identity):
-      if censored(id, req, identity, fx: &step.fx) { step.stateChanged = true }
-
-    case .clientGone(let id):
-      step.stateChanged = clients[id] != nil
-      departed.insert(id)
-      endSessions(ofGone: id, fx: &step.fx)
-      if compositor == id { compositor = nil }
-
-    case .compositorChanged(let id, let ownsSelection):
-      guard id != compositor || ownsSelection != compositorOwnsSelection else { break }
-      step.stateChanged = true
-      if let old = compositor {
-        for (sid, s) in sessions where s.client == old && s.kind == .compositor {
-          sessions[sid]!.pinned = false
-          sessions[sid]!.expires = now + policy.linger
-        }
-      }
-      compositor = id
-      compositorOwnsSelection = id != nil && ownsSelection
-      var fields: [(String, AuditRecord.Value)] = [("client", .string(id?.description ?? "none"))]
-      fields += identityFields(id.flatMap { clients[$0]?.identity })
-      if let id { fields.append(("trust", .string(compositorTrust(id).description))) }
-      step.fx.append(.audit(AuditRecord("compositor", fields)))
-      if let id {
-        let cls = clients[id]?.clientClass ?? .unidentified
-        if cls != .allowed && !isTrustedCompositor(id) {
-          startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &step.fx)
-        }
-        endTrustedCompositorSiblingSessions(fx: &step.fx)
-      }
-      step.all = true
-
-    case .tick:
-      step.all = true
-
-    case .pause(let until, let by):
-      pausedUntil = .some(until)
-      step.stateChanged = true
-      step.all = true
-      step.fx.append(
-        .audit(
-          AuditRecord(
-            "pause",
-            [
-              ("by", .string(by)),
-              ("seconds", until.map { .double($0.seconds(since: now)) } ?? .string("until resume")),
-            ])))
-
-    case .resume(let by):
-      if pausedUntil != nil {
-        pausedUntil = nil
-        step.stateChanged = true
-        step.all = true
-        step.fx.append(.audit(AuditRecord("resume", [("by", .string(by))])))
-      }
-
-    case .policyReplaced(let p):
-      policy = p
-      rehold()
-      if p.quarantine == nil || !p.quarantineOnLaunch {
-        let (kept, ended) = (launches.filter { isLearnedLaunch($0.program) }, launches)
-        for l in ended where !kept.contains(l) { endLaunch(l, why: "quarantine off", client: nil, fx: &step.fx) }
-        launches = kept
-      }
-      step.stateChanged = true
-      step.all = true
-      step.fx.append(
-        .audit(
-          AuditRecord(
-            "policy-loaded",
-            [
-              ("files", .int(p.sources.count)), ("rules", .int(p.secure.count)),
-              ("when", .string(p.when.rawValue)), ("failMode", .string(p.failMode.rawValue)),
-            ])))
-      for id in clients.keys.sorted() { reclassify(id, fx: &step.fx) }
-      if !p.passwordFields { step.touched += passwordFieldsShown([], frames: [], fx: &step.fx) }
-      for (id, w) in windows {
-        let r = decide(w.info)
-        if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
-        _ = id
-      }
-
-    case .policyRejected(let why):
-      step.fx.append(.audit(AuditRecord("policy-rejected", [("error", .string(why)), ("kept", "last good policy")])))
-
-    case .manualOverride(let id, let on, let by):
-      guard let w = windows[id] else {
-        step.fx.append(
-          .audit(AuditRecord("override-ignored", [("window", .string(hex(id))), ("why", "window not tracked")])))
-        break
-      }
-      overrides[id] = (forced: on, baseline: baseline(w))
-      step.stateChanged = true
-      step.touched.append(id)
-      step.fx.append(
-        .audit(
-          AuditRecord(on ? "manual-shield" : "manual-unshield", [("window", .string(hex(id))), ("by", .string(by))])))
-
-    case .shieldLost(let id, let how):
-      if shielded.remove(id) != nil {
-        step.fx.append(
-          .audit(
-            AuditRecord(
-              "shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
-        step.touched.append(id)
-      }
-
-    case .frameShieldLost(let frame, let id, let how):
-      // Audited like a window's shield while the window in the frame is shielded; a frame
-      // the engine shields itself is a window of its own (`shieldLost`).
-      if shielded.contains(id), !shielded.contains(frame) {
-        step.fx.append(
-          .audit(
-            AuditRecord(
-              "shield-tampered",
-              [
-                ("window", .string(hex(frame))), ("how", .string(how)), ("action", "re-created"),
-                ("frame-of", .string(hex(id))),
-              ])))
-      }
-
-    case .topLevelCreated, .earlyShieldsUp:
-      break  // decided above, as the engine stands
-
-    case .accessibleFields(let fields, let frames):
-      let changed = passwordFieldsShown(fields, frames: frames, fx: &step.fx)
-      if !changed.isEmpty { step.stateChanged = true }
-      step.touched += changed
+    case .windowAppeared(let info), .windowChanged(let info): windowSeen(info, &step)
+    case .windowGone(let id): windowGone(id, &step)
+    case .shieldLost(let id, let how): shieldLost(id, how: how, &step)
+    case .frameShieldLost(let frame, let id, let how): frameShieldLost(frame: frame, window: id, how: how, &step)
+    case .clientConnected(let id, let identity): clientConnected(id, identity, &step)
+    case .clientIdentified(let id, let identity): clientIdentified(id, identity, &step)
+    case .clientGone(let id): clientGone(id, &step)
+    case .compositorChanged(let id, let ownsSelection): compositorChanged(id, ownsSelection: ownsSelection, &step)
+    case .captureRequest(let id, let req): captureRequest(id, req, &step)
+    case .capturePrelude(let id, let req): capturePrelude(id, req, &step)
+    case .captureCensored(let id, let req, let identity): captureCensored(id, req, identity, &step)
+    case .clientLaunching(let program): clientLaunching(program, &step)
+    case .launchProcesses(let processes, let complete): launchProcesses(processes, complete: complete, &step)
+    case .pause(let until, let by): pause(until: until, by: by, &step)
+    case .resume(let by): resume(by: by, &step)
+    case .policyReplaced(let p): policyReplaced(p, &step)
+    case .policyRejected(let why): policyRejected(why, &step)
+    case .manualOverride(let id, let on, let by): manualOverride(id, shielded: on, by: by, &step)
+    case .accessibleFields(let fields, let frames): accessibleFields(fields, frames: frames, &step)
+    case .tick: step.all = true
+    case .topLevelCreated, .earlyShieldsUp: break  // decided above, as the engine stands
     }
+    return finish(&step)
+  }
 
+  /// What follows every event's own handling: deadlines passed, provisional windows
+  /// settled, the shields reconciled with the decisions, capture's start or end told, the
+  /// state published.
+  mutating func finish(_ step: inout Step) -> [Effect] {
     expireDeadlines(fx: &step.fx, all: &step.all, stateChanged: &step.stateChanged)
     let settledNow = settleProvisional()
     if !settledNow.isEmpty {
