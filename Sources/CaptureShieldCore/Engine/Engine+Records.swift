@@ -1,5 +1,6 @@
 // Which recorded requests reach the engine as capture requests: the filter the shell applies
-// to RECORD's requests before `Event.captureRequest` (the facts it needs come from the shell).
+// to RECORD's requests before `Event.captureRequest` (the facts it needs come from the shell);
+// and the capture events themselves: a request, a prelude, a read the module censored.
 
 extension Engine {
   /// Whether a recorded request of `client` is a capture request the shell hands on

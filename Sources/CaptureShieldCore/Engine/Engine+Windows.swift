@@ -1,5 +1,6 @@
 // Window decisions: deciding a window's secure reason, keeping the per-client indexes,
-// and reconciling the shields the shell should have up with the decisions.
+// and reconciling the shields the shell should have up with the decisions; the window events
+// (a window seen or gone, a shield lost).
 
 extension Engine {
   // MARK: Window decisions
