@@ -1,4 +1,4 @@
-// No type in the daemon's shell (Sources/CaptureShield/Daemon) holds more than 15 stored
+// No type in the shell (Sources/CaptureShield, every folder) holds more than 15 stored
 // properties: a type that grows past it holds more than one concern's state, and the concern
 // becomes a component of its own (docs/architecture.md, "Components of the loop"). Like
 // FileSizeTests, it reads the sources, with a simple parser: the `let`/`var` declarations
@@ -7,13 +7,22 @@
 import Foundation
 import Testing
 
-/// The daemon's shell (this file is Tests/CaptureShieldTests/StoredPropertyTests.swift).
-private let daemonSources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-  .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/CaptureShield/Daemon")
+/// The shell (this file is Tests/CaptureShieldTests/StoredPropertyTests.swift).
+private let shellSources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+  .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources/CaptureShield")
 
 enum StoredProperties {
   /// The most stored properties a type may have.
   static let maxStored = 15
+
+  /// Types over `maxStored` not split yet, each with its count when the check was widened
+  /// from Daemon/ to the whole shell: a ceiling (the count may fall, not rise) until the
+  /// type is split into parts by concern, as `ClipboardGuard` and `ShieldDriver` were.
+  static let exceptions: [String: Int] = [
+    // The RECORD context of capture detection: its two connections, the pump thread, what
+    // the pump fired and launched (taken and stashed), the poke, the own connections.
+    "Record/CaptureDetector.swift: CaptureDetector": 23
+  ]
 
   /// Each class, struct and actor declared in `source` (nested ones by dotted name) with the
   /// number of stored properties in its body.
@@ -140,23 +149,30 @@ struct StoredPropertyTests {
     #expect(n["E"] == 0)
   }
 
-  @Test("no type in Daemon/ has more than 15 stored properties")
-  func noDaemonTypeIsAPropertyBag() throws {
-    let files = try FileManager.default.contentsOfDirectory(atPath: daemonSources.path).filter {
+  @Test("no type in the shell has more than 15 stored properties")
+  func noShellTypeIsAPropertyBag() throws {
+    // Every Swift file under Sources/CaptureShield, by path relative to it.
+    let files = try #require(FileManager.default.subpaths(atPath: shellSources.path)).filter {
       $0.hasSuffix(".swift")
     }
     .sorted()
     var all: [String: Int] = [:]
     for f in files {
-      let text = try String(contentsOf: daemonSources.appendingPathComponent(f), encoding: .utf8)
+      let text = try String(contentsOf: shellSources.appendingPathComponent(f), encoding: .utf8)
       for (type, n) in StoredProperties.count(in: text) { all["\(f): \(type)", default: 0] += n }
     }
-    // The parser saw the loop and its components (not an empty or wrong folder).
-    let loop = try #require(all["Watcher.swift: WatcherLoop"])
+    // The parser saw the loop and its components, and the other folders (not an empty or
+    // wrong folder).
+    let loop = try #require(all["Daemon/Watcher.swift: WatcherLoop"])
     #expect(loop >= 10)
-    #expect(all["WindowTracker.swift: WindowTracker"] != nil)
-    #expect(all["CaptureBridge.swift: CaptureBridge"] != nil)
-    let over = all.filter { $0.value > StoredProperties.maxStored }.sorted { $0.key < $1.key }
+    #expect(all["Daemon/WindowTracker.swift: WindowTracker"] != nil)
+    #expect(all["Daemon/CaptureBridge.swift: CaptureBridge"] != nil)
+    #expect(all["Clipboard/ClipboardGuard.swift: ClipboardGuard"] != nil)
+    #expect(all["X/XConnection.swift: XConnection"] != nil)
+    let over = all.filter { $0.value > StoredProperties.exceptions[$0.key, default: StoredProperties.maxStored] }
+      .sorted { $0.key < $1.key }
+    // Every exception names a type that is still there.
+    for type in StoredProperties.exceptions.keys { #expect(all[type] != nil, "no longer in the shell: \(type)") }
     #expect(
       over.isEmpty,
       "over \(StoredProperties.maxStored) stored properties (split into components): \(over.map { "\($0.key) \($0.value)" })"

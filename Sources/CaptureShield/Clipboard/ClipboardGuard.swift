@@ -30,17 +30,27 @@ final class ClipboardGuard {
   /// limit every client can read without BIG-REQUESTS), less the ChangeProperty header.
   let incrThreshold: Int
   /// Largest text taken over; larger copies are left alone (and audited).
-  let maxTextSize = 16 << 20
-  let takeoverTimeout = PolicyDuration.seconds(2)
-  let transferTimeout = PolicyDuration.seconds(10)
+  static let maxTextSize = 16 << 20
+  static let takeoverTimeout = PolicyDuration.seconds(2)
+  static let transferTimeout = PolicyDuration.seconds(10)
+  /// How long a request waits for its record (or its marker's) before it is refused.
+  static let senderTimeout = PolicyDuration.seconds(1)
+  /// A lost RECORD context is started again at most this often.
+  static let recorderRetry = PolicyDuration.seconds(5)
 
-  let aTargets: xcb_atom_t, aIncr: xcb_atom_t, aUTF8: xcb_atom_t, aTextPlain: xcb_atom_t
-  let aString: xcb_atom_t = 31, aText: xcb_atom_t, aHint: xcb_atom_t, aTimestamp: xcb_atom_t
-  let aAtom: xcb_atom_t = 4, aInteger: xcb_atom_t = 19
-  /// Selection name ↔ atom, and the property each takeover converts into.
-  var selectionAtoms: [String: xcb_atom_t] = [:]
-  var selectionNames: [xcb_atom_t: String] = [:]
-  var transferProperty: [String: xcb_atom_t] = [:]
+  /// The atoms the guard reads, offers and converts with, interned once.
+  struct Atoms {
+    let targets: xcb_atom_t, incr: xcb_atom_t, utf8: xcb_atom_t, textPlain: xcb_atom_t
+    let string: xcb_atom_t = 31, text: xcb_atom_t, hint: xcb_atom_t, timestamp: xcb_atom_t
+    let atom: xcb_atom_t = 4, integer: xcb_atom_t = 19
+    /// Selection name ↔ atom, and the property each takeover converts into.
+    let selections: [String: xcb_atom_t]
+    let names: [xcb_atom_t: String]
+    let transferProperty: [String: xcb_atom_t]
+    /// The selection the sync markers convert (nobody owns it).
+    let sync: xcb_atom_t
+  }
+  let atoms: Atoms
 
   /// A conversion from the source in progress.
   struct Takeover {
@@ -55,12 +65,18 @@ final class ClipboardGuard {
     /// Receiving with INCR: the chunks so far.
     var incoming: SecureBuffer?
   }
-  var takeovers: [String: Takeover] = [:]
-  var sealed: [String: SealedText] = [:]
-  /// When we took ownership (the TIMESTAMP target).
-  var ownedSince: [String: xcb_timestamp_t] = [:]
-  /// The timestamp of the latest owner change seen, per selection.
-  var ownerTime: [String: xcb_timestamp_t] = [:]
+
+  /// What the guard holds per selection: the text being taken over, the sealed text, and
+  /// the timestamps of ownership.
+  struct Held {
+    var takeovers: [String: Takeover] = [:]
+    var sealed: [String: SealedText] = [:]
+    /// When we took ownership (the TIMESTAMP target).
+    var ownedSince: [String: xcb_timestamp_t] = [:]
+    /// The timestamp of the latest owner change seen, per selection.
+    var ownerTime: [String: xcb_timestamp_t] = [:]
+  }
+  var held = Held()
 
   /// A text sent with INCR, chunk by chunk as the reader deletes the property.
   struct Transfer {
@@ -72,18 +88,15 @@ final class ClipboardGuard {
     var finished: Bool
     var deadline: MonotonicTime
   }
-  var transfers: [Transfer] = []
-  var pending: [UInt64: xcb_selection_request_event_t] = [:]
-  var nextRequestID: UInt64 = 1
 
-  /// Who sent each ConvertSelection (nil without RECORD: then every request is refused).
-  var recorder: SelectionRecorder?
-  var ledger = ConversionLedger()
-  /// The selection the sync markers convert (nobody owns it).
-  let aSync: xcb_atom_t
-  var markersSent: UInt32 = 0
-  /// How long a request waits for its record (or its marker's) before it is refused.
-  let senderTimeout = PolicyDuration.seconds(1)
+  /// The serving side: texts sent with INCR, the requests the core is deciding.
+  struct Serving {
+    var transfers: [Transfer] = []
+    var pending: [UInt64: xcb_selection_request_event_t] = [:]
+    var nextRequestID: UInt64 = 1
+  }
+  var serving = Serving()
+
   /// A SelectionRequest waiting to learn who sent it, in the order requests came.
   struct Unverified {
     var event: xcb_selection_request_event_t
@@ -91,13 +104,20 @@ final class ClipboardGuard {
     var marker: UInt32?
     var deadline: MonotonicTime
   }
-  var unverified: [Unverified] = []
-  /// Resource-id bases of RECORD data connections that are gone (killed by another
-  /// client): the server hands them to new clients, which the watcher must not ignore.
-  var retiredBases: [UInt32] = []
-  var lastRecorderStart = MonotonicTime(nanoseconds: 0)
-  /// A lost RECORD context is started again at most this often.
-  let recorderRetry = PolicyDuration.seconds(5)
+
+  /// The RECORD side: who sent each paste request.
+  struct Senders {
+    /// Who sent each ConvertSelection (nil without RECORD: then every request is refused).
+    var recorder: SelectionRecorder?
+    var ledger = ConversionLedger()
+    var markersSent: UInt32 = 0
+    var unverified: [Unverified] = []
+    /// Resource-id bases of RECORD data connections that are gone (killed by another
+    /// client): the server hands them to new clients, which the watcher must not ignore.
+    var retiredBases: [UInt32] = []
+    var lastRecorderStart = MonotonicTime(nanoseconds: 0)
+  }
+  var senders = Senders()
   /// Polled by the watcher: the guard's connection and the RECORD data connection.
   let pollSet: Int32
 
@@ -119,11 +139,10 @@ final class ClipboardGuard {
       "CLIPBOARD", "PRIMARY", "_CAPTURE_SHIELD_CLIP_CLIPBOARD", "_CAPTURE_SHIELD_CLIP_PRIMARY",
       "_CAPTURE_SHIELD_CLIP_SYNC",
     ])
-    (aTargets, aIncr, aUTF8, aTextPlain, aText, aHint, aTimestamp) = (a[0], a[1], a[2], a[3], a[4], a[5], a[6])
-    selectionAtoms = ["CLIPBOARD": a[7], "PRIMARY": a[8]]
-    selectionNames = [a[7]: "CLIPBOARD", a[8]: "PRIMARY"]
-    transferProperty = ["CLIPBOARD": a[9], "PRIMARY": a[10]]
-    aSync = a[11]
+    atoms = Atoms(
+      targets: a[0], incr: a[1], utf8: a[2], textPlain: a[3], text: a[4], hint: a[5], timestamp: a[6],
+      selections: ["CLIPBOARD": a[7], "PRIMARY": a[8]], names: [a[7]: "CLIPBOARD", a[8]: "PRIMARY"],
+      transferProperty: ["CLIPBOARD": a[9], "PRIMARY": a[10]], sync: a[11])
     let setupMax = Int(xcb_get_setup(x.conn).pointee.maximum_request_length)
     let maxUnits = min(setupMax, Int(xcb_get_maximum_request_length(x.conn)))
     incrThreshold = maxUnits * 4 - 32
@@ -134,7 +153,7 @@ final class ClipboardGuard {
       mask: XCB_CW_OVERRIDE_REDIRECT.rawValue | XCB_CW_EVENT_MASK.rawValue,
       values: [1, XCB_EVENT_MASK_PROPERTY_CHANGE.rawValue], checked: false)
     x.changeProperty(
-      window, PredefinedAtom.wmName, type: aString, format: 8, bytes: Array("CaptureShield clipboard guard".utf8))
+      window, PredefinedAtom.wmName, type: atoms.string, format: 8, bytes: Array("CaptureShield clipboard guard".utf8))
     for sel in [a[7], a[8]] {
       x.selectSelectionInput(
         window, selection: sel,
@@ -152,13 +171,13 @@ final class ClipboardGuard {
   /// Starts the RECORD context (again, after another client killed its connection); while
   /// there is none, every request is refused.
   func startRecorder() {
-    lastRecorderStart = Clock.now()
+    senders.lastRecorderStart = Clock.now()
     do {
       let r = try SelectionRecorder(control: x)
-      recorder = r
+      senders.recorder = r
       // What an earlier context recorded may miss the guard's own SetSelectionOwner since:
       // nothing recorded before this context vouches for a request.
-      ledger = ConversionLedger()
+      senders.ledger = ConversionLedger()
       watch(r.fileDescriptor, true)
     } catch {
       log.error(
@@ -179,15 +198,17 @@ final class ClipboardGuard {
   /// watcher polls one descriptor for the guard).
   var fileDescriptor: Int32 { pollSet >= 0 ? pollSet : x.fileDescriptor }
   /// The guard's connections (the daemon's own: the capture detector ignores them).
-  var ownBases: [UInt32] { [x.ownBase] + (recorder.map { [$0.dataBase] } ?? []) }
+  var ownBases: [UInt32] { [x.ownBase] + (senders.recorder.map { [$0.dataBase] } ?? []) }
   var hasError: Bool { x.hasError }
   var ownBase: UInt32 { x.ownBase }
 
   /// The earliest time `tick()` has work to do.
   var nextDeadline: MonotonicTime? {
-    var all = takeovers.values.map(\.deadline) + transfers.map(\.deadline) + unverified.prefix(1).map(\.deadline)
+    var all =
+      held.takeovers.values.map(\.deadline) + serving.transfers.map(\.deadline)
+      + senders.unverified.prefix(1).map(\.deadline)
     if let d = core.nextDeadline { all.append(d) }
-    if recorder == nil { all.append(lastRecorderStart + recorderRetry) }
+    if senders.recorder == nil { all.append(senders.lastRecorderStart + Self.recorderRetry) }
     return all.min()
   }
 
@@ -205,11 +226,11 @@ final class ClipboardGuard {
 
   func tick() {
     let now = Clock.now()
-    if recorder == nil, now >= lastRecorderStart + recorderRetry { startRecorder() }
-    for (sel, t) in takeovers where t.deadline <= now {
+    if senders.recorder == nil, now >= senders.lastRecorderStart + Self.recorderRetry { startRecorder() }
+    for (sel, t) in held.takeovers where t.deadline <= now {
       apply(.contentFailed(selection: sel, reason: "the owner did not answer in time"))
     }
-    transfers.removeAll { t in
+    serving.transfers.removeAll { t in
       guard t.deadline <= now else { return false }
       t.data.wipe()
       return true
@@ -232,11 +253,11 @@ final class ClipboardGuard {
 
   /// Gives every guarded selection up and wipes everything (daemon exit).
   func shutdown() {
-    for u in unverified { notify(u.event, property: 0) }
-    unverified = []
+    for u in senders.unverified { notify(u.event, property: 0) }
+    senders.unverified = []
     apply(.shutdown)
-    for t in transfers { t.data.wipe() }
-    transfers = []
+    for t in serving.transfers { t.data.wipe() }
+    serving.transfers = []
     x.flush()
   }
 
@@ -254,26 +275,26 @@ final class ClipboardGuard {
   func perform(_ effect: ClipboardCore.Effect) {
     switch effect {
     case .takeOver(let sel):
-      startTakeover(sel, time: ownerTime[sel] ?? 0)
+      startTakeover(sel, time: held.ownerTime[sel] ?? 0)
     case .becomeOwner(let sel):
-      guard let atom = selectionAtoms[sel] else { return }
+      guard let atom = atoms.selections[sel] else { return }
       // At the source's own timestamp, not CurrentTime: a later SetSelectionOwner of the
       // source (its clear, or a new copy) made with the time it copied at is then never
       // older than ours, which the server would ignore (leaving the guarded copy in place).
-      x.setSelectionOwner(window, selection: atom, time: ownerTime[sel] ?? 0)
+      x.setSelectionOwner(window, selection: atom, time: held.ownerTime[sel] ?? 0)
     case .serve(let id):
-      guard let req = pending.removeValue(forKey: id) else { return }
+      guard let req = serving.pending.removeValue(forKey: id) else { return }
       serve(req)
     case .refuse(let id):
-      guard let req = pending.removeValue(forKey: id) else { return }
+      guard let req = serving.pending.removeValue(forKey: id) else { return }
       notify(req, property: 0)
     case .giveUp(let sel):
-      guard let atom = selectionAtoms[sel], x.selectionOwner(atom) == window else { return }
+      guard let atom = atoms.selections[sel], x.selectionOwner(atom) == window else { return }
       x.setSelectionOwner(0, selection: atom, time: 0)
     case .wipe(let sel):
-      sealed.removeValue(forKey: sel)?.wipe()
-      takeovers.removeValue(forKey: sel)?.incoming?.wipe()
-      ownedSince[sel] = nil
+      held.sealed.removeValue(forKey: sel)?.wipe()
+      held.takeovers.removeValue(forKey: sel)?.incoming?.wipe()
+      held.ownedSince[sel] = nil
     case .audit(let r):
       log.write(r)
     case .publishState:
@@ -283,37 +304,39 @@ final class ClipboardGuard {
 
   // MARK: Taking over
 
-  var textTargets: [xcb_atom_t] { [aUTF8, aTextPlain, aString, aText] }
+  var textTargets: [xcb_atom_t] { [atoms.utf8, atoms.textPlain, atoms.string, atoms.text] }
 
   func startTakeover(_ sel: String, time: xcb_timestamp_t = 0) {
-    guard let atom = selectionAtoms[sel], let prop = transferProperty[sel] else { return }
+    guard let atom = atoms.selections[sel], let prop = atoms.transferProperty[sel] else { return }
     x.deleteProperty(window, prop)
-    takeovers[sel] = Takeover(
-      phase: .targets, time: time, candidates: [], deadline: Clock.now() + takeoverTimeout, incoming: nil)
-    x.convertSelection(requestor: window, selection: atom, target: aTargets, property: prop, time: time)
+    held.takeovers[sel] = Takeover(
+      phase: .targets, time: time, candidates: [], deadline: Clock.now() + Self.takeoverTimeout, incoming: nil)
+    x.convertSelection(requestor: window, selection: atom, target: atoms.targets, property: prop, time: time)
   }
 
   func requestNext(_ sel: String) {
-    guard var t = takeovers[sel], let atom = selectionAtoms[sel], let prop = transferProperty[sel] else { return }
+    guard var t = held.takeovers[sel], let atom = atoms.selections[sel], let prop = atoms.transferProperty[sel] else {
+      return
+    }
     guard !t.candidates.isEmpty else {
       apply(.contentFailed(selection: sel, reason: "the owner offers no text target"))
       return
     }
     let target = t.candidates.removeFirst()
     t.phase = .text(target)
-    takeovers[sel] = t
+    held.takeovers[sel] = t
     x.convertSelection(requestor: window, selection: atom, target: target, property: prop, time: t.time)
   }
 
   /// The SelectionNotify answering one of our conversions.
   func conversionAnswered(_ e: xcb_selection_notify_event_t) {
-    guard e.requestor == window, let sel = selectionNames[e.selection], var t = takeovers[sel],
-      let prop = transferProperty[sel]
+    guard e.requestor == window, let sel = atoms.names[e.selection], var t = held.takeovers[sel],
+      let prop = atoms.transferProperty[sel]
     else { return }
     if e.property == 0 {
       if case .targets = t.phase {  // no TARGETS: try the text targets blindly
         t.candidates = textTargets
-        takeovers[sel] = t
+        held.takeovers[sel] = t
       }
       requestNext(sel)
       return
@@ -322,17 +345,17 @@ final class ClipboardGuard {
       apply(.contentFailed(selection: sel, reason: "cannot read the converted text"))
       return
     }
-    if value.type == aIncr {
+    if value.type == atoms.incr {
       value.data.wipe()
       t.incoming = SecureBuffer(capacity: 4096)
-      takeovers[sel] = t  // the chunks arrive as PropertyNotify(NewValue)
+      held.takeovers[sel] = t  // the chunks arrive as PropertyNotify(NewValue)
       return
     }
     finish(sel, value.type, &value.data)
   }
 
   func finish(_ sel: String, _ type: xcb_atom_t, _ data: inout SecureBuffer) {
-    guard let t = takeovers[sel] else { return }
+    guard let t = held.takeovers[sel] else { return }
     switch t.phase {
     case .targets:
       let offered = Set(
@@ -342,18 +365,18 @@ final class ClipboardGuard {
       data.wipe()
       var next = t
       next.candidates = textTargets.filter { offered.contains($0) }
-      takeovers[sel] = next
+      held.takeovers[sel] = next
       requestNext(sel)
     case .text(let target):
       var text = data
-      if target == aString || type == aString { text = latin1ToUTF8(data) ?? data }
+      if target == atoms.string || type == atoms.string { text = latin1ToUTF8(data) ?? data }
       do {
         let box = try SealedText(sealing: text.bytes)
         data.wipe()
         text.wipe()
-        takeovers[sel] = nil
-        sealed[sel]?.wipe()
-        sealed[sel] = box
+        held.takeovers[sel] = nil
+        held.sealed[sel]?.wipe()
+        held.sealed[sel] = box
         apply(.contentTaken(selection: sel, size: box.size))
       } catch {
         data.wipe()
@@ -365,38 +388,38 @@ final class ClipboardGuard {
 
   /// An INCR chunk arrived on our window.
   func chunkArrived(_ sel: String) {
-    guard var t = takeovers[sel], var buffer = t.incoming, let prop = transferProperty[sel] else { return }
+    guard var t = held.takeovers[sel], var buffer = t.incoming, let prop = atoms.transferProperty[sel] else { return }
     guard let value = readProperty(prop) else {
       apply(.contentFailed(selection: sel, reason: "cannot read an INCR chunk"))
       return
     }
     if value.data.count == 0 {
       t.incoming = nil
-      takeovers[sel] = t
+      held.takeovers[sel] = t
       finish(sel, value.type, &buffer)
       return
     }
-    guard buffer.count + value.data.count <= maxTextSize,
+    guard buffer.count + value.data.count <= Self.maxTextSize,
       SecureBuffer.append(value.data.bytes, to: &buffer)
     else {
       value.data.wipe()
-      apply(.contentFailed(selection: sel, reason: "the text is larger than \(maxTextSize) bytes"))
+      apply(.contentFailed(selection: sel, reason: "the text is larger than \(Self.maxTextSize) bytes"))
       return
     }
     value.data.wipe()
     t.incoming = buffer
-    t.deadline = Clock.now() + takeoverTimeout
-    takeovers[sel] = t
+    t.deadline = Clock.now() + Self.takeoverTimeout
+    held.takeovers[sel] = t
   }
 
   /// GetProperty(delete) of our own transfer property into locked memory; the reply's
   /// copy is zeroed before it is freed.
   func readProperty(_ prop: xcb_atom_t) -> (type: xcb_atom_t, data: SecureBuffer)? {
-    let ck = xcb_get_property(x.conn, 1, window, prop, 0, 0, UInt32(maxTextSize / 4))
+    let ck = xcb_get_property(x.conn, 1, window, prop, 0, 0, UInt32(Self.maxTextSize / 4))
     guard let r = xcb_get_property_reply(x.conn, ck, nil) else { return nil }
     defer { free(r) }
     let len = Int(xcb_get_property_value_length(r))
-    guard len <= maxTextSize, r.pointee.bytes_after == 0, let buf = SecureBuffer(capacity: len) else { return nil }
+    guard len <= Self.maxTextSize, r.pointee.bytes_after == 0, let buf = SecureBuffer(capacity: len) else { return nil }
     if len > 0, let p = xcb_get_property_value(r) {
       buf.pointer.copyMemory(from: p, byteCount: len)
       sodium_memzero(p, len)
@@ -425,7 +448,7 @@ final class ClipboardGuard {
     case XCB_PROPERTY_NOTIFY:
       let e = raw.load(as: xcb_property_notify_event_t.self)
       if e.window == window, e.state == UInt8(XCB_PROPERTY_NEW_VALUE.rawValue),
-        let sel = transferProperty.first(where: { $0.value == e.atom })?.key, takeovers[sel]?.incoming != nil
+        let sel = atoms.transferProperty.first(where: { $0.value == e.atom })?.key, held.takeovers[sel]?.incoming != nil
       {
         chunkArrived(sel)
       } else if e.window != window, e.state == UInt8(XCB_PROPERTY_DELETE.rawValue) {
@@ -435,10 +458,10 @@ final class ClipboardGuard {
       break  // the XFixes event says who took it
     case Int32(xfixesFirst) + Int32(XCB_XFIXES_SELECTION_NOTIFY):
       let e = raw.load(as: xcb_xfixes_selection_notify_event_t.self)
-      guard let sel = selectionNames[e.selection] else { return }
+      guard let sel = atoms.names[e.selection] else { return }
       let isSet = e.subtype == UInt8(XCB_XFIXES_SELECTION_EVENT_SET_SELECTION_OWNER.rawValue)
       if isSet && e.owner == window {
-        ownedSince[sel] = e.selection_timestamp
+        held.ownedSince[sel] = e.selection_timestamp
         return
       }
       let owner = isSet ? e.owner : 0
@@ -448,7 +471,7 @@ final class ClipboardGuard {
       }
       let base = x.clientBase(of: owner)
       let info = describeOwner(base, owner)
-      ownerTime[sel] = e.selection_timestamp  // convert at the owner's own timestamp (ICCCM)
+      held.ownerTime[sel] = e.selection_timestamp  // convert at the owner's own timestamp (ICCCM)
       apply(
         .ownerChanged(
           selection: sel, owner: ClientID(base), identity: info.identity, secureSource: info.secure, facts: info.facts))

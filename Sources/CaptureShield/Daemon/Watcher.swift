@@ -126,6 +126,37 @@ struct DaemonSetup {
   let history: HistoryStore?
 }
 
+/// The fixed entries of the loop's poll descriptors (`LoopState.fds`), in order; the tag
+/// watch's descriptor (or -1) and the command socket's follow them
+/// (`WatcherLoop.fixedDescriptors`).
+enum PollSlot: Int, CaseIterable {
+  /// The main connection (read in batches: `WatcherLoop.batchingUntil`).
+  case x
+  /// The shield connection.
+  case shieldX
+  /// The signal pipe's read end.
+  case signals
+  /// The RECORD detector's (read in batches: `WatcherLoop.recordBatchingUntil`).
+  case detector
+  /// The copied-text guard's connection (-1: none).
+  case clipboard
+  /// The keyboard watch's (+Keylog; -1: none).
+  case keyboard
+  /// The accessibility bus's (+Accessibility; -1: none).
+  case accessibility
+}
+
+extension [pollfd] {
+  /// The entry of a fixed slot.
+  subscript(slot: PollSlot) -> pollfd {
+    get { self[slot.rawValue] }
+    set { self[slot.rawValue] = newValue }
+  }
+
+  /// Whether the fixed slots are there yet (`WatcherLoop.run` sets them before its first poll).
+  func has(_ slot: PollSlot) -> Bool { count > slot.rawValue }
+}
+
 /// The loop's own bookkeeping: its poll descriptors, the signal pipe, batching, publishing
 /// and the forged-event audits.
 struct LoopState {

@@ -34,7 +34,7 @@ extension WatcherLoop {
 
   func drainClipboard() {
     guard let g = clipboard else { return }
-    if loop.fds.count > 4 { loop.fds[4].fd = g.fileDescriptor }
+    if loop.fds.has(.clipboard) { loop.fds[.clipboard].fd = g.fileDescriptor }
     g.drain()
     if let d = g.nextDeadline, Clock.now() >= d { g.tick() }
     // A RECORD connection of the guard's that another client killed is not ours any more
@@ -53,7 +53,7 @@ extension WatcherLoop {
       log.error("the copied-text guard lost its X connection; it is off until the next reload")
       detector?.excludedClients.subtract(g.ownBases.map(ClientID.init))  // their bases go to new clients
       clipboard = nil
-      if loop.fds.count > 4 { loop.fds[4].fd = -1 }
+      if loop.fds.has(.clipboard) { loop.fds[.clipboard].fd = -1 }
       loop.stateDirty = true
     }
   }
@@ -63,7 +63,7 @@ extension WatcherLoop {
       clipboard.policyReplaced(p)
     } else if p.enabled {
       startClipboardGuard(p)
-      if loop.fds.count > 4 { loop.fds[4].fd = clipboard?.fileDescriptor ?? -1 }
+      if loop.fds.has(.clipboard) { loop.fds[.clipboard].fd = clipboard?.fileDescriptor ?? -1 }
     }
     loop.stateDirty = true
   }

@@ -43,30 +43,33 @@ extension WatcherLoop {
     // Scanned, shields up, state published: the service manager may count us as started.
     channels.systemd?.ready(status: "protecting display \(x.displayName)")
 
-    loop.fds = [
-      pollfd(fd: x.fileDescriptor, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: shieldX.fileDescriptor, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: loop.signalRead, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: detector?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: clipboard?.fileDescriptor ?? -1, events: Int16(POLLIN), revents: 0),  // copied-text guard hook
-      pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the keyboard watch's (+Keylog)
-      pollfd(fd: -1, events: Int16(POLLIN), revents: 0),  // the accessibility bus's (+Accessibility)
-    ]
+    loop.fds = PollSlot.allCases.map { slot in
+      let fd: Int32 =
+        switch slot {
+        case .x: x.fileDescriptor
+        case .shieldX: shieldX.fileDescriptor
+        case .signals: loop.signalRead
+        case .detector: detector?.fileDescriptor ?? -1
+        case .clipboard: clipboard?.fileDescriptor ?? -1  // copied-text guard hook
+        case .keyboard, .accessibility: -1  // set before each poll
+        }
+      return pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    }
     while !loop.shuttingDown {
       var timeout = pollTimeout()
       let now = Clock.now()
       // Descriptors read in batches (see batchingUntil/recordBatchingUntil) are left out of
       // this poll; the timeout brings us back when their batch is due.
-      for (i, until) in [(0, batchingUntil(now)), (3, recordBatchingUntil(now))] {
+      for (slot, until) in [(PollSlot.x, batchingUntil(now)), (.detector, recordBatchingUntil(now))] {
         if let until {
-          loop.fds[i].events = 0
+          loop.fds[slot].events = 0
           timeout = min(timeout, Int32((until.nanoseconds - now.nanoseconds) / 1_000_000 + 1))
         } else {
-          loop.fds[i].events = Int16(POLLIN)
+          loop.fds[slot].events = Int16(POLLIN)
         }
       }
-      loop.fds[5].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
-      loop.fds[6].fd = channels.accessibility?.fileDescriptor ?? -1  // (re)started by `syncAccessibility`
+      loop.fds[.keyboard].fd = keyboard.source?.fileDescriptor ?? -1  // (re)started by `drainKeylog`
+      loop.fds[.accessibility].fd = channels.accessibility?.fileDescriptor ?? -1  // (re)started by `syncAccessibility`
       // The command socket and its waiting connections come last (see `serveCommands`).
       loop.fds.removeSubrange(fixedDescriptors...)
       loop.fds += ([tagGuard.watch?.fileDescriptor ?? -1] + (channels.commands?.descriptors ?? [])).map {
@@ -75,7 +78,7 @@ extension WatcherLoop {
       _ = poll(&loop.fds, nfds_t(loop.fds.count), timeout)
       // The watchdog hears from this loop only: a stopped or stuck loop misses it.
       channels.systemd?.watchdogIfDue(Clock.now())
-      if loop.fds[2].revents != 0 { handleSignals() }
+      if loop.fds[.signals].revents != 0 { handleSignals() }
       serveCommands()
       // RECORD first: a new client under quarantine is shielded against before anything else.
       drainDetector()
@@ -83,7 +86,7 @@ extension WatcherLoop {
       drainTagWatch()
       drainKeylog()
       drainEvents()
-      if loop.fds[6].revents != 0 { drainAccessibility() }
+      if loop.fds[.accessibility].revents != 0 { drainAccessibility() }
       if detector?.hasError == true {
         log.error("capture detection stopped (RECORD context ended); exiting so the service manager restarts us")
         return WatchExit.xServerGone
@@ -205,7 +208,7 @@ extension WatcherLoop {
       d.startPump(launchWatch: watch, firesOnStart: quarantine)
     }
     d.pump?.launchWatch?.watchLearned(learned)
-    if loop.fds.count > 3 { loop.fds[3].fd = d.fileDescriptor }
+    if loop.fds.has(.detector) { loop.fds[.detector].fd = d.fileDescriptor }
   }
 
   /// The history changed: the pump's watch follows the programs it marks as capturers.

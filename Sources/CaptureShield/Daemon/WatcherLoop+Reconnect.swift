@@ -28,8 +28,10 @@ extension WatcherLoop {
     let died = Set(detector?.takeOwnConnectionsDied().map(\.base) ?? [])
     // A closed socket is readable (EOF): only a descriptor the last poll saw readable or
     // hung up is asked again (no system call otherwise).
-    func hungUp(_ i: Int, _ fd: Int32) -> Bool { loop.fds.count > i && loop.fds[i].revents != 0 && Self.hungUp(fd) }
-    if x.hasError || hungUp(0, x.fileDescriptor) || died.contains(x.ownBase) {
+    func hungUp(_ slot: PollSlot, _ fd: Int32) -> Bool {
+      loop.fds.has(slot) && loop.fds[slot].revents != 0 && Self.hungUp(fd)
+    }
+    if x.hasError || hungUp(.x, x.fileDescriptor) || died.contains(x.ownBase) {
       // Killed, or the server went away: then the RECORD connections are gone too.
       if died.contains(x.ownBase) || detector?.hasError == false {
         auditKilled(
@@ -39,7 +41,7 @@ extension WatcherLoop {
       log.error("lost the connection to the X server (\(x.displayName)); exiting so the service manager restarts us")
       return WatchExit.xServerGone
     }
-    if shieldX.hasError || hungUp(1, shieldX.fileDescriptor) || died.contains(shieldX.ownBase) {
+    if shieldX.hasError || hungUp(.shieldX, shieldX.fileDescriptor) || died.contains(shieldX.ownBase) {
       guard replaceShieldConnection() else {
         log.error(
           "cannot reconnect the shield connection to \(x.displayName); exiting so the service manager restarts us")
@@ -48,7 +50,9 @@ extension WatcherLoop {
     }
     if let g = clipboard {
       clipboardHook.base = g.ownBase
-      if g.hasError || hungUp(4, g.fileDescriptor) || died.contains(g.ownBase) { replaceClipboardGuard(g.ownBase) }
+      if g.hasError || hungUp(.clipboard, g.fileDescriptor) || died.contains(g.ownBase) {
+        replaceClipboardGuard(g.ownBase)
+      }
     } else if let base = clipboardHook.base {
       // The guard's own drain met the dead connection first (and turned it off).
       replaceClipboardGuard(base)
@@ -88,7 +92,7 @@ extension WatcherLoop {
     driver = ShieldDriver(
       connection: conn, failMode: p.failMode, input: p.input, label: p.label, registryFile: driver.registryFile)
     driver.errors = XErrorPolicy(log: log)
-    if loop.fds.count > 1 { loop.fds[1].fd = conn.fileDescriptor }
+    if loop.fds.has(.shieldX) { loop.fds[.shieldX].fd = conn.fileDescriptor }
     detector?.excludeNewConnection(conn.ownBase)
     let survivors = adoptShields()
     auditKilled(
@@ -115,11 +119,11 @@ extension WatcherLoop {
     // The guard's connection and its RECORD data connection go together.
     for b in Set([oldBase] + (clipboard?.ownBases ?? [])) { detector?.ownConnectionClosed(b) }
     clipboard = nil
-    if loop.fds.count > 4 { loop.fds[4].fd = -1 }
+    if loop.fds.has(.clipboard) { loop.fds[.clipboard].fd = -1 }
     startClipboardGuard(engine.policy.clipboard)  // copied-text guard hook
     clipboardHook.base = clipboard?.ownBase  // nil: no second try
     if let g = clipboard {  // its connections are excluded by startClipboardGuard
-      if loop.fds.count > 4 { loop.fds[4].fd = g.fileDescriptor }
+      if loop.fds.has(.clipboard) { loop.fds[.clipboard].fd = g.fileDescriptor }
     }
     auditKilled(
       "clipboard", base: oldBase, lost: "the copied-text guard's window and the selections it guarded",

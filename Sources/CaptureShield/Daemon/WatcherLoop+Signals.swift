@@ -113,9 +113,9 @@ extension WatcherLoop {
       apply(.policyRejected("\(error) (reload requested by \(by))"))
     }
   }
-  /// How many entries of `fds` are the fixed descriptors; the tag watch's (or -1) and the
-  /// command socket's follow.
-  var fixedDescriptors: Int { 7 }
+  /// How many entries of `fds` are the fixed descriptors (`PollSlot`); the tag watch's (or
+  /// -1) and the command socket's follow.
+  var fixedDescriptors: Int { PollSlot.allCases.count }
 
   /// Accepts and answers `shieldctl`'s commands (after `poll`, whose results for the
   /// command socket are `fds[fixedDescriptors...]`). A command from a peer the channel

@@ -228,3 +228,25 @@ extension Engine {
     launches.compactMap(\.nextCheck).min()
   }
 }
+
+extension Engine {
+  // MARK: Events
+
+  /// `Event.clientLaunching`: a launch that holds the shields up (`capture.quarantineOnLaunch`,
+  /// or a learned capturer's start).
+  mutating func clientLaunching(_ program: String?, _ step: inout Step) {
+    // A learned capturer's start (`capture.learn`) holds the shields until its client is
+    // identified (its own known session takes over), at most `learnedKnownHold`.
+    let learned = isLearnedLaunch(program) ? Engine.learnedKnownHold : nil
+    let q = policy.quarantineOnLaunch ? policy.quarantine : nil
+    if let hold = [q, learned].compactMap({ $0 }).max() {
+      launches.append(
+        Launch(seen: now, until: now + hold, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
+    }
+  }
+
+  /// `Event.launchProcesses`: the processes behind the pending launches (`checkLaunches`).
+  mutating func launchProcesses(_ processes: [LaunchProcess], complete: Bool, _ step: inout Step) {
+    if checkLaunches(processes, complete: complete, fx: &step.fx) { step.all = true }
+  }
+}

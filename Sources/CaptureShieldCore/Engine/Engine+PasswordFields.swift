@@ -43,3 +43,14 @@ extension Engine {
     return changed
   }
 }
+
+extension Engine {
+  // MARK: Events
+
+  /// `Event.accessibleFields`: the password fields shown now (`passwordFieldsShown`).
+  mutating func accessibleFields(_ fields: [AccessibleField], frames: [TopLevelFrame], _ step: inout Step) {
+    let changed = passwordFieldsShown(fields, frames: frames, fx: &step.fx)
+    if !changed.isEmpty { step.stateChanged = true }
+    step.touched += changed
+  }
+}

@@ -1,5 +1,6 @@
 // Window decisions: deciding a window's secure reason, keeping the per-client indexes,
-// and reconciling the shields the shell should have up with the decisions.
+// and reconciling the shields the shell should have up with the decisions; the window events
+// (a window seen or gone, a shield lost).
 
 extension Engine {
   // MARK: Window decisions
@@ -109,5 +110,89 @@ extension Engine {
     if overrides[w.info.id] != nil { return "manual" }
     if !w.reason.isSecure { return "not secure" }
     return "no capture session"
+  }
+}
+
+extension Engine {
+  // MARK: Events
+
+  /// `Event.windowAppeared`, `Event.windowChanged`: the window decided again from its new
+  /// info; a client's first secure window makes its other unknown windows provisional.
+  mutating func windowSeen(_ info: WindowInfo, _ step: inout Step) {
+    let old = windows[info.id]
+    if info.propertiesKnown {
+      unsettled[info.id] = nil
+    } else if old == nil, !settled.contains(info.id) {
+      unsettled[info.id] = now + Self.provisionalLimit
+    }
+    let reason = decide(info)
+    setWindow(WindowState(info: info, reason: reason))
+    let decisionChanged = old.map { $0.reason != reason } ?? reason.isSecure
+    if reason.isSecure, let old, old.info.facts != info.facts || old.info.tag != info.tag {
+      step.stateChanged = true  // its published row changed
+    }
+    if decisionChanged {
+      step.stateChanged = true
+      do {
+        step.fx.append(
+          .audit(
+            AuditRecord(
+              "secure-decision",
+              [
+                ("window", .string(hex(info.id))), ("secure", .bool(reason.isSecure)),
+                ("reason", .string(reason.description)),
+              ] + factsFields(effectiveFacts(info)))))
+      }
+    }
+    step.touched.append(info.id)
+    // A client's first secure window makes its other unknown windows provisional.
+    if decisionChanged, reason.isSecure, reason != .provisional, let c = info.client {
+      step.touched += redecide(client: c, onlyUnknown: true, except: info.id)
+    }
+  }
+
+  /// `Event.windowGone`: the window and everything kept for it forgotten.
+  mutating func windowGone(_ id: WindowID, _ step: inout Step) {
+    if let w = windows.removeValue(forKey: id) {
+      if let c = w.info.client {
+        secureByClient[c]?.remove(id)
+        windowsByClient[c]?.remove(id)
+        if windowsByClient[c]?.isEmpty == true { windowsByClient[c] = nil }
+      }
+      if w.reason.isSecure { step.stateChanged = true }
+    }
+    overrides[id] = nil
+    passwordViews[id] = nil
+    passwordFocus.remove(id)
+    unsettled[id] = nil
+    settled.remove(id)
+    if shielded.remove(id) != nil { step.stateChanged = true }
+  }
+
+  /// `Event.shieldLost`: a shield taken down by another client is audited and put up again.
+  mutating func shieldLost(_ id: WindowID, how: String, _ step: inout Step) {
+    if shielded.remove(id) != nil {
+      step.fx.append(
+        .audit(
+          AuditRecord(
+            "shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
+      step.touched.append(id)
+    }
+  }
+
+  /// `Event.frameShieldLost`: a frame's shield tampered with (repaired by the shell already).
+  func frameShieldLost(frame: WindowID, window id: WindowID, how: String, _ step: inout Step) {
+    // Audited like a window's shield while the window in the frame is shielded; a frame
+    // the engine shields itself is a window of its own (`shieldLost`).
+    if shielded.contains(id), !shielded.contains(frame) {
+      step.fx.append(
+        .audit(
+          AuditRecord(
+            "shield-tampered",
+            [
+              ("window", .string(hex(frame))), ("how", .string(how)), ("action", "re-created"),
+              ("frame-of", .string(hex(id))),
+            ])))
+    }
   }
 }

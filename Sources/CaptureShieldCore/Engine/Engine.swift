@@ -181,6 +181,15 @@ public struct Engine: Sendable {
 
   // MARK: Handling events
 
+  /// What handling one event has decided so far: the effects in order, whether the
+  /// published state changed, and which windows to reconcile (`all`: every one).
+  struct Step {
+    var fx: [Effect] = []
+    var stateChanged = false
+    var all = false
+    var touched: [WindowID] = []
+  }
+
   /// Applies `event` at time `now` and returns what the shell must do.
   public mutating func handle(_ event: Event, now: MonotonicTime) -> [Effect] {
     // Decisions about what the shell does at once: the engine as it stands decides (no clock
@@ -193,305 +202,43 @@ public struct Engine: Sendable {
       return Set(fired).sorted().filter { !shielded.contains($0) }.map { .unshield($0) }
     default: break
     }
-    if now > self.now { self.now = now }
-    let now = self.now  // deadlines never go backwards, whatever the event's stamp
-    var fx: [Effect] = []
-    var stateChanged = false
-    var all = false  // reconcile every window
-    var touched: [WindowID] = []
-
+    if now > self.now { self.now = now }  // deadlines never go backwards, whatever the event's stamp
+    var step = Step()
     switch event {
-    case .windowAppeared(let info), .windowChanged(let info):
-      let old = windows[info.id]
-      if info.propertiesKnown {
-        unsettled[info.id] = nil
-      } else if old == nil, !settled.contains(info.id) {
-        unsettled[info.id] = now + Self.provisionalLimit
-      }
-      let reason = decide(info)
-      setWindow(WindowState(info: info, reason: reason))
-      let decisionChanged = old.map { $0.reason != reason } ?? reason.isSecure
-      if reason.isSecure, let old, old.info.facts != info.facts || old.info.tag != info.tag {
-        stateChanged = true  // its published row changed
-      }
-      if decisionChanged {
-        stateChanged = true
-        do {
-          fx.append(
-            .audit(
-              AuditRecord(
-                "secure-decision",
-                [
-                  ("window", .string(hex(info.id))), ("secure", .bool(reason.isSecure)),
-                  ("reason", .string(reason.description)),
-                ] + factsFields(effectiveFacts(info)))))
-        }
-      }
-      touched.append(info.id)
-      // A client's first secure window makes its other unknown windows provisional.
-      if decisionChanged, reason.isSecure, reason != .provisional, let c = info.client {
-        touched += redecide(client: c, onlyUnknown: true, except: info.id)
-      }
-
-    case .windowGone(let id):
-      if let w = windows.removeValue(forKey: id) {
-        if let c = w.info.client {
-          secureByClient[c]?.remove(id)
-          windowsByClient[c]?.remove(id)
-          if windowsByClient[c]?.isEmpty == true { windowsByClient[c] = nil }
-        }
-        if w.reason.isSecure { stateChanged = true }
-      }
-      overrides[id] = nil
-      passwordViews[id] = nil
-      passwordFocus.remove(id)
-      unsettled[id] = nil
-      settled.remove(id)
-      if shielded.remove(id) != nil { stateChanged = true }
-
-    case .clientConnected(let id, let identity):
-      stateChanged = true
-      departed.remove(id)
-      let cls = classify(identity)
-      let quiet = isLearnedQuiet(identity)
-      learnStart(identity, fx: &fx)
-      clients[id] = ClientState(
-        id: id, identity: identity, clientClass: cls, connectedAt: now, firstCaptureAt: nil,
-        captureRequests: 0)
-      auditAllowRefusal(id, identity, fx: &fx)
-      touched += redecide(client: id, onlyUnknown: false, except: nil)
-      matchLaunch(id, identity, fx: &fx)
-      if cls == .known {
-        startKnownSession(id, fx: &fx)
-      } else if cls != .allowed, !isOwnClient(identity), !quiet, let q = policy.quarantine {
-        startSession(client: id, kind: .quarantine, pinned: false, expires: now + q, firstRequest: nil, fx: &fx)
-      }
-
-    case .clientLaunching(let program):
-      // A learned capturer's start (`capture.learn`) holds the shields until its client is
-      // identified (its own known session takes over), at most `learnedKnownHold`.
-      let learned = isLearnedLaunch(program) ? Engine.learnedKnownHold : nil
-      let q = policy.quarantineOnLaunch ? policy.quarantine : nil
-      if let hold = [q, learned].compactMap({ $0 }).max() {
-        launches.append(
-          Launch(seen: now, until: now + hold, program: program, nextCheck: now + .seconds(Engine.launchFirstCheck)))
-      }
-
-    case .launchProcesses(let processes, let complete):
-      if checkLaunches(processes, complete: complete, fx: &fx) { all = true }
-
-    case .clientIdentified(let id, let identity):
-      stateChanged = true
-      let quiet = isLearnedQuiet(identity)  // by the starts before this one
-      if clients[id] == nil {
-        clients[id] = ClientState(
-          id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
-          captureRequests: 0)
-      }
-      if clients[id]!.identity?.programFile == nil {
-        learnStart(identity, fx: &fx)
-        if clients[id]!.captureRequests > 0, policy.classify(identity) != .allowed { learnCapture(identity, fx: &fx) }
-      }
-      clients[id]!.identity = identity
-      matchLaunch(id, identity, fx: &fx)
-      auditAllowRefusal(id, identity, fx: &fx)
-      reclassify(id, fx: &fx)
-      if quiet { endQuarantine(of: id, fx: &fx) }
-      touched += redecide(client: id, onlyUnknown: false, except: nil)
-
-    case .captureRequest(let id, let req):
-      // Its client already went (the record was handled after its end): the session
-      // starts detached, for the linger.
-      let afterItsEnd = clients[id] == nil && departed.contains(id)
-      defer { if afterItsEnd { endSessions(ofGone: id, fx: &fx) } }
-      if clients[id] == nil {
-        clients[id] = ClientState(
-          id: id, identity: nil, clientClass: .unidentified, connectedAt: now, firstCaptureAt: nil,
-          captureRequests: 0)
-      }
-      clients[id]!.captureRequests += 1
-      let c = clients[id]!
-      if c.firstCaptureAt == nil {
-        clients[id]!.firstCaptureAt = now
-        stateChanged = true
-        fx.append(
-          .audit(
-            AuditRecord(
-              "capture-request",
-              [
-                ("client", .string(id.description)), ("request", .string(req.kind)),
-                ("target", .string(req.target.map(hex) ?? "-")),
-                ("class", .string(c.clientClass.rawValue)),
-              ] + identityFields(c.identity))))
-      }
-      if req.bypassesShield {
-        fx.append(
-          .audit(
-            AuditRecord(
-              "shield-bypass-attempt",
-              [
-                ("client", .string(id.description)), ("request", .string(req.kind)),
-                ("target", .string(req.target.map(hex) ?? "-")),
-              ] + identityFields(c.identity))))
-      }
-      if (c.clientClass == .allowed || isTrustedCompositor(id)) && !req.bypassesShield { break }
-      captureActivity(id, kind: req.kind, fx: &fx)
-      if c.firstCaptureAt == nil, c.clientClass != .allowed { learnCapture(c.identity, fx: &fx) }
-      let hold = requestHold(after: now)
-      if let sid = sessions.first(where: {
-        $0.value.client == id && $0.value.kind == .request && !$0.value.detached && $0.value.isLive(at: now)
-      })?.key {
-        sessions[sid]!.requests += 1
-        sessions[sid]!.lastRequestAt = now
-        if req.bypassesShield { sessions[sid]!.bypass = true }
-        sessions[sid]!.pinned = hold.pinned
-        if sessions[sid]!.expires.map({ $0 < hold.expires }) ?? true { sessions[sid]!.expires = hold.expires }
-      } else {
-        startSession(
-          client: id, kind: .request, pinned: hold.pinned, expires: hold.expires, firstRequest: req.kind, fx: &fx)
-        if req.bypassesShield, let sid = sessions.keys.max() { sessions[sid]!.bypass = true }
-        stateChanged = true
-      }
-
-    case .capturePrelude(let id, let req):
-      captureActivity(id, kind: req.kind, fx: &fx)
-
-    case .captureCensored(let id, let req, let identity):
-      if censored(id, req, identity, fx: &fx) { stateChanged = true }
-
-    case .clientGone(let id):
-      stateChanged = clients[id] != nil
-      departed.insert(id)
-      endSessions(ofGone: id, fx: &fx)
-      if compositor == id { compositor = nil }
-
-    case .compositorChanged(let id, let ownsSelection):
-      guard id != compositor || ownsSelection != compositorOwnsSelection else { break }
-      stateChanged = true
-      if let old = compositor {
-        for (sid, s) in sessions where s.client == old && s.kind == .compositor {
-          sessions[sid]!.pinned = false
-          sessions[sid]!.expires = now + policy.linger
-        }
-      }
-      compositor = id
-      compositorOwnsSelection = id != nil && ownsSelection
-      var fields: [(String, AuditRecord.Value)] = [("client", .string(id?.description ?? "none"))]
-      fields += identityFields(id.flatMap { clients[$0]?.identity })
-      if let id { fields.append(("trust", .string(compositorTrust(id).description))) }
-      fx.append(.audit(AuditRecord("compositor", fields)))
-      if let id {
-        let cls = clients[id]?.clientClass ?? .unidentified
-        if cls != .allowed && !isTrustedCompositor(id) {
-          startSession(client: id, kind: .compositor, pinned: true, firstRequest: nil, fx: &fx)
-        }
-        endTrustedCompositorSiblingSessions(fx: &fx)
-      }
-      all = true
-
-    case .tick:
-      all = true
-
-    case .pause(let until, let by):
-      pausedUntil = .some(until)
-      stateChanged = true
-      all = true
-      fx.append(
-        .audit(
-          AuditRecord(
-            "pause",
-            [
-              ("by", .string(by)),
-              ("seconds", until.map { .double($0.seconds(since: now)) } ?? .string("until resume")),
-            ])))
-
-    case .resume(let by):
-      if pausedUntil != nil {
-        pausedUntil = nil
-        stateChanged = true
-        all = true
-        fx.append(.audit(AuditRecord("resume", [("by", .string(by))])))
-      }
-
-    case .policyReplaced(let p):
-      policy = p
-      rehold()
-      if p.quarantine == nil || !p.quarantineOnLaunch {
-        let (kept, ended) = (launches.filter { isLearnedLaunch($0.program) }, launches)
-        for l in ended where !kept.contains(l) { endLaunch(l, why: "quarantine off", client: nil, fx: &fx) }
-        launches = kept
-      }
-      stateChanged = true
-      all = true
-      fx.append(
-        .audit(
-          AuditRecord(
-            "policy-loaded",
-            [
-              ("files", .int(p.sources.count)), ("rules", .int(p.secure.count)),
-              ("when", .string(p.when.rawValue)), ("failMode", .string(p.failMode.rawValue)),
-            ])))
-      for id in clients.keys.sorted() { reclassify(id, fx: &fx) }
-      if !p.passwordFields { touched += passwordFieldsShown([], frames: [], fx: &fx) }
-      for (id, w) in windows {
-        let r = decide(w.info)
-        if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
-        _ = id
-      }
-
-    case .policyRejected(let why):
-      fx.append(.audit(AuditRecord("policy-rejected", [("error", .string(why)), ("kept", "last good policy")])))
-
-    case .manualOverride(let id, let on, let by):
-      guard let w = windows[id] else {
-        fx.append(
-          .audit(AuditRecord("override-ignored", [("window", .string(hex(id))), ("why", "window not tracked")])))
-        break
-      }
-      overrides[id] = (forced: on, baseline: baseline(w))
-      stateChanged = true
-      touched.append(id)
-      fx.append(
-        .audit(
-          AuditRecord(on ? "manual-shield" : "manual-unshield", [("window", .string(hex(id))), ("by", .string(by))])))
-
-    case .shieldLost(let id, let how):
-      if shielded.remove(id) != nil {
-        fx.append(
-          .audit(
-            AuditRecord(
-              "shield-tampered", [("window", .string(hex(id))), ("how", .string(how)), ("action", "re-created")])))
-        touched.append(id)
-      }
-
-    case .frameShieldLost(let frame, let id, let how):
-      // Audited like a window's shield while the window in the frame is shielded; a frame
-      // the engine shields itself is a window of its own (`shieldLost`).
-      if shielded.contains(id), !shielded.contains(frame) {
-        fx.append(
-          .audit(
-            AuditRecord(
-              "shield-tampered",
-              [
-                ("window", .string(hex(frame))), ("how", .string(how)), ("action", "re-created"),
-                ("frame-of", .string(hex(id))),
-              ])))
-      }
-
-    case .topLevelCreated, .earlyShieldsUp:
-      break  // decided above, as the engine stands
-
-    case .accessibleFields(let fields, let frames):
-      let changed = passwordFieldsShown(fields, frames: frames, fx: &fx)
-      if !changed.isEmpty { stateChanged = true }
-      touched += changed
+    case .windowAppeared(let info), .windowChanged(let info): windowSeen(info, &step)
+    case .windowGone(let id): windowGone(id, &step)
+    case .shieldLost(let id, let how): shieldLost(id, how: how, &step)
+    case .frameShieldLost(let frame, let id, let how): frameShieldLost(frame: frame, window: id, how: how, &step)
+    case .clientConnected(let id, let identity): clientConnected(id, identity, &step)
+    case .clientIdentified(let id, let identity): clientIdentified(id, identity, &step)
+    case .clientGone(let id): clientGone(id, &step)
+    case .compositorChanged(let id, let ownsSelection): compositorChanged(id, ownsSelection: ownsSelection, &step)
+    case .captureRequest(let id, let req): captureRequest(id, req, &step)
+    case .capturePrelude(let id, let req): capturePrelude(id, req, &step)
+    case .captureCensored(let id, let req, let identity): captureCensored(id, req, identity, &step)
+    case .clientLaunching(let program): clientLaunching(program, &step)
+    case .launchProcesses(let processes, let complete): launchProcesses(processes, complete: complete, &step)
+    case .pause(let until, let by): pause(until: until, by: by, &step)
+    case .resume(let by): resume(by: by, &step)
+    case .policyReplaced(let p): policyReplaced(p, &step)
+    case .policyRejected(let why): policyRejected(why, &step)
+    case .manualOverride(let id, let on, let by): manualOverride(id, shielded: on, by: by, &step)
+    case .accessibleFields(let fields, let frames): accessibleFields(fields, frames: frames, &step)
+    case .tick: step.all = true
+    case .topLevelCreated, .earlyShieldsUp: break  // decided above, as the engine stands
     }
+    return finish(&step)
+  }
 
-    expireDeadlines(fx: &fx, all: &all, stateChanged: &stateChanged)
+  /// What follows every event's own handling: deadlines passed, provisional windows
+  /// settled, the shields reconciled with the decisions, capture's start or end told, the
+  /// state published.
+  mutating func finish(_ step: inout Step) -> [Effect] {
+    expireDeadlines(fx: &step.fx, all: &step.all, stateChanged: &step.stateChanged)
     let settledNow = settleProvisional()
     if !settledNow.isEmpty {
-      touched += settledNow
-      stateChanged = true
+      step.touched += settledNow
+      step.stateChanged = true
     }
 
     // Only a change of `shieldsActive` (or of the policy, a tick, a pause) moves every
@@ -500,33 +247,33 @@ public struct Engine: Sendable {
     let active = shieldsActive
     if active != lastActive {
       lastActive = active
-      all = true
-      stateChanged = true
+      step.all = true
+      step.stateChanged = true
       // Windows whose facts are not known yet are provisional exactly while shields are up.
       for (_, w) in windows where !w.info.propertiesKnown {
         let r = decide(w.info)
         if r != w.reason { setWindow(WindowState(info: w.info, reason: r)) }
       }
     }
-    if all {
-      reconcile(Array(windows.keys).sorted(), fx: &fx, stateChanged: &stateChanged)
+    if step.all {
+      reconcile(Array(windows.keys).sorted(), fx: &step.fx, stateChanged: &step.stateChanged)
       // Windows gone but still believed shielded.
       for id in shielded.subtracting(windows.keys).sorted() {
         shielded.remove(id)
-        fx.append(.unshield(id))
+        step.fx.append(.unshield(id))
       }
     } else {
-      reconcile(touched, fx: &fx, stateChanged: &stateChanged)
+      reconcile(step.touched, fx: &step.fx, stateChanged: &step.stateChanged)
     }
 
     let capturing = isCapturing
     if capturing != lastCapturing {
       lastCapturing = capturing
-      stateChanged = true
+      step.stateChanged = true
       let asked = windows.values.filter(Engine.sendsCaptureChanged).map(\.info.id).sorted()
-      fx.append(.notifyCapture(active: capturing, windows: asked))
+      step.fx.append(.notifyCapture(active: capturing, windows: asked))
     }
-    if stateChanged { fx.append(.publishState) }
-    return fx
+    if step.stateChanged { step.fx.append(.publishState) }
+    return step.fx
   }
 }

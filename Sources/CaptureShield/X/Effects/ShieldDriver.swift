@@ -136,11 +136,15 @@ final class ShieldDriver {
   var input: ShieldInput
   var label: String
   private(set) var table = ShieldTable()
-  /// Background tiles by depth (the child inherits its parent's depth).
-  private var tiles: [UInt8: UInt32] = [:]
-  private var depthOf: [WindowID: UInt8] = [:]
-  private var gc: UInt32 = 0
-  private var font: UInt32 = 0
+  /// What shields are drawn with: background tiles by depth (the child inherits its
+  /// parent's depth), each target's depth, the label's GC and font.
+  private struct Paint {
+    var tiles: [UInt8: UInt32] = [:]
+    var depthOf: [WindowID: UInt8] = [:]
+    var gc: UInt32 = 0
+    var font: UInt32 = 0
+  }
+  private var paint = Paint()
   let atomShield: UInt32
   let atomShields: UInt32
   /// The registry of record (see `ShieldRegistryFile`); nil: nothing is adopted.
@@ -156,10 +160,14 @@ final class ShieldDriver {
   /// Secure views: the rectangles (window coordinates) a target's shield is shaped to; nil:
   /// the whole window (set by the loop from the engine's decision, `SecureReason.views`).
   var viewsOf: (WindowID) -> [ViewRect]? = { _ in nil }
-  /// Bounding shapes we set on views shields whose ShapeNotify has not come back yet.
-  private var ownShapes: [UInt32: Int] = [:]
-  /// The rectangles each target's shield is shaped to now (absent: the whole window).
-  private var shaped: [WindowID: [ViewRect]] = [:]
+  /// The shapes of views shields.
+  private struct Shapes {
+    /// Bounding shapes we set on views shields whose ShapeNotify has not come back yet.
+    var own: [UInt32: Int] = [:]
+    /// The rectangles each target's shield is shaped to now (absent: the whole window).
+    var shaped: [WindowID: [ViewRect]] = [:]
+  }
+  private var shapes = Shapes()
 
   /// Something a shield event means for the engine.
   enum Report: Equatable {
@@ -182,9 +190,9 @@ final class ShieldDriver {
     atomShields = a[1]
     shapeEvent = x.firstEvent("SHAPE")
     setFailMode(failMode)
-    font = x.generateID()
+    paint.font = x.generateID()
     // No core fonts: the pattern alone tells users why the window is dark.
-    if !x.openFont(font, name: "fixed") { font = 0 }
+    if !x.openFont(paint.font, name: "fixed") { paint.font = 0 }
   }
 
   /// target → shield window.
@@ -210,7 +218,7 @@ final class ShieldDriver {
 
   /// A 16x16 diagonal-stripe tile in two dark greys, at `depth`.
   private func tile(depth: UInt8) -> UInt32 {
-    if let t = tiles[depth] { return t }
+    if let t = paint.tiles[depth] { return t }
     let pm = x.generateID()
     x.createPixmap(pm, depth: depth, drawable: x.root, width: 16, height: 16)
     let g = x.generateID()
@@ -224,7 +232,7 @@ final class ShieldDriver {
     }
     x.fillRectangles(pm, gc: g, stripes)
     x.freeGC(g)
-    tiles[depth] = pm
+    paint.tiles[depth] = pm
     return pm
   }
 
@@ -346,8 +354,8 @@ final class ShieldDriver {
 
   /// Forgets a target that was destroyed (its shield died with it).
   func forget(_ target: WindowID) {
-    depthOf[target] = nil
-    shaped[target] = nil
+    paint.depthOf[target] = nil
+    shapes.shaped[target] = nil
     run(table.handle(.forget(target)))
   }
 
@@ -399,8 +407,8 @@ final class ShieldDriver {
     case .reparent(let w, let event, let parent):
       ops = table.handle(.reparented(window: w, event: event, parent: parent))
     case .shape(let w, let kind, let shaped):
-      if kind == 0, shaped, let n = ownShapes[w] {
-        ownShapes[w] = n > 1 ? n - 1 : nil  // our own: a views shield shaped to its rectangles
+      if kind == 0, shaped, let n = shapes.own[w] {
+        shapes.own[w] = n > 1 ? n - 1 : nil  // our own: a views shield shaped to its rectangles
         return nil
       }
       ops = table.handle(.shapeChanged(window: w, kind: kind, shaped: shaped))
@@ -424,7 +432,7 @@ final class ShieldDriver {
         run(table.handle(.created(t, shield: s, mapped: true, plain: true)))
       case .retile(let t, let s):
         guard let g = x.geometry(t) else { return false }
-        depthOf[t] = g.depth
+        paint.depthOf[t] = g.depth
         x.changeAttributes(s, mask: XCB_CW_BACK_PIXMAP.rawValue, values: [tile(depth: g.depth)])
         x.clearArea(s)
       case .map(let s):
@@ -463,7 +471,7 @@ final class ShieldDriver {
         x.changeProperty(x.root, atomShields, cardinals: pairs)
         registryFile?.write(pairs)
       case .drawLabel(let s, let t):
-        drawLabel(shield: s, depth: depthOf[t] ?? x.rootDepth)
+        drawLabel(shield: s, depth: paint.depthOf[t] ?? x.rootDepth)
       case .lost(let t, let how):
         lost(.lost(t, how: how))
       }
@@ -476,7 +484,7 @@ final class ShieldDriver {
     // The child inherits the parent's depth and visual: the tile must match that depth.
     // A window's depth never changes, so it is asked once per window.
     let depth: UInt8
-    if let d = depthOf[target] {
+    if let d = paint.depthOf[target] {
       depth = d
     } else {
       guard let g = x.geometry(target) else { return nil }
@@ -499,7 +507,7 @@ final class ShieldDriver {
     mark(s, target: target)
     shapeToViews(s, target: target)
     if mapped { x.mapWindow(s) }
-    depthOf[target] = depth
+    paint.depthOf[target] = depth
     return s
   }
 
@@ -526,11 +534,11 @@ final class ShieldDriver {
   }
 
   /// Shapes the shield of a window with secure views to their rectangles (nothing for a
-  /// whole window). Our own ShapeNotify that follows is counted (`ownShapes`).
+  /// whole window). Our own ShapeNotify that follows is counted (`shapes.own`).
   private func shapeToViews(_ s: UInt32, target: WindowID) {
-    shaped[target] = viewsOf(target)
-    guard let r = shaped[target] else { return }
-    ownShapes[s, default: 0] += 1
+    shapes.shaped[target] = viewsOf(target)
+    guard let r = shapes.shaped[target] else { return }
+    shapes.own[s, default: 0] += 1
     x.shapeBounding(s, rects: r)
   }
 
@@ -538,15 +546,15 @@ final class ShieldDriver {
   /// to them again, or covers the whole window once it has none. Nothing when unchanged.
   func viewsChanged(_ target: WindowID) {
     let want = viewsOf(target)
-    guard want != shaped[target] else { return }
+    guard want != shapes.shaped[target] else { return }
     guard let s = table.shield(of: target) else {
-      shaped[target] = nil
+      shapes.shaped[target] = nil
       return
     }
     if want != nil {
       shapeToViews(s, target: target)
     } else {
-      shaped[target] = nil
+      shapes.shaped[target] = nil
       x.shapeReset(s, kind: 0)
     }
   }
@@ -554,7 +562,7 @@ final class ShieldDriver {
   /// `viewsChanged` for every shield shaped now (a window's decision may have changed from
   /// its views to the whole window: a rule, a tag).
   func reshapeViews() {
-    for t in shaped.keys.sorted() { viewsChanged(t) }
+    for t in shapes.shaped.keys.sorted() { viewsChanged(t) }
   }
 
   /// Stacks the shield above every other child of `target`.
@@ -564,16 +572,16 @@ final class ShieldDriver {
   }
 
   private func drawLabel(shield s: UInt32, depth: UInt8) {
-    guard font != 0, !label.isEmpty else { return }
-    if gc == 0 || depth != x.rootDepth {
+    guard paint.font != 0, !label.isEmpty else { return }
+    if paint.gc == 0 || depth != x.rootDepth {
       // GCs are per depth; shields of other depths get the pattern only.
       guard depth == x.rootDepth else { return }
-      gc = x.generateID()
+      paint.gc = x.generateID()
       x.createGC(
-        gc, drawable: s, mask: XCB_GC_FOREGROUND.rawValue | XCB_GC_BACKGROUND.rawValue | XCB_GC_FONT.rawValue,
-        values: [pixel(0xd0d0d0, depth: depth), pixel(0x1c1c1c, depth: depth), font])
+        paint.gc, drawable: s, mask: XCB_GC_FOREGROUND.rawValue | XCB_GC_BACKGROUND.rawValue | XCB_GC_FONT.rawValue,
+        values: [pixel(0xd0d0d0, depth: depth), pixel(0x1c1c1c, depth: depth), paint.font])
     }
     let bytes = Array(label.unicodeScalars.map { $0.isASCII ? UInt8($0.value) : UInt8(ascii: "?") }.prefix(200))
-    x.drawText(s, gc: gc, x: 8, y: 18, bytes)
+    x.drawText(s, gc: paint.gc, x: 8, y: 18, bytes)
   }
 }
