@@ -13,7 +13,9 @@
 # daemon) are up and dumped after the last application has exited.
 # Figures, never asserted; exits non-zero if a run could not be made.
 # Usage: scripts/bench-desktop.sh [path/to/shieldctl]   (RUNS=3, SEED=38, DELAY=150,
-#   KEEP=1 keeps the scratch directory with the callgrind dumps)
+#   KEEP=1 keeps the scratch directory with the callgrind dumps and the daemon's logs;
+#   for finding where the cost is: POLICY=file runs the daemon with that policy,
+#   MODES="with" runs only that kind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shieldctl=$(realpath "${1:-.build/release/shieldctl}")
@@ -162,7 +164,7 @@ one() {
   for _ in $(seq 300); do xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id' && break; sleep 0.1; done
   local daemon=""
   if [ "$mode" = with ]; then
-    "$shieldctl" watch >"$work/daemon-$k.log" 2>&1 &
+    "$shieldctl" watch ${POLICY:+--policy "$POLICY"} >"$work/daemon-$k.log" 2>&1 &
     daemon=$!
     pids+=("$daemon")
     for _ in $(seq 300); do "$shieldctl" status >/dev/null 2>&1 && break; sleep 0.1; done
@@ -197,9 +199,9 @@ one() {
 echo "an ordinary desktop (xterm with less, zenity list, featherpad, dillo; seed $seed; openbox), X server under callgrind"
 echo "load average $(cut -d' ' -f1 /proc/loadavg), $(nproc) CPUs, shieldctl $("$shieldctl" --version 2>/dev/null | head -1)"
 printf '%-4s %-8s %14s %10s %14s %14s %14s %14s\n' run daemon "X instructions" "wall (s)" xterm zenity featherpad dillo
-declare -a W D WT DT
+W=() D=() WT=() DT=()
 for k in $(seq 1 "$runs"); do
-  for mode in without with; do
+  for mode in ${MODES:-without with}; do
     rm -f "$work/result"
     one "$mode" "$k"
     read -r ir wall p1 p2 p3 p4 <"$work/result"
@@ -208,6 +210,7 @@ for k in $(seq 1 "$runs"); do
     if [ "$mode" = without ]; then W+=("$ir"); WT+=("$wall"); else D+=("$ir"); DT+=("$wall"); fi
   done
 done
+if [ ${#W[@]} -eq 0 ] || [ ${#D[@]} -eq 0 ]; then exit 0; fi  # MODES named one kind
 echo "per run: instructions without ÷ with, wall clock with ÷ without"
 for k in $(seq 0 $((runs - 1))); do
   awk -v w="${W[$k]}" -v d="${D[$k]}" -v wt="${WT[$k]}" -v dt="${DT[$k]}" -v k="$((k + 1))" \
