@@ -89,6 +89,12 @@ finish() {
 }
 # phase: dumps (and so zeroes) the server's counters: one dump per application
 phase() { callgrind_control -d "$xvfb" >/dev/null 2>&1 || fail "callgrind_control -d failed"; }
+# reap SID: ends what an application left behind in its session (dillo's dpid and file.dpi
+# outlive dillo); the application was started with setsid, so SID is its pid
+reap() {
+  local p
+  for p in $(ps -o pid= -s "$1" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+}
 settle() { xdotool sleep 0.5 >/dev/null 2>&1; xdpyinfo >/dev/null; }
 
 workload() {
@@ -126,7 +132,7 @@ workload() {
   finish "$p"
   phase
   # browser: dillo on a local page
-  dillo -g 800x600 "file://$work/page.html" >/dev/null 2>&1 &
+  setsid dillo -g 800x600 "file://$work/page.html" >/dev/null 2>&1 &
   p=$!
   w=$(window Dillo "$p")
   settle
@@ -134,6 +140,7 @@ workload() {
   xdotool key --delay "$delay" $(keys dillo)
   settle
   finish "$p"
+  reap "$p"
   phase
 }
 
@@ -158,10 +165,21 @@ one() {
   for _ in $(seq 600); do [ -s "$work/display" ] && break; sleep 0.1; done
   [ -s "$work/display" ] || fail "Xvfb did not start (under callgrind)"
   export DISPLAY=":$(cat "$work/display")"
-  openbox >/dev/null 2>&1 &
-  local wm=$!
-  pids+=("$wm")
-  for _ in $(seq 300); do xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id' && break; sleep 0.1; done
+  # openbox, started again if it exits at start-up (seen under load: the server under
+  # callgrind is slow)
+  local wm="" try
+  for try in 1 2 3; do
+    openbox >>"$work/openbox-$mode-$k.log" 2>&1 &
+    wm=$!
+    pids+=("$wm")
+    for _ in $(seq 300); do
+      xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id' && break 2
+      kill -0 "$wm" 2>/dev/null || break
+      sleep 0.1
+    done
+  done
+  xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id' && kill -0 "$wm" 2>/dev/null ||
+    fail "openbox did not come up (run $mode $k; $work/openbox-$mode-$k.log)"
   local daemon=""
   if [ "$mode" = with ]; then
     "$shieldctl" watch ${POLICY:+--policy "$POLICY"} >"$work/daemon-$k.log" 2>&1 &
