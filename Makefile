@@ -92,6 +92,9 @@ bench:
 	.build/release/shieldbench
 	@# what accessibility costs a GTK and a Qt app (docs/performance.md, "Accessibility bus cost")
 	scripts/bench-accessibility.sh .build/release/shieldctl
+	@# an ordinary desktop's X server instructions without ÷ with the daemon (docs/performance.md,
+	@# "Daemon CPU and overhead"): xterm, zenity, featherpad and dillo under callgrind
+	scripts/bench-desktop.sh .build/release/shieldctl
 	@$(MAKE) xorg-bench
 
 ## libFuzzer over the policy parser and the capture/property decoders (FUZZ_SECONDS per

@@ -49,11 +49,15 @@ tools+=(gnome-screenshot flameshot)
 # secure list, run for real (docs/policy.md, "Built-in secure programs")
 tools+=(keepass2 pinentry-gtk2 pinentry-qt pinentry-fltk pinentry-x2go pinentry-gnome3 gcr
         ssh-askpass ssh-askpass-gnome ksshaskpass ssh-askpass-fullscreen kwalletmanager libkf5wallet-bin lxpolkit)
+# scripts/bench-desktop.sh (make bench): an ordinary desktop's apps besides zenity (GTK 3):
+# a terminal (xterm), a small Qt 5 editor (featherpad) and a light browser (dillo, FLTK;
+# surf pulls WebKitGTK, netsurf-gtk is 3 times dillo's size)
+desk=(xterm featherpad dillo xdotool openbox zenity valgrind)
 case "$what" in
   build) want=("${build[@]}") ;;
   demo) want=("${build[@]}" "${run[@]}" ffmpeg xfonts-base) ;;
   test) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}" "${desktops[@]}") ;;
-  bench) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}") ;;
+  bench) want=("${build[@]}" "${run[@]}" "${tools[@]}" "${xorg[@]}" "${desk[@]}") ;;
   xorg) want=("${xorg[@]}") ;;
   deb) want=("${build[@]}" "${xorg[@]}" "${deb[@]}") ;;
   *) echo "Error: unknown set '$what' (build, test, demo, bench, xorg, deb)" >&2; exit 64 ;;
