@@ -221,8 +221,7 @@ int cs_pointer_receive_check(XaceReceiveAccessRec *rec);
 int cs_pointer_device_check(XaceDeviceAccessRec *rec);
 Bool cs_pointer_init(void);
 /* modstate.c: no modifier state while a secure window has the focus (rule modifiers) */
-int cs_modstate_hide(ClientPtr client);
-void cs_modstate_restore(void);
+int cs_modstate_call(ClientPtr client, int answers, CsProcPtr proc);
 Bool cs_modstate_init(void);
 
 #endif

@@ -23,7 +23,7 @@ static struct {
 
 /* Before a request that answers with the modifier state: 1 when the keyboards' state was
  * swapped for `client` (cs_modstate_restore puts it back). */
-int
+static int
 cs_modstate_hide(ClientPtr client)
 {
     WindowPtr keywin = NULL;
@@ -52,7 +52,7 @@ cs_modstate_hide(ClientPtr client)
     return 1;
 }
 
-void
+static void
 cs_modstate_restore(void)
 {
     int i;
@@ -63,26 +63,31 @@ cs_modstate_restore(void)
     cs_modstate_st.n = 0;
 }
 
-static int
-cs_ProcQueryPointer(ClientPtr client)
+/* `proc` run for `client`, with the modifier state hidden for it when `answers` (the
+ * request answers with that state) and the rule says so. */
+int
+cs_modstate_call(ClientPtr client, int answers, CsProcPtr proc)
 {
-    int hide = cs_modstate_hide(client), r;
+    int hide = answers && cs_modstate_hide(client), r;
 
-    r = cs_modstate_st.qp_orig(client);
+    r = proc(client);
     if (hide)
         cs_modstate_restore();
     return r;
 }
 
 static int
+cs_ProcQueryPointer(ClientPtr client)
+{
+    return cs_modstate_call(client, 1, cs_modstate_st.qp_orig);
+}
+
+static int
 cs_ProcXkbModstate(ClientPtr client)
 {
-    int hide = client->minorOp == X_kbGetState && cs_modstate_hide(client), r;
-
-    r = cs_req_swapped(client) ? cs_modstate_st.xkb_sorig(client) : cs_modstate_st.xkb_orig(client);
-    if (hide)
-        cs_modstate_restore();
-    return r;
+    return cs_modstate_call(client, client->minorOp == X_kbGetState,
+                            cs_req_swapped(client) ? cs_modstate_st.xkb_sorig :
+                            cs_modstate_st.xkb_orig);
 }
 
 /* From cs_input_init: core QueryPointer (ProcVector: a swapped client's request comes

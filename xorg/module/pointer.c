@@ -85,6 +85,8 @@ cs_pointer_receive_check(XaceReceiveAccessRec *rec)
     return 1;
 }
 
+static int cs_pointer_read_refused(ClientPtr client);
+
 static int
 cs_req(ClientPtr client, int major, int minor)
 {
@@ -97,19 +99,16 @@ int
 cs_pointer_device_check(XaceDeviceAccessRec *rec)
 {
     ClientPtr client = rec->client;
-    WindowPtr secure, under = NULL;
 
     if (!(rec->access_mode & DixReadAccess) || !cs_rule_on(CS_RULE_POINTER))
         return 0;
     /* only where dix answers a refused read without an error (QueryPointer: position 0,0):
      * an error to XIQueryPointer or a motion history request, which toolkits send at any
-     * time and do not expect to fail, ends many of them (Xlib's default error handler) */
-    if (!cs_req(client, X_QueryPointer, -1))
-        return 0;
-    if (!(secure = cs_pointer_secure(&under)) || cs_key_reader_ok(client, secure))
+     * time and do not expect to fail, ends many of them (Xlib's default error handler);
+     * those two are answered below (cs_ProcXI, cs_ProcGetMotionEvents) */
+    if (!cs_req(client, X_QueryPointer, -1) || !cs_pointer_read_refused(client))
         return 0;
     rec->status = BadAccess;
-    cs_input_report(client, secure->drawable.id);
     return 1;
 }
 
@@ -173,16 +172,10 @@ cs_ProcXI(ClientPtr client)
     WriteToClient(client, sizeof(rep), &rep);
     return Success;
 pass:
-    if (client->minorOp == X_XIQueryPointer) {
-        /* its modifiers and group: CS_RULE_MODIFIERS (modstate.c) */
-        int hide = cs_modstate_hide(client), r;
-
-        r = cs_req_swapped(client) ? cs_pointer_st.xi_sorig(client) : cs_pointer_st.xi_orig(client);
-        if (hide)
-            cs_modstate_restore();
-        return r;
-    }
-    return cs_req_swapped(client) ? cs_pointer_st.xi_sorig(client) : cs_pointer_st.xi_orig(client);
+    /* XIQueryPointer's modifiers and group: CS_RULE_MODIFIERS (modstate.c) */
+    return cs_modstate_call(client, client->minorOp == X_XIQueryPointer,
+                            cs_req_swapped(client) ? cs_pointer_st.xi_sorig :
+                            cs_pointer_st.xi_orig);
 }
 
 static int
