@@ -623,18 +623,8 @@ bench(long n, int secure)
         int i;
 
         for (i = 0; i < 50 && sent < n; i++, sent++) {
-            struct {
-                uint8_t major, minor;
-                uint16_t len;
-                uint8_t type, detail;
-                uint16_t pad0;
-                uint32_t time, root, pad1, pad2;
-                int16_t x, y;
-                uint32_t pad3;
-                uint16_t pad4;
-                uint8_t pad5, deviceid;
-            } req = { xtest, 2, 9, XCB_KEY_PRESS, keycodes[sent % NKEYS], 0, 0, root, 0, 0,
-                      0, 0, 0, 0, 0, 0 };
+            struct cs_xtest_req req = { xtest, 2, 9, XCB_KEY_PRESS, keycodes[sent % NKEYS], 0, 0,
+                                        root, 0, 0, 0, 0, 0, 0, 0, 0 };
             struct iovec iov[3];
             xcb_protocol_request_t pr = { 1, NULL, 0, 1 };
 
@@ -708,12 +698,7 @@ modpoll(long ms)
     xi = ext_major("XInputExtension");
     if (xi < 0 || xkb_setup(XkbUseCoreKbd, 0, 0, &supported) || !supported)
         die("no XInputExtension or XKB");
-    {
-        struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv = { xi, 47, 2, 2, 2 };
-        iov[2].iov_base = &qv;
-        iov[2].iov_len = sizeof(qv);
-        free(xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW, &iov[2], &pr), NULL));
-    }
+    cs_xi_query_version(xi);
     cs_ready();
     while (cs_now_ms() < end) {
         xkbGetStateReq gsr;

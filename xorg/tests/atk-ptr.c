@@ -95,15 +95,7 @@ xipoll(long ms)
     xi_major = ext_major("XInputExtension");
     if (xi_major < 0)
         die("no XInputExtension");
-    {
-        struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv = { xi_major, 47, 2, 2, 2 };
-        iov[2].iov_base = &qv;
-        iov[2].iov_len = sizeof(qv);
-        free(xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
-                                                    &iov[2], &pr), &e));
-        free(e);
-        e = NULL;
-    }
+    cs_xi_query_version(xi_major);
     cs_ready();
     end_ms = cs_now_ms() + ms;
     while (listening()) {

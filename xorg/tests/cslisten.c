@@ -60,18 +60,26 @@ cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y)
 int
 cs_xtest_fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y, uint8_t deviceid)
 {
-    struct {
-        uint8_t major, minor;
-        uint16_t len;
-        uint8_t type, detail;
-        uint16_t pad0;
-        uint32_t time, root, pad1, pad2;
-        int16_t x, y;
-        uint32_t pad3;
-        uint16_t pad4;
-        uint8_t pad5, deviceid;
-    } req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0, deviceid };
+    struct cs_xtest_req req = { (uint8_t) xtest, 2, 9, type, detail, 0, 0, root, 0, 0, x, y, 0, 0, 0,
+                                deviceid };
     return raw_void(&req, sizeof(req));
+}
+
+/* XIQueryVersion 2.2 on XInputExtension's `major` (XI2 requests need it first) */
+void
+cs_xi_query_version(int major)
+{
+    struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv =
+        { (uint8_t) major, 47 /* XIQueryVersion */, 2, 2, 2 };
+    struct iovec iov[3];
+    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
+    xcb_generic_error_t *e = NULL;
+
+    iov[2].iov_base = &qv;
+    iov[2].iov_len = sizeof(qv);
+    free(xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
+                                                &iov[2], &pr), &e));
+    free(e);
 }
 
 /* XI 2.2, `mask` (XI2 event bits) of every master device selected on the root; *major gets
@@ -79,7 +87,6 @@ cs_xtest_fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y,
 int
 cs_xi2_select_root(uint32_t mask, int *major)
 {
-    struct { uint8_t major, minor; uint16_t len, vmaj, vmin; } qv;
     struct {
         uint8_t major, minor;
         uint16_t len;
@@ -89,23 +96,9 @@ cs_xi2_select_root(uint32_t mask, int *major)
         uint8_t mask[4];        /* XI2 masks are bytes: event N is bit N % 8 of byte N / 8 */
     } sel;
     int i;
-    struct iovec iov[3];
-    xcb_protocol_request_t pr = { 1, NULL, 0, 0 };
-    xcb_generic_error_t *e = NULL;
-    void *r;
 
     *major = ext_major("XInputExtension");
-    qv.major = (uint8_t) *major;
-    qv.minor = 47;              /* XIQueryVersion */
-    qv.len = 2;
-    qv.vmaj = 2;
-    qv.vmin = 2;
-    iov[2].iov_base = &qv;
-    iov[2].iov_len = sizeof(qv);
-    r = xcb_wait_for_reply(c, xcb_send_request(c, XCB_REQUEST_RAW | XCB_REQUEST_CHECKED,
-                                               &iov[2], &pr), &e);
-    free(r);
-    free(e);
+    cs_xi_query_version(*major);
     memset(&sel, 0, sizeof(sel));
     sel.major = (uint8_t) *major;
     sel.minor = 46;             /* XISelectEvents */

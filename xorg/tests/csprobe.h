@@ -76,9 +76,22 @@ xcb_render_pictformat_t root_format(void);
 long cs_now_ms(void);
 void cs_ready(void);
 void cs_listen(long ms, void (*on)(xcb_generic_event_t *));
+/* XTEST FakeInput (minor 2, 9 units) */
+struct cs_xtest_req {
+    uint8_t major, minor;
+    uint16_t len;
+    uint8_t type, detail;
+    uint16_t pad0;
+    uint32_t time, root, pad1, pad2;
+    int16_t x, y;
+    uint32_t pad3;
+    uint16_t pad4;
+    uint8_t pad5, deviceid;
+};
 int cs_xtest_fake(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y);
 int cs_xtest_fake_dev(int xtest, uint8_t type, uint8_t detail, int16_t x, int16_t y,
                       uint8_t deviceid);
+void cs_xi_query_version(int major);
 int cs_xi2_select_root(uint32_t mask, int *major);
 
 int victim(int argc, char **argv);
